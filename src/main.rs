@@ -1,0 +1,2 @@
+//! The `grammask` command-line tool.
+fn main() {}
