@@ -1,0 +1,280 @@
+//! One [`ConstraintEngine`] for every grammar whose whole per-request state is a small `Copy`
+//! value: free-form JSON, regex DFAs. The grammar supplies the byte transition function; this
+//! module supplies the mask (trie walk, string slice, state-keyed cache), `advance`, EOS,
+//! `rollback` and the `&[bool]` view.
+//!
+//! # Invariants
+//! - The compiled grammar is immutable and shared (`Arc<G>`); the engine owns only the current
+//!   state, a bounded history of earlier states, a small mask cache and scratch buffers.
+//! - A cached mask is keyed by the exact grammar state, so a hit returns exactly what a walk
+//!   would (the mask is a function of the state alone).
+
+use crate::engine::{
+    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+};
+use crate::mask::TokenMask;
+use crate::recognizer::{ByteLogic, CopyStack};
+use crate::token::TokenId;
+use crate::vocab::Vocabulary;
+use std::collections::VecDeque;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// A grammar with a small `Copy` state that [`CopyStateEngine`] can run.
+pub trait CopyGrammar: ByteLogic + Send + Sync
+where
+    Self::State: Eq + Hash + Send + Sync + std::fmt::Debug,
+{
+    /// The state before any output.
+    fn initial(&self) -> Self::State;
+    /// Is the document complete in `state` (EOS allowed)?
+    fn is_accepting(&self, state: &Self::State) -> bool;
+    /// Can any byte follow `state`? (`false` at a complete document that nothing may extend.)
+    fn can_continue(&self, state: &Self::State) -> bool;
+    /// True when `state` is inside an unconstrained string body at a character boundary, where
+    /// every token of the vocabulary's [`crate::vocab::StringSlice::safe`] set is allowed and
+    /// leaves the grammar in the same state. Lets the mask skip walking ~90% of the vocabulary.
+    fn in_free_string(&self, _state: &Self::State) -> bool {
+        false
+    }
+}
+
+/// Limits and switches of a [`CopyStateEngine`].
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// How many advanced tokens `rollback` can undo (default 64).
+    pub history: usize,
+    /// Masks kept in the state-keyed cache (default 8; 0 disables caching).
+    pub mask_cache: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { history: 64, mask_cache: 8 }
+    }
+}
+
+struct CacheEntry<S> {
+    state: S,
+    mask: TokenMask,
+    stamp: u64,
+}
+
+/// A [`ConstraintEngine`] over a [`CopyGrammar`].
+pub struct CopyStateEngine<G: CopyGrammar>
+where
+    G::State: Eq + Hash + Send + Sync + std::fmt::Debug,
+{
+    grammar: Arc<G>,
+    vocab: Vocabulary,
+    state: G::State,
+    finished: bool,
+    history: VecDeque<(G::State, bool)>,
+    options: EngineOptions,
+    cache: Vec<CacheEntry<G::State>>,
+    clock: u64,
+    stack: Vec<G::State>,
+    bools: Vec<bool>,
+    scratch: TokenMask,
+}
+
+impl<G: CopyGrammar> CopyStateEngine<G>
+where
+    G::State: Eq + Hash + Send + Sync + std::fmt::Debug,
+{
+    /// A fresh engine at the grammar's initial state.
+    pub fn with_grammar(grammar: Arc<G>, vocab: &Vocabulary, options: EngineOptions) -> Self {
+        let state = grammar.initial();
+        CopyStateEngine {
+            grammar,
+            vocab: vocab.clone(),
+            state,
+            finished: false,
+            history: VecDeque::new(),
+            options,
+            cache: Vec::new(),
+            clock: 0,
+            stack: Vec::new(),
+            bools: Vec::new(),
+            scratch: TokenMask::new(0),
+        }
+    }
+
+    /// The current grammar state.
+    pub fn state(&self) -> &G::State {
+        &self.state
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &Arc<G> {
+        &self.grammar
+    }
+
+    /// Feed raw bytes (not tokens) from the current state; `Ok(())` and the state advanced if all
+    /// are accepted, else the index of the first refused byte and the state unchanged.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        let mut s = self.state;
+        for (i, &b) in bytes.iter().enumerate() {
+            s = self.grammar.step(&s, b).ok_or(i)?;
+        }
+        self.state = s;
+        Ok(())
+    }
+
+    /// Compute the mask for the current state without the cache.
+    fn compute(&mut self, mask: &mut TokenMask) {
+        mask.clear();
+        if self.finished {
+            return;
+        }
+        let trie = if self.grammar.in_free_string(&self.state) {
+            let slice = self.vocab.string_slice();
+            mask.copy_from(&slice.safe);
+            &slice.rest
+        } else {
+            self.vocab.trie()
+        };
+        let mut rec = CopyStack::new(&*self.grammar, self.state, &mut self.stack, trie.max_depth());
+        trie.walk(&mut rec, mask);
+        if self.grammar.is_accepting(&self.state) {
+            allow_eos(&self.vocab, mask);
+        }
+    }
+
+    fn push_history(&mut self) {
+        if self.options.history == 0 {
+            return;
+        }
+        if self.history.len() == self.options.history {
+            self.history.pop_front();
+        }
+        self.history.push_back((self.state, self.finished));
+    }
+
+    /// Undo the last `n` advanced tokens.
+    ///
+    /// # Errors
+    /// [`EngineErrorKind::RollbackTooFar`] when fewer than `n` are in the history; the state is
+    /// then unchanged.
+    pub fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
+        if n > self.history.len() {
+            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
+                requested: n,
+                available: self.history.len(),
+            }));
+        }
+        for _ in 0..n {
+            let (s, f) = self.history.pop_back().expect("checked length");
+            self.state = s;
+            self.finished = f;
+        }
+        Ok(())
+    }
+}
+
+impl<G: CopyGrammar> ConstraintEngine for CopyStateEngine<G>
+where
+    G::State: Eq + Hash + Send + Sync + std::fmt::Debug,
+{
+    fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+        check_mask_len(&self.vocab, mask.len())?;
+        if self.finished {
+            mask.clear();
+            return Ok(());
+        }
+        self.clock += 1;
+        if let Some(e) = self.cache.iter_mut().find(|e| e.state == self.state) {
+            e.stamp = self.clock;
+            mask.copy_from(&e.mask);
+            return Ok(());
+        }
+        self.compute(mask);
+        if self.options.mask_cache > 0 {
+            if self.cache.len() < self.options.mask_cache {
+                self.cache.push(CacheEntry {
+                    state: self.state,
+                    mask: mask.clone(),
+                    stamp: self.clock,
+                });
+            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
+                e.state = self.state;
+                e.mask.copy_from(mask);
+                e.stamp = self.clock;
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+        let accepting = self.grammar.is_accepting(&self.state);
+        if precheck(&self.vocab, token, self.finished, accepting)? {
+            self.push_history();
+            self.finished = true;
+            return Ok(());
+        }
+        let bytes = self.vocab.token_bytes(token);
+        let mut s = self.state;
+        for (i, &b) in bytes.iter().enumerate() {
+            match self.grammar.step(&s, b) {
+                Some(n) => s = n,
+                None => return Err(refused(&self.vocab, token, i)),
+            }
+        }
+        self.push_history();
+        self.state = s;
+        Ok(())
+    }
+
+    fn is_accepting(&self) -> bool {
+        !self.finished && self.grammar.is_accepting(&self.state)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn can_only_end(&self) -> bool {
+        !self.finished
+            && self.grammar.is_accepting(&self.state)
+            && !self.grammar.can_continue(&self.state)
+    }
+
+    fn allows(&self, token: TokenId) -> bool {
+        let accepting = self.grammar.is_accepting(&self.state);
+        match precheck(&self.vocab, token, self.finished, accepting) {
+            Ok(true) => true,
+            Ok(false) => {
+                let mut s = self.state;
+                self.vocab.token_bytes(token).iter().all(|&b| match self.grammar.step(&s, b) {
+                    Some(n) => {
+                        s = n;
+                        true
+                    }
+                    None => false,
+                })
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
+        check_mask_len(&self.vocab, vocab_size)?;
+        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
+        if m.len() != vocab_size {
+            m = TokenMask::new(vocab_size);
+        }
+        self.fill_mask(&mut m)?;
+        self.bools.resize(vocab_size, false);
+        m.write_bools(&mut self.bools);
+        self.scratch = m;
+        Ok(&self.bools)
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
+        CopyStateEngine::rollback(self, n)
+    }
+}

@@ -1,0 +1,393 @@
+//! The free-form JSON grammar (RFC 8259) as a byte-level state machine with a `Copy` state.
+//!
+//! The whole parse state — lexical position, the container stack and the whitespace run — fits
+//! in one 32-byte [`JsonState`]: the stack is a bit per level (1 = object, 0 = array) in a `u128`,
+//! so nesting is bounded by [`MAX_DEPTH_LIMIT`] and pushing/popping a level is a shift.
+//!
+//! Exactness: every byte the machine accepts leaves a state from which a complete document is
+//! reachable, so a token is allowed iff its bytes run through. Strings are checked as they go:
+//! control bytes refused, escapes `\" \\ \/ \b \f \n \r \t \uXXXX` (either hex case), UTF-16
+//! surrogates paired (a high surrogate must be followed by `\u` + a low one; a lone low surrogate
+//! is refused), raw UTF-8 validated byte by byte (Unicode table 3-7: no overlongs, no surrogates,
+//! nothing past U+10FFFF), so a token ending inside a multi-byte character is handled exactly.
+//! Numbers follow the RFC grammar (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`).
+
+use crate::recognizer::ByteLogic;
+
+/// The deepest nesting the state can represent.
+pub const MAX_DEPTH_LIMIT: usize = 128;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(u8)]
+pub(crate) enum Lex {
+    /// Before the document.
+    Start,
+    /// Expecting a value (after `:`, or after `,` in an array).
+    Value,
+    /// After `[`: a value or `]`.
+    ArrFirst,
+    /// After `{`: a key or `}`.
+    ObjFirst,
+    /// After `,` in an object: a key.
+    ObjKey,
+    /// After a key: `:`.
+    Colon,
+    /// After a value inside a container: `,` or the closer.
+    After,
+    /// The top-level value is complete.
+    Done,
+    /// In a string, at a character boundary.
+    Str,
+    /// After `\`.
+    StrEsc,
+    /// Inside `\uXXXX` (aux: digits so far, flags).
+    StrHex,
+    /// After a high surrogate escape: `\` must follow.
+    StrNeedBackslash,
+    /// After a high surrogate escape and `\`: `u` must follow.
+    StrNeedU,
+    /// Inside a multi-byte UTF-8 character (aux: bytes left and the allowed range).
+    StrUtf8,
+    NumMinus,
+    NumZero,
+    NumInt,
+    NumDot,
+    NumFrac,
+    NumE,
+    NumESign,
+    NumExp,
+    /// Inside `true`/`false`/`null` (aux: which literal and how far).
+    Lit,
+}
+
+/// The parse state of a free-form JSON document. `Copy`, 32 bytes, hashable (the mask cache key).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct JsonState {
+    /// Bit `d` is 1 when the container at depth `d` (0 = outermost) is an object.
+    stack: u128,
+    depth: u8,
+    lex: Lex,
+    /// Whitespace bytes in the current run.
+    ws: u8,
+    /// Per-lexeme scratch: see [`Lex`].
+    aux: u8,
+    /// Bit 0: the current string is an object key.
+    key: bool,
+}
+
+/// Whitespace policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whitespace {
+    /// No whitespace anywhere: `{"a":[1,2]}`.
+    Compact,
+    /// Whitespace allowed wherever RFC 8259 allows it inside the document, in runs of at most
+    /// `max_run` bytes (so a model cannot emit whitespace forever). None before or after the
+    /// top-level value.
+    Flexible {
+        /// Longest whitespace run.
+        max_run: u8,
+    },
+}
+
+/// Which values may stand at the top level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopLevel {
+    /// An object, as OpenAI's `json_object` response format.
+    Object,
+    /// Any JSON value.
+    AnyValue,
+}
+
+/// The compiled free-form JSON grammar.
+#[derive(Clone, Debug)]
+pub struct JsonGrammar {
+    pub(crate) whitespace: Whitespace,
+    pub(crate) top: TopLevel,
+    pub(crate) max_depth: u8,
+}
+
+const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
+
+// UTF-8 continuation ranges (Unicode table 3-7), indexed by the range code kept in `aux`.
+const UTF8_RANGES: [(u8, u8); 5] = [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
+
+const HEX_COUNT: u8 = 0x07;
+const HEX_FIRST_D: u8 = 0x10;
+const HEX_LOW: u8 = 0x20;
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+impl JsonState {
+    #[inline]
+    fn with(self, lex: Lex) -> JsonState {
+        JsonState { lex, ws: 0, aux: 0, ..self }
+    }
+
+    #[inline]
+    fn top_is_object(&self) -> bool {
+        self.depth > 0 && (self.stack >> (self.depth - 1)) & 1 == 1
+    }
+
+    /// The state after a complete value.
+    #[inline]
+    fn after_value(self) -> JsonState {
+        if self.depth == 0 {
+            self.with(Lex::Done)
+        } else {
+            self.with(Lex::After)
+        }
+    }
+
+    /// Is a number complete here (so the number may end)?
+    #[inline]
+    fn number_complete(&self) -> bool {
+        matches!(self.lex, Lex::NumZero | Lex::NumInt | Lex::NumFrac | Lex::NumExp)
+    }
+}
+
+impl JsonGrammar {
+    fn push(&self, s: JsonState, object: bool) -> Option<JsonState> {
+        if s.depth >= self.max_depth {
+            return None;
+        }
+        let mut n = s;
+        if object {
+            n.stack |= 1u128 << s.depth;
+        } else {
+            n.stack &= !(1u128 << s.depth);
+        }
+        n.depth += 1;
+        Some(n.with(if object { Lex::ObjFirst } else { Lex::ArrFirst }))
+    }
+
+    fn pop(&self, s: JsonState) -> JsonState {
+        let mut n = s;
+        n.depth -= 1;
+        n.stack &= !(1u128 << n.depth);
+        n.after_value()
+    }
+
+    /// A value starting with byte `b`.
+    fn value_start(&self, s: JsonState, b: u8) -> Option<JsonState> {
+        match b {
+            b'{' => self.push(s, true),
+            b'[' => self.push(s, false),
+            b'"' => Some(JsonState { key: false, ..s.with(Lex::Str) }),
+            b'-' => Some(s.with(Lex::NumMinus)),
+            b'0' => Some(s.with(Lex::NumZero)),
+            b'1'..=b'9' => Some(s.with(Lex::NumInt)),
+            b't' => Some(JsonState { aux: 1, ..s.with(Lex::Lit) }),
+            b'f' => Some(JsonState { aux: (1 << 4) | 1, ..s.with(Lex::Lit) }),
+            b'n' => Some(JsonState { aux: (2 << 4) | 1, ..s.with(Lex::Lit) }),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn whitespace(&self, s: &JsonState) -> Option<JsonState> {
+        match self.whitespace {
+            Whitespace::Flexible { max_run } if s.ws < max_run => {
+                Some(JsonState { ws: s.ws + 1, ..*s })
+            }
+            _ => None,
+        }
+    }
+
+    fn string_byte(&self, s: &JsonState, b: u8) -> Option<JsonState> {
+        match b {
+            b'"' => {
+                if s.key {
+                    Some(JsonState { key: false, ..s.with(Lex::Colon) })
+                } else {
+                    Some(s.after_value())
+                }
+            }
+            b'\\' => Some(s.with(Lex::StrEsc)),
+            0x00..=0x1F => None,
+            0x20..=0x7F => Some(*s),
+            0xC2..=0xDF => Some(JsonState { aux: 1, ..s.with(Lex::StrUtf8) }),
+            0xE0 => Some(JsonState { aux: 2 | (1 << 4), ..s.with(Lex::StrUtf8) }),
+            0xE1..=0xEC | 0xEE..=0xEF => Some(JsonState { aux: 2, ..s.with(Lex::StrUtf8) }),
+            0xED => Some(JsonState { aux: 2 | (2 << 4), ..s.with(Lex::StrUtf8) }),
+            0xF0 => Some(JsonState { aux: 3 | (3 << 4), ..s.with(Lex::StrUtf8) }),
+            0xF1..=0xF3 => Some(JsonState { aux: 3, ..s.with(Lex::StrUtf8) }),
+            0xF4 => Some(JsonState { aux: 3 | (4 << 4), ..s.with(Lex::StrUtf8) }),
+            _ => None,
+        }
+    }
+
+    fn hex_digit(&self, s: &JsonState, b: u8) -> Option<JsonState> {
+        let v = hex_val(b)?;
+        let n = s.aux & HEX_COUNT;
+        let low = s.aux & HEX_LOW != 0;
+        let mut aux = s.aux;
+        match n {
+            0 => {
+                if low && v != 0xD {
+                    return None;
+                }
+                if v == 0xD {
+                    aux |= HEX_FIRST_D;
+                }
+            }
+            1 => {
+                if low && !(0xC..=0xF).contains(&v) {
+                    return None;
+                }
+                if !low && aux & HEX_FIRST_D != 0 {
+                    match v {
+                        // A lone low surrogate.
+                        0xC..=0xF => return None,
+                        // A high surrogate: remember it through the remaining digits.
+                        0x8..=0xB => aux |= HEX_LOW << 1,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        if n == 3 {
+            let high = aux & (HEX_LOW << 1) != 0;
+            return Some(if high { s.with(Lex::StrNeedBackslash) } else { s.with(Lex::Str) });
+        }
+        Some(JsonState { aux: (aux & !HEX_COUNT) | (n + 1), ..*s })
+    }
+
+    fn number_byte(&self, s: &JsonState, b: u8) -> Option<JsonState> {
+        let next = match (s.lex, b) {
+            (Lex::NumMinus, b'0') => Lex::NumZero,
+            (Lex::NumMinus, b'1'..=b'9') => Lex::NumInt,
+            (Lex::NumMinus, _) => return None,
+            (Lex::NumZero, b'.') | (Lex::NumInt, b'.') => Lex::NumDot,
+            (Lex::NumZero, b'0'..=b'9') => return None,
+            (Lex::NumInt, b'0'..=b'9') => Lex::NumInt,
+            (Lex::NumZero | Lex::NumInt | Lex::NumFrac, b'e' | b'E') => Lex::NumE,
+            (Lex::NumDot, b'0'..=b'9') | (Lex::NumFrac, b'0'..=b'9') => Lex::NumFrac,
+            (Lex::NumDot, _) => return None,
+            (Lex::NumE, b'+' | b'-') => Lex::NumESign,
+            (Lex::NumE | Lex::NumESign | Lex::NumExp, b'0'..=b'9') => Lex::NumExp,
+            (Lex::NumE | Lex::NumESign, _) => return None,
+            // A complete number followed by a byte that cannot extend it: the number ends and
+            // the byte belongs to what follows.
+            _ => {
+                debug_assert!(s.number_complete());
+                return self.step(&s.after_value(), b);
+            }
+        };
+        Some(s.with(next))
+    }
+}
+
+impl ByteLogic for JsonGrammar {
+    type State = JsonState;
+
+    fn step(&self, s: &JsonState, b: u8) -> Option<JsonState> {
+        match s.lex {
+            Lex::Start => match (self.top, b) {
+                (TopLevel::Object, b'{') => self.push(*s, true),
+                (TopLevel::Object, _) => None,
+                (TopLevel::AnyValue, _) => self.value_start(*s, b),
+            },
+            Lex::Value | Lex::ArrFirst => {
+                if is_ws(b) {
+                    self.whitespace(s)
+                } else if b == b']' && s.lex == Lex::ArrFirst {
+                    Some(self.pop(*s))
+                } else {
+                    self.value_start(*s, b)
+                }
+            }
+            Lex::ObjFirst | Lex::ObjKey => match b {
+                b'"' => Some(JsonState { key: true, ..s.with(Lex::Str) }),
+                b'}' if s.lex == Lex::ObjFirst => Some(self.pop(*s)),
+                _ if is_ws(b) => self.whitespace(s),
+                _ => None,
+            },
+            Lex::Colon => match b {
+                b':' => Some(s.with(Lex::Value)),
+                _ if is_ws(b) => self.whitespace(s),
+                _ => None,
+            },
+            Lex::After => match b {
+                b',' => Some(s.with(if s.top_is_object() { Lex::ObjKey } else { Lex::Value })),
+                b'}' if s.top_is_object() => Some(self.pop(*s)),
+                b']' if !s.top_is_object() => Some(self.pop(*s)),
+                _ if is_ws(b) => self.whitespace(s),
+                _ => None,
+            },
+            Lex::Done => None,
+            Lex::Str => self.string_byte(s, b),
+            Lex::StrEsc => match b {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(s.with(Lex::Str)),
+                b'u' => Some(s.with(Lex::StrHex)),
+                _ => None,
+            },
+            Lex::StrHex => self.hex_digit(s, b),
+            Lex::StrNeedBackslash => (b == b'\\').then(|| s.with(Lex::StrNeedU)),
+            Lex::StrNeedU => (b == b'u').then(|| JsonState { aux: HEX_LOW, ..s.with(Lex::StrHex) }),
+            Lex::StrUtf8 => {
+                let (lo, hi) = UTF8_RANGES[(s.aux >> 4) as usize];
+                if b < lo || b > hi {
+                    return None;
+                }
+                let left = (s.aux & 0x0F) - 1;
+                Some(if left == 0 { s.with(Lex::Str) } else { JsonState { aux: left, ..*s } })
+            }
+            Lex::NumMinus
+            | Lex::NumZero
+            | Lex::NumInt
+            | Lex::NumDot
+            | Lex::NumFrac
+            | Lex::NumE
+            | Lex::NumESign
+            | Lex::NumExp => self.number_byte(s, b),
+            Lex::Lit => {
+                let lit = LITS[(s.aux >> 4) as usize];
+                let pos = (s.aux & 0x0F) as usize;
+                if lit[pos] != b {
+                    return None;
+                }
+                Some(if pos + 1 == lit.len() {
+                    s.after_value()
+                } else {
+                    JsonState { aux: s.aux + 1, ..*s }
+                })
+            }
+        }
+    }
+}
+
+impl JsonGrammar {
+    /// The state before any output.
+    pub fn start_state(&self) -> JsonState {
+        JsonState { stack: 0, depth: 0, lex: Lex::Start, ws: 0, aux: 0, key: false }
+    }
+
+    /// Is the document complete in `s`?
+    pub fn accepting(&self, s: &JsonState) -> bool {
+        s.lex == Lex::Done || (s.depth == 0 && s.number_complete())
+    }
+
+    /// Can bytes follow `s`?
+    pub fn continues(&self, s: &JsonState) -> bool {
+        s.lex != Lex::Done
+    }
+
+    /// Inside a string at a character boundary (the string slice applies).
+    pub fn free_string(&self, s: &JsonState) -> bool {
+        s.lex == Lex::Str
+    }
+}

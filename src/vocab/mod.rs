@@ -1,0 +1,654 @@
+//! The vocabulary: every token id decoded once to the bytes it contributes, its kind (text,
+//! special, padding), the EOS ids, and the byte trie over all text tokens.
+//!
+//! A [`Vocabulary`] is built once per tokenizer and shared by every engine and request: it is a
+//! cheap-to-clone handle (`Arc` inside), immutable, `Send + Sync`. Construction decodes each
+//! token string with the encoding the tokenizer's decoder implies (see [`decode`]) and builds
+//! the flat trie ([`TokTrie`]); lexical "slices" (precomputed masks for lexical contexts such
+//! as the inside of a JSON string) are built lazily on first use and cached here.
+//!
+//! # Invariants
+//! - `token_bytes(t)` is empty exactly for special and padding tokens.
+//! - Ids in `n_tokens..n_vocab` are padding: they exist in the logits row and are never allowed.
+//! - The trie holds exactly the text tokens (`kind == Text`).
+
+pub mod decode;
+mod slices;
+mod trie;
+
+pub use decode::TokenEncoding;
+pub use slices::StringSlice;
+pub use trie::{TokTrie, MAX_TOKEN_BYTES};
+
+use crate::token::TokenId;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// What a token id is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenKind {
+    /// A token that contributes text (its bytes may be empty only if its string is empty).
+    Text,
+    /// A special token (`<|im_end|>`, `<s>`…): never text, only allowed as EOS where EOS is.
+    Special,
+    /// An id past the tokenizer's size in a padded logits row: never allowed.
+    Padding,
+}
+
+/// An error building a [`Vocabulary`].
+#[derive(Debug)]
+pub struct VocabError {
+    kind: VocabErrorKind,
+}
+
+/// What went wrong building a vocabulary.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum VocabErrorKind {
+    /// Reading a file failed.
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `tokenizers` could not load the tokenizer.
+    Tokenizer(String),
+    /// `tokenizer_config.json` is not valid JSON or has a field of the wrong type.
+    Config(String),
+    /// A token named in the config (EOS, BOS, pad) is not in the vocabulary.
+    UnknownToken {
+        /// Which role the token plays.
+        role: &'static str,
+        /// The token's content.
+        content: String,
+    },
+    /// An EOS id given by the caller is out of range.
+    EosOutOfRange {
+        /// The id.
+        id: u32,
+        /// The number of tokens.
+        n_tokens: usize,
+    },
+    /// The logits width is smaller than the tokenizer's size.
+    LogitsTooNarrow {
+        /// The requested width.
+        n_vocab: usize,
+        /// The tokenizer's size.
+        n_tokens: usize,
+    },
+    /// A token is longer than the trie supports.
+    TokenTooLong {
+        /// The token.
+        id: u32,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The vocabulary is too large for the packed trie.
+    TooManyTokens(usize),
+}
+
+impl VocabError {
+    fn new(kind: VocabErrorKind) -> Self {
+        VocabError { kind }
+    }
+    /// What went wrong.
+    pub fn kind(&self) -> &VocabErrorKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for VocabError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            VocabErrorKind::Io { path, source } => write!(f, "cannot read {path}: {source}"),
+            VocabErrorKind::Tokenizer(m) => write!(f, "cannot load tokenizer: {m}"),
+            VocabErrorKind::Config(m) => write!(f, "bad tokenizer_config.json: {m}"),
+            VocabErrorKind::UnknownToken { role, content } => {
+                write!(f, "{role} token {content:?} is not in the vocabulary")
+            }
+            VocabErrorKind::EosOutOfRange { id, n_tokens } => {
+                write!(f, "EOS id {id} is out of range (the tokenizer has {n_tokens} tokens)")
+            }
+            VocabErrorKind::LogitsTooNarrow { n_vocab, n_tokens } => write!(
+                f,
+                "logits width {n_vocab} is smaller than the tokenizer's {n_tokens} tokens"
+            ),
+            VocabErrorKind::TokenTooLong { id, len } => write!(
+                f,
+                "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported"
+            ),
+            VocabErrorKind::TooManyTokens(n) => {
+                write!(f, "{n} tokens is more than the trie supports (2^24 - 1)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for VocabError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            VocabErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Where the tokenizer came from (for messages and the CLI).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VocabSource {
+    /// The embedded Qwen3 tokenizer.
+    Embedded,
+    /// A file path.
+    File(String),
+    /// Bytes or an in-memory tokenizer.
+    Memory,
+}
+
+/// Immutable vocabulary data; see the module docs.
+pub struct VocabInner {
+    tokenizer: Option<tokenizers::Tokenizer>,
+    encoding: TokenEncoding,
+    /// Concatenated token bytes; token `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+    bytes: Vec<u8>,
+    offsets: Vec<u32>,
+    kinds: Vec<TokenKind>,
+    n_tokens: usize,
+    n_vocab: usize,
+    eos: Vec<TokenId>,
+    bos: Option<TokenId>,
+    pad: Option<TokenId>,
+    prepends_space: bool,
+    trie: TokTrie,
+    source: VocabSource,
+    string_slice: OnceLock<StringSlice>,
+}
+
+/// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
+///
+/// # Example
+/// ```
+/// let vocab = grammask::Vocabulary::embedded().unwrap();
+/// let ids = vocab.encode("{\"a\": 1}").unwrap();
+/// let text: Vec<u8> = ids.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+/// assert_eq!(text, b"{\"a\": 1}");
+/// assert!(!vocab.eos_ids().is_empty());
+/// ```
+#[derive(Clone)]
+pub struct Vocabulary {
+    inner: Arc<VocabInner>,
+}
+
+impl fmt::Debug for Vocabulary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vocabulary")
+            .field("source", &self.inner.source)
+            .field("n_tokens", &self.inner.n_tokens)
+            .field("n_vocab", &self.inner.n_vocab)
+            .field("encoding", &self.inner.encoding)
+            .field("eos", &self.inner.eos)
+            .finish()
+    }
+}
+
+static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("embedded/qwen3.tokenizer.json.gz");
+static EMBEDDED_CONFIG: &[u8] = include_bytes!("embedded/qwen3.tokenizer_config.json.gz");
+
+fn gunzip(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * 6);
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .expect("the embedded tokenizer is a valid gzip stream");
+    out
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, VocabError> {
+    std::fs::read(path).map_err(|source| {
+        VocabError::new(VocabErrorKind::Io { path: path.display().to_string(), source })
+    })
+}
+
+/// The `tokenizer_config.json` fields grammask reads.
+#[derive(Default, Debug, Clone)]
+struct TokenizerConfig {
+    eos: Vec<String>,
+    bos: Option<String>,
+    pad: Option<String>,
+}
+
+fn token_content(v: &serde_json::Value, field: &str) -> Result<Option<String>, VocabError> {
+    match v.get(field) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+        Some(serde_json::Value::Object(o)) => match o.get("content") {
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            _ => Err(VocabError::new(VocabErrorKind::Config(format!(
+                "`{field}` is an object without a string `content`"
+            )))),
+        },
+        Some(other) => Err(VocabError::new(VocabErrorKind::Config(format!(
+            "`{field}` must be a string or an object, not {other}"
+        )))),
+    }
+}
+
+fn parse_config(bytes: &[u8]) -> Result<TokenizerConfig, VocabError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| VocabError::new(VocabErrorKind::Config(e.to_string())))?;
+    if !v.is_object() {
+        return Err(VocabError::new(VocabErrorKind::Config("not a JSON object".into())));
+    }
+    Ok(TokenizerConfig {
+        eos: token_content(&v, "eos_token")?.into_iter().collect(),
+        bos: token_content(&v, "bos_token")?,
+        pad: token_content(&v, "pad_token")?,
+    })
+}
+
+/// Options for building a [`Vocabulary`].
+#[derive(Clone, Debug, Default)]
+pub struct VocabConfig {
+    /// Logits width when the model pads its vocabulary (default: the tokenizer's size).
+    pub n_vocab: Option<usize>,
+    /// Extra EOS ids (e.g. from `generation_config.json`), added to the config's EOS token.
+    pub extra_eos: Vec<u32>,
+}
+
+impl Vocabulary {
+    /// The embedded Qwen3 tokenizer (Apache-2.0), the default when the user gives none.
+    ///
+    /// # Errors
+    /// Never in practice; the embedded files are checked by the test suite.
+    pub fn embedded() -> Result<Vocabulary, VocabError> {
+        let tok = gunzip(EMBEDDED_TOKENIZER);
+        let cfg = gunzip(EMBEDDED_CONFIG);
+        Self::build(
+            load_tokenizer(&tok)?,
+            Some(&cfg),
+            &VocabConfig::default(),
+            VocabSource::Embedded,
+        )
+    }
+
+    /// Load `tokenizer.json` from `path`. When `tokenizer_config.json` sits beside it (or
+    /// `NAME.config.json` beside `NAME.json`, the layout of `../shared/tokenizers`) it is read
+    /// for EOS/BOS/pad.
+    ///
+    /// # Errors
+    /// Unreadable files, a tokenizer `tokenizers` cannot load, a malformed config.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Vocabulary, VocabError> {
+        Self::from_file_with(path, &VocabConfig::default())
+    }
+
+    /// [`Vocabulary::from_file`] with options.
+    ///
+    /// # Errors
+    /// As [`Vocabulary::from_file`], plus option errors (EOS out of range, narrow logits).
+    pub fn from_file_with(
+        path: impl AsRef<Path>,
+        config: &VocabConfig,
+    ) -> Result<Vocabulary, VocabError> {
+        let path = path.as_ref();
+        let tok = read_file(path)?;
+        let cfg = find_config(path).map(|p| read_file(&p)).transpose()?;
+        Self::build(
+            load_tokenizer(&tok)?,
+            cfg.as_deref(),
+            config,
+            VocabSource::File(path.display().to_string()),
+        )
+    }
+
+    /// Build from the bytes of `tokenizer.json` and optionally `tokenizer_config.json`.
+    ///
+    /// # Errors
+    /// A tokenizer `tokenizers` cannot load, a malformed config, option errors.
+    pub fn from_bytes(
+        tokenizer_json: &[u8],
+        tokenizer_config_json: Option<&[u8]>,
+        config: &VocabConfig,
+    ) -> Result<Vocabulary, VocabError> {
+        Self::build(
+            load_tokenizer(tokenizer_json)?,
+            tokenizer_config_json,
+            config,
+            VocabSource::Memory,
+        )
+    }
+
+    /// Build from an already loaded `tokenizers::Tokenizer`.
+    ///
+    /// # Errors
+    /// A malformed config, option errors.
+    pub fn from_tokenizer(
+        tokenizer: tokenizers::Tokenizer,
+        tokenizer_config_json: Option<&[u8]>,
+        config: &VocabConfig,
+    ) -> Result<Vocabulary, VocabError> {
+        Self::build(tokenizer, tokenizer_config_json, config, VocabSource::Memory)
+    }
+
+    fn build(
+        tokenizer: tokenizers::Tokenizer,
+        config_json: Option<&[u8]>,
+        config: &VocabConfig,
+        source: VocabSource,
+    ) -> Result<Vocabulary, VocabError> {
+        let tcfg = config_json.map(parse_config).transpose()?.unwrap_or_default();
+        let mut inner = decode_vocab(tokenizer, source)?;
+        let lookup = |role: &'static str, content: &str| -> Result<TokenId, VocabError> {
+            inner.tokenizer.as_ref().and_then(|t| t.token_to_id(content)).map(TokenId).ok_or_else(
+                || {
+                    VocabError::new(VocabErrorKind::UnknownToken {
+                        role,
+                        content: content.to_string(),
+                    })
+                },
+            )
+        };
+        let mut eos = Vec::new();
+        for c in &tcfg.eos {
+            eos.push(lookup("EOS", c)?);
+        }
+        let bos = tcfg.bos.as_deref().map(|c| lookup("BOS", c)).transpose()?;
+        let pad = tcfg.pad.as_deref().map(|c| lookup("pad", c)).transpose()?;
+        for &id in &config.extra_eos {
+            if id as usize >= inner.n_tokens {
+                return Err(VocabError::new(VocabErrorKind::EosOutOfRange {
+                    id,
+                    n_tokens: inner.n_tokens,
+                }));
+            }
+            eos.push(TokenId(id));
+        }
+        eos.sort();
+        eos.dedup();
+        inner.eos = eos;
+        inner.bos = bos;
+        inner.pad = pad;
+        if let Some(n) = config.n_vocab {
+            if n < inner.n_tokens {
+                return Err(VocabError::new(VocabErrorKind::LogitsTooNarrow {
+                    n_vocab: n,
+                    n_tokens: inner.n_tokens,
+                }));
+            }
+            inner.n_vocab = n;
+            inner.kinds.resize(n, TokenKind::Padding);
+        }
+        Ok(Vocabulary { inner: Arc::new(inner) })
+    }
+
+    /// Build a vocabulary directly from token byte strings (no tokenizer): for tests, tiny
+    /// vocabularies and callers with their own tokenizer. `None` marks a special token.
+    ///
+    /// # Errors
+    /// EOS ids out of range, a token too long for the trie.
+    pub fn from_token_bytes(
+        tokens: &[Option<&[u8]>],
+        eos: &[u32],
+        n_vocab: Option<usize>,
+    ) -> Result<Vocabulary, VocabError> {
+        let n = tokens.len();
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut kinds = Vec::with_capacity(n);
+        offsets.push(0);
+        for t in tokens {
+            match t {
+                Some(b) => {
+                    bytes.extend_from_slice(b);
+                    kinds.push(TokenKind::Text);
+                }
+                None => kinds.push(TokenKind::Special),
+            }
+            offsets.push(bytes.len() as u32);
+        }
+        let mut inner = finish_inner(
+            None,
+            TokenEncoding::Raw,
+            bytes,
+            offsets,
+            kinds,
+            false,
+            VocabSource::Memory,
+        )?;
+        for &e in eos {
+            if e as usize >= n {
+                return Err(VocabError::new(VocabErrorKind::EosOutOfRange { id: e, n_tokens: n }));
+            }
+            inner.eos.push(TokenId(e));
+        }
+        if let Some(w) = n_vocab {
+            if w < n {
+                return Err(VocabError::new(VocabErrorKind::LogitsTooNarrow {
+                    n_vocab: w,
+                    n_tokens: n,
+                }));
+            }
+            inner.n_vocab = w;
+            inner.kinds.resize(w, TokenKind::Padding);
+        }
+        Ok(Vocabulary { inner: Arc::new(inner) })
+    }
+
+    /// Logits width: the size every mask has.
+    #[inline]
+    pub fn n_vocab(&self) -> usize {
+        self.inner.n_vocab
+    }
+
+    /// Number of tokens the tokenizer defines (ids `0..n_tokens`).
+    #[inline]
+    pub fn n_tokens(&self) -> usize {
+        self.inner.n_tokens
+    }
+
+    /// The bytes token `t` contributes to the output (empty for special and padding ids).
+    #[inline]
+    pub fn token_bytes(&self, t: TokenId) -> &[u8] {
+        let i = t.index();
+        if i >= self.inner.n_tokens {
+            return &[];
+        }
+        &self.inner.bytes[self.inner.offsets[i] as usize..self.inner.offsets[i + 1] as usize]
+    }
+
+    /// What token `t` is; ids past the logits width are padding.
+    #[inline]
+    pub fn kind(&self, t: TokenId) -> TokenKind {
+        self.inner.kinds.get(t.index()).copied().unwrap_or(TokenKind::Padding)
+    }
+
+    /// The EOS ids (several are common: `<|im_end|>`, `<|endoftext|>`).
+    pub fn eos_ids(&self) -> &[TokenId] {
+        &self.inner.eos
+    }
+
+    /// Is `t` an EOS id?
+    #[inline]
+    pub fn is_eos(&self, t: TokenId) -> bool {
+        self.inner.eos.contains(&t)
+    }
+
+    /// The BOS id, if the config names one.
+    pub fn bos_id(&self) -> Option<TokenId> {
+        self.inner.bos
+    }
+
+    /// The pad id, if the config names one.
+    pub fn pad_id(&self) -> Option<TokenId> {
+        self.inner.pad
+    }
+
+    /// How vocabulary strings encode bytes.
+    pub fn encoding(&self) -> TokenEncoding {
+        self.inner.encoding
+    }
+
+    /// Where the vocabulary came from.
+    pub fn source(&self) -> &VocabSource {
+        &self.inner.source
+    }
+
+    /// The trie over all text tokens.
+    pub fn trie(&self) -> &TokTrie {
+        &self.inner.trie
+    }
+
+    /// The id of a token by its string in the tokenizer (e.g. `"</think>"`).
+    pub fn token_id(&self, content: &str) -> Option<TokenId> {
+        self.inner.tokenizer.as_ref()?.token_to_id(content).map(TokenId)
+    }
+
+    /// The underlying `tokenizers::Tokenizer`, when the vocabulary was built from one.
+    pub fn tokenizer(&self) -> Option<&tokenizers::Tokenizer> {
+        self.inner.tokenizer.as_ref()
+    }
+
+    /// True when the tokenizer's normaliser prepends `▁` to every text (Llama-2 style), so the
+    /// first token of an encoded text carries a leading space that is not in the text.
+    pub fn prepends_space(&self) -> bool {
+        self.inner.prepends_space
+    }
+
+    /// Encode `text` (no BOS/EOS added).
+    ///
+    /// # Errors
+    /// A vocabulary built without a tokenizer, or a tokenizer error.
+    pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        let tok = self.inner.tokenizer.as_ref().ok_or_else(|| {
+            VocabError::new(VocabErrorKind::Tokenizer("this vocabulary has no tokenizer".into()))
+        })?;
+        let enc = tok
+            .encode(text, false)
+            .map_err(|e| VocabError::new(VocabErrorKind::Tokenizer(e.to_string())))?;
+        Ok(enc.get_ids().iter().map(|&i| TokenId(i)).collect())
+    }
+
+    /// The lexical slice for the inside of a JSON string (built on first use, then shared).
+    pub fn string_slice(&self) -> &StringSlice {
+        self.inner.string_slice.get_or_init(|| StringSlice::build(self))
+    }
+
+    /// A readable rendering of a token for messages: its bytes, escaped.
+    pub fn describe(&self, t: TokenId) -> String {
+        match self.kind(t) {
+            TokenKind::Text => format!("{t:?} {:?}", String::from_utf8_lossy(self.token_bytes(t))),
+            TokenKind::Special => {
+                let name = self
+                    .inner
+                    .tokenizer
+                    .as_ref()
+                    .and_then(|tk| tk.id_to_token(t.0))
+                    .unwrap_or_else(|| "?".into());
+                format!("{t:?} special {name}")
+            }
+            TokenKind::Padding => format!("{t:?} padding"),
+        }
+    }
+}
+
+fn find_config(path: &Path) -> Option<std::path::PathBuf> {
+    let dir = path.parent()?;
+    let beside = dir.join("tokenizer_config.json");
+    if beside.is_file() {
+        return Some(beside);
+    }
+    let stem = path.file_stem()?.to_str()?;
+    let named = dir.join(format!("{stem}.config.json"));
+    named.is_file().then_some(named)
+}
+
+fn load_tokenizer(bytes: &[u8]) -> Result<tokenizers::Tokenizer, VocabError> {
+    tokenizers::Tokenizer::from_bytes(bytes)
+        .map_err(|e| VocabError::new(VocabErrorKind::Tokenizer(e.to_string())))
+}
+
+/// Decode every token of `tokenizer` and build the trie.
+fn decode_vocab(
+    tokenizer: tokenizers::Tokenizer,
+    source: VocabSource,
+) -> Result<VocabInner, VocabError> {
+    let decoder_json = tokenizer.get_decoder().and_then(|d| serde_json::to_value(d).ok());
+    let encoding = decode::encoding_from_decoder(decoder_json.as_ref());
+    let prepends_space = tokenizer
+        .get_normalizer()
+        .and_then(|n| serde_json::to_string(n).ok())
+        .is_some_and(|s| s.contains("\"Prepend\"") && s.contains('▁'));
+    let added = tokenizer.get_added_tokens_decoder();
+    let n_tokens = tokenizer.get_vocab_size(true).max(
+        added.keys().map(|&k| k as usize + 1).max().unwrap_or(0),
+    );
+    let map = decode::CharToByte::new();
+    let mut bytes = Vec::with_capacity(n_tokens * 8);
+    let mut offsets = Vec::with_capacity(n_tokens + 1);
+    let mut kinds = Vec::with_capacity(n_tokens);
+    offsets.push(0u32);
+    for id in 0..n_tokens as u32 {
+        if let Some(a) = added.get(&id) {
+            if a.special {
+                kinds.push(TokenKind::Special);
+            } else {
+                decode::decode_token(encoding, &map, &a.content, &mut bytes);
+                kinds.push(TokenKind::Text);
+            }
+        } else if let Some(s) = tokenizer.id_to_token(id) {
+            decode::decode_token(encoding, &map, &s, &mut bytes);
+            kinds.push(TokenKind::Text);
+        } else {
+            // A hole in the id space: nothing decodes to it, treat as padding.
+            kinds.push(TokenKind::Padding);
+        }
+        offsets.push(bytes.len() as u32);
+    }
+    finish_inner(Some(tokenizer), encoding, bytes, offsets, kinds, prepends_space, source)
+}
+
+fn finish_inner(
+    tokenizer: Option<tokenizers::Tokenizer>,
+    encoding: TokenEncoding,
+    bytes: Vec<u8>,
+    offsets: Vec<u32>,
+    kinds: Vec<TokenKind>,
+    prepends_space: bool,
+    source: VocabSource,
+) -> Result<VocabInner, VocabError> {
+    let n_tokens = kinds.len();
+    if n_tokens >= (1 << 24) - 1 {
+        return Err(VocabError::new(VocabErrorKind::TooManyTokens(n_tokens)));
+    }
+    let tok = |i: usize| &bytes[offsets[i] as usize..offsets[i + 1] as usize];
+    for i in 0..n_tokens {
+        if tok(i).len() > MAX_TOKEN_BYTES {
+            return Err(VocabError::new(VocabErrorKind::TokenTooLong {
+                id: i as u32,
+                len: tok(i).len(),
+            }));
+        }
+    }
+    let trie = TokTrie::build(
+        (0..n_tokens)
+            .filter(|&i| kinds[i] == TokenKind::Text)
+            .map(|i| (TokenId(i as u32), tok(i))),
+    );
+    Ok(VocabInner {
+        tokenizer,
+        encoding,
+        bytes,
+        offsets,
+        kinds,
+        n_tokens,
+        n_vocab: n_tokens,
+        eos: Vec::new(),
+        bos: None,
+        pad: None,
+        prepends_space,
+        trie,
+        source,
+        string_slice: OnceLock::new(),
+    })
+}

@@ -1,0 +1,292 @@
+//! The flat byte trie over token texts, and the one walker that turns any [`Recognizer`] into a
+//! vocabulary mask.
+//!
+//! # Layout
+//! Nodes are stored in depth-first order in one `Vec<Node>` of 8-byte nodes: the byte on the edge
+//! into the node, the token ending there (if any) and the size of the subtree rooted there
+//! (the node itself included). Children of a node follow it directly; its next sibling is at
+//! `index + subtree_size`. Node 0 is the root (no byte). This is llguidance's `toktrie` layout:
+//! one sequential sweep, no pointers, and a refused byte skips a whole subtree with one add.
+//!
+//! # Invariants
+//! - **The trie is immutable after construction** and shared (`Send + Sync`) by every engine of a
+//!   vocabulary.
+//! - A node carries at most one token id inline; tokens with identical bytes (e.g. `▁` and
+//!   `<0x20>` in SentencePiece vocabularies) are listed in a side table flagged on the node.
+//! - Only text tokens with at least one byte are in the trie; special tokens never are.
+
+use crate::mask::{TokenMask, WORD_BITS};
+use crate::recognizer::Recognizer;
+use crate::token::TokenId;
+use rustc_hash::FxHashMap;
+
+const BYTE_BITS: u32 = 8;
+const TOKEN_LIMIT: u32 = (1 << (32 - BYTE_BITS)) - 1;
+const DUP_FLAG: u32 = 1 << 31;
+/// Longest token (in bytes) the walker supports; longer tokens are refused at construction.
+pub const MAX_TOKEN_BYTES: usize = 1024;
+
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Node {
+    /// `byte | (token + 1) << 8`; token field 0 means "no token ends here".
+    bits: u32,
+    /// Subtree size (node included) in the low 31 bits; [`DUP_FLAG`] if more tokens end here.
+    size: u32,
+}
+const _: () = assert!(std::mem::size_of::<Node>() == 8);
+
+impl Node {
+    #[inline(always)]
+    fn byte(self) -> u8 {
+        self.bits as u8
+    }
+    #[inline(always)]
+    fn token_plus_one(self) -> u32 {
+        self.bits >> BYTE_BITS
+    }
+    #[inline(always)]
+    fn subtree(self) -> usize {
+        (self.size & !DUP_FLAG) as usize
+    }
+}
+
+/// A byte trie over a set of tokens, flattened depth-first.
+#[derive(Clone)]
+pub struct TokTrie {
+    nodes: Vec<Node>,
+    dups: FxHashMap<u32, Box<[TokenId]>>,
+    max_depth: usize,
+    n_tokens: usize,
+}
+
+impl std::fmt::Debug for TokTrie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokTrie")
+            .field("nodes", &self.nodes.len())
+            .field("tokens", &self.n_tokens)
+            .field("max_depth", &self.max_depth)
+            .finish()
+    }
+}
+
+impl TokTrie {
+    /// Build a trie over `(id, bytes)` pairs. Empty byte strings are skipped.
+    ///
+    /// # Panics
+    /// Panics if an id is too large for the packed node (≥ 2^24 − 1) or a token is longer than
+    /// [`MAX_TOKEN_BYTES`]; [`crate::Vocabulary`] checks both first and reports a typed error.
+    pub fn build<'a>(tokens: impl IntoIterator<Item = (TokenId, &'a [u8])>) -> TokTrie {
+        let mut items: Vec<(&'a [u8], TokenId)> =
+            tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
+        items.sort_unstable();
+        let mut nodes: Vec<Node> = Vec::with_capacity(items.len() * 2 + 1);
+        nodes.push(Node { bits: 0, size: 0 });
+        let mut dups: FxHashMap<u32, Vec<TokenId>> = FxHashMap::default();
+        // path[d] = index of the node at depth d + 1 on the current path.
+        let mut path: Vec<usize> = Vec::new();
+        let mut prev: &[u8] = &[];
+        let mut max_depth = 0;
+        for &(bytes, id) in &items {
+            assert!(id.0 < TOKEN_LIMIT, "token id {id:?} too large for the trie");
+            assert!(bytes.len() <= MAX_TOKEN_BYTES, "token {id:?} longer than MAX_TOKEN_BYTES");
+            let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            while path.len() > lcp {
+                let idx = path.pop().expect("non-empty path");
+                let size = (nodes.len() - idx) as u32;
+                nodes[idx].size = (nodes[idx].size & DUP_FLAG) | size;
+            }
+            if lcp == bytes.len() {
+                // Same bytes as the previous token: a duplicate on the same node.
+                let idx = *path.last().expect("duplicate of a non-empty token");
+                nodes[idx].size |= DUP_FLAG;
+                dups.entry(idx as u32).or_default().push(id);
+                continue;
+            }
+            for &b in &bytes[lcp..] {
+                path.push(nodes.len());
+                nodes.push(Node { bits: u32::from(b), size: 0 });
+            }
+            let last = *path.last().expect("at least one byte");
+            nodes[last].bits |= (id.0 + 1) << BYTE_BITS;
+            max_depth = max_depth.max(bytes.len());
+            prev = bytes;
+        }
+        while let Some(idx) = path.pop() {
+            let size = (nodes.len() - idx) as u32;
+            nodes[idx].size = (nodes[idx].size & DUP_FLAG) | size;
+        }
+        nodes[0].size = nodes.len() as u32;
+        let dups = dups.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
+        TokTrie { nodes, dups, max_depth, n_tokens: items.len() }
+    }
+
+    /// Number of nodes (root included).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of tokens in the trie.
+    pub fn token_count(&self) -> usize {
+        self.n_tokens
+    }
+
+    /// Length in bytes of the longest token (the deepest a walk goes).
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// Walk the whole trie with `rec`, setting in `mask` every token whose bytes `rec` accepts
+    /// from its current state. Bits already set in `mask` stay set. `rec` is back in its starting
+    /// state when this returns.
+    ///
+    /// This is the one hot loop of every engine: one pass over the node array, a refused byte
+    /// skips its subtree, an accepted byte descends.
+    pub fn walk<R: Recognizer + ?Sized>(&self, rec: &mut R, mask: &mut TokenMask) {
+        let nodes = &self.nodes[..];
+        let n = nodes.len();
+        let words = mask.words_mut();
+        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
+        let mut depth = 0usize;
+        let mut i = 1usize;
+        while i < n {
+            let mut pop = 0;
+            while depth > 0 && i >= ends[depth - 1] as usize {
+                depth -= 1;
+                pop += 1;
+            }
+            if pop > 0 {
+                rec.pop_bytes(pop);
+            }
+            let node = nodes[i];
+            if rec.try_push_byte(node.byte()) {
+                let t = node.token_plus_one();
+                if t != 0 {
+                    let t = (t - 1) as usize;
+                    words[t / WORD_BITS] |= 1 << (t % WORD_BITS);
+                    if node.size & DUP_FLAG != 0 {
+                        for d in self.dups[&(i as u32)].iter() {
+                            words[d.index() / WORD_BITS] |= 1 << (d.index() % WORD_BITS);
+                        }
+                    }
+                }
+                ends[depth] = (i + node.subtree()) as u32;
+                depth += 1;
+                i += 1;
+            } else {
+                i += node.subtree();
+            }
+        }
+        if depth > 0 {
+            rec.pop_bytes(depth);
+        }
+    }
+
+    /// Every `(token, bytes)` in the trie, depth-first (for tests and diagnostics).
+    pub fn tokens(&self) -> Vec<(TokenId, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut path: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
+        for i in 1..self.nodes.len() {
+            while ends.last().is_some_and(|&e| i >= e) {
+                ends.pop();
+                path.pop();
+            }
+            let node = self.nodes[i];
+            path.push(node.byte());
+            ends.push(i + node.subtree());
+            if node.token_plus_one() != 0 {
+                out.push((TokenId(node.token_plus_one() - 1), path.clone()));
+                if let Some(d) = self.dups.get(&(i as u32)) {
+                    out.extend(d.iter().map(|&t| (t, path.clone())));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recognizer::{ByteLogic, CopyStack};
+
+    /// The tiny vocabulary used by the trie tests, drawn as the tree the builder must produce:
+    ///
+    /// ```text
+    /// (root)
+    /// ├─ a            #0
+    /// │  ├─ b         #1
+    /// │  │  └─ c      #2
+    /// │  └─ c         #3
+    /// ├─ b            #4, #6 (duplicate bytes)
+    /// └─ {            (no token)
+    ///    └─ "         #5
+    /// ```
+    fn tiny() -> TokTrie {
+        let toks: Vec<(TokenId, &[u8])> = vec![
+            (TokenId(0), b"a"),
+            (TokenId(1), b"ab"),
+            (TokenId(2), b"abc"),
+            (TokenId(3), b"ac"),
+            (TokenId(4), b"b"),
+            (TokenId(5), b"{\""),
+            (TokenId(6), b"b"),
+            (TokenId(7), b""),
+        ];
+        TokTrie::build(toks)
+    }
+
+    /// Accepts strings over an allowed byte set, up to a length.
+    struct Bytes(&'static [u8], u8);
+    impl ByteLogic for Bytes {
+        type State = u8;
+        fn step(&self, s: &u8, b: u8) -> Option<u8> {
+            (self.0.contains(&b) && *s < self.1).then_some(s + 1)
+        }
+    }
+
+    fn mask_of(trie: &TokTrie, logic: &Bytes) -> Vec<u32> {
+        let mut m = TokenMask::new(8);
+        let mut buf = Vec::new();
+        let mut rec = CopyStack::new(logic, 0, &mut buf, trie.max_depth());
+        trie.walk(&mut rec, &mut m);
+        assert_eq!(rec.depth(), 0, "walk leaves the recogniser at its base");
+        m.iter().map(|t| t.0).collect()
+    }
+
+    #[test]
+    fn layout_matches_the_drawing() {
+        let t = tiny();
+        // root, a, b, c, c, b, {, "
+        assert_eq!(t.node_count(), 8);
+        assert_eq!(t.max_depth(), 3);
+        assert_eq!(t.token_count(), 7);
+        let mut toks = t.tokens();
+        toks.sort();
+        let names: Vec<(u32, String)> =
+            toks.iter().map(|(t, b)| (t.0, String::from_utf8(b.clone()).unwrap())).collect();
+        assert_eq!(
+            names,
+            vec![
+                (0, "a".into()),
+                (1, "ab".into()),
+                (2, "abc".into()),
+                (3, "ac".into()),
+                (4, "b".into()),
+                (5, "{\"".into()),
+                (6, "b".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn walk_prunes_and_collects() {
+        let t = tiny();
+        assert_eq!(mask_of(&t, &Bytes(b"abc{\"", 9)), vec![0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(mask_of(&t, &Bytes(b"ab", 9)), vec![0, 1, 4, 6]);
+        assert_eq!(mask_of(&t, &Bytes(b"abc", 2)), vec![0, 1, 3, 4, 6]);
+        assert_eq!(mask_of(&t, &Bytes(b"c", 9)), Vec::<u32>::new());
+        assert_eq!(mask_of(&t, &Bytes(b"\"", 9)), Vec::<u32>::new());
+    }
+}
