@@ -31,9 +31,11 @@ where
     fn is_accepting(&self, state: &Self::State) -> bool;
     /// Can any byte follow `state`? (`false` at a complete document that nothing may extend.)
     fn can_continue(&self, state: &Self::State) -> bool;
-    /// True when `state` is inside an unconstrained string body at a character boundary, where
-    /// every token of the vocabulary's [`crate::vocab::StringSlice::safe`] set is allowed and
-    /// leaves the grammar in the same state. Lets the mask skip walking ~90% of the vocabulary.
+    /// True when `state` is inside an unconstrained JSON string body at a character boundary:
+    /// the string continues exactly as RFC 8259 allows (any content, escapes, UTF-8) and
+    /// `step(state, b'"')` is the state after the string. The engine then takes the
+    /// context-independent tokens of [`crate::vocab::StringSlice`] as one block and walks only
+    /// the tokens that close the string and go on.
     fn in_free_string(&self, _state: &Self::State) -> bool {
         false
     }
@@ -127,15 +129,23 @@ where
         if self.finished {
             return;
         }
-        let trie = if self.grammar.in_free_string(&self.state) {
+        if self.grammar.in_free_string(&self.state) {
+            // Inside an unconstrained string: the context-independent tokens come as one
+            // bitset; only tokens that close the string and go on are walked, from the state
+            // after the closing quote (see `vocab::StringSlice`).
             let slice = self.vocab.string_slice();
-            mask.copy_from(&slice.safe);
-            &slice.rest
+            mask.copy_from(&slice.inside);
+            if let Some(after) = self.grammar.step(&self.state, b'"') {
+                let mut rec =
+                    CopyStack::new(&*self.grammar, after, &mut self.stack, slice.exits.max_depth());
+                slice.exits.walk(&mut rec, mask);
+            }
         } else {
-            self.vocab.trie()
-        };
-        let mut rec = CopyStack::new(&*self.grammar, self.state, &mut self.stack, trie.max_depth());
-        trie.walk(&mut rec, mask);
+            let trie = self.vocab.trie();
+            let mut rec =
+                CopyStack::new(&*self.grammar, self.state, &mut self.stack, trie.max_depth());
+            trie.walk(&mut rec, mask);
+        }
         if self.grammar.is_accepting(&self.state) {
             allow_eos(&self.vocab, mask);
         }

@@ -1,12 +1,70 @@
-//! grammask: grammar-constrained decoding — exact, fast per-step token masks and a sampler.
+//! # grammask — grammar-constrained decoding, exact and fast
 //!
-//! (The full manual lands with the foundation; see README.md.)
+//! At every decode step a language model emits logits over its vocabulary. grammask turns a
+//! constraint into a per-step allow-mask over that vocabulary — a token is allowed **iff** the
+//! output after it can still be completed to an accepted document — and the decode loop picks
+//! the next token under that mask.
+//!
+//! ## When to use it
+//! Structured output from an LLM you run yourself: JSON objects (OpenAI's `json_object`),
+//! schema-conforming JSON, regex-shaped text, grammar-shaped text. Plug an engine into your
+//! decode loop through the object-safe [`ConstraintEngine`] trait.
+//!
+//! ## A complete example
+//! tokenizer → constraint → mask loop → token:
+//! ```
+//! use grammask::decode::{generate_greedy, RandomLogits};
+//! use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, Vocabulary};
+//!
+//! let vocab = Vocabulary::embedded()?;          // Qwen3, embedded; or Vocabulary::from_file(..)
+//! let mut engine = JsonObjectConstraint::new(&vocab, &JsonConfig::default())?;
+//! let mut model = RandomLogits::new(&vocab, 7); // stands in for a real model's logits
+//! let out = generate_greedy(&mut model, &mut engine, 400)?;
+//! if out.finish_reason.as_str() == "stop" {
+//!     let doc: serde_json::Value = serde_json::from_slice(&out.text)?;
+//!     assert!(doc.is_object());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The pieces
+//! - [`vocab`]: [`Vocabulary`] — every token decoded once to its bytes, kinds (text, special,
+//!   padding), EOS ids, and the flat byte trie ([`vocab::TokTrie`]) every mask walks.
+//! - [`mask`]: [`TokenMask`] — the allow-mask, a `u32`-word bitset with `&[bool]` and additive
+//!   `f32` bias exports.
+//! - [`engine`]: the [`ConstraintEngine`] contract and its typed [`EngineError`].
+//! - [`recognizer`]: the byte-level interface ([`recognizer::Recognizer`]) the trie walker
+//!   drives; [`copy_engine`]: a complete engine for any grammar with a small `Copy` state.
+//! - [`json`]: free-form JSON (RFC 8259), [`JsonObjectConstraint`].
+//! - [`decode`]: the decode loop and stand-in models; [`stats`]: latency summaries.
+//!
+//! ## Mask lifecycle
+//! Per step: `wants_mask()` → `fill_mask(&mut mask)` (or `step_mask(n)` for a `&[bool]` view) →
+//! sample → `advance(token)`. EOS ids are in the mask exactly when the document is complete;
+//! when nothing else can follow, only EOS is. `rollback(n)` undoes the last `n` tokens (bounded
+//! history). Masks are cached per exact grammar state, so repeated states cost a copy.
+//!
+//! ## Errors
+//! Typed per phase: [`vocab::VocabError`] (loading), [`json::JsonConfigError`] (configuration),
+//! [`EngineError`] (advance/mask/rollback; the state is unchanged after an error),
+//! [`decode::DecodeError`] (the loop). Each has a `kind()` and a message naming the culprit.
+//!
+//! ## Configuration and size limits
+//! - [`JsonConfig`]: top level (object or any value), whitespace (compact, or flexible with runs
+//!   of at most 32 bytes by default), nesting depth (64 by default, at most 128).
+//! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
+//! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
+//!
+//! ## Cargo features
+//! - `mlx` (off): GPU masked argmax through `mlx-rs` (see `docs/gpu.md`).
 
 pub mod copy_engine;
+pub mod decode;
 pub mod engine;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
+pub mod stats;
 pub mod token;
 pub mod vocab;
 
@@ -16,3 +74,8 @@ pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
 pub use token::TokenId;
 pub use vocab::Vocabulary;
+
+/// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

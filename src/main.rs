@@ -1,2 +1,229 @@
-//! The `grammask` command-line tool.
-fn main() {}
+//! The `grammask` command-line tool: decode with a random-logit model under a constraint
+//! (`generate`), and walk a document token by token through a constraint (`walk`), printing
+//! per-step mask latency. Errors print one clear line and exit with status 1.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use grammask::decode::{generate_greedy, RandomLogits};
+use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
+use grammask::stats::Summary;
+use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenMask, Vocabulary};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "grammask",
+    version,
+    about = "Grammar-constrained decoding: exact, fast token masks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode with a seeded random-logit model under a constraint (default: free-form JSON on
+    /// the embedded Qwen3 tokenizer).
+    Generate(GenerateArgs),
+    /// Tokenize a document and walk it token by token through a constraint.
+    Walk(WalkArgs),
+}
+
+#[derive(Args, Clone)]
+struct ConstraintArgs {
+    /// Free-form JSON (the default constraint).
+    #[arg(long)]
+    json: bool,
+    /// Allow any JSON value at the top level, not only an object (with --json).
+    #[arg(long)]
+    any_value: bool,
+    /// Whitespace policy between JSON tokens.
+    #[arg(long, value_enum, default_value_t = WsArg::Flexible)]
+    whitespace: WsArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WsArg {
+    /// No whitespace at all.
+    Compact,
+    /// Whitespace where RFC 8259 allows it, in bounded runs.
+    Flexible,
+}
+
+#[derive(Args, Clone)]
+struct VocabArgs {
+    /// Path to a Hugging Face tokenizer.json (default: the embedded Qwen3 tokenizer).
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    #[command(flatten)]
+    vocab: VocabArgs,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
+    /// Seed of the random-logit model.
+    #[arg(long, default_value_t = 0xA7A7)]
+    seed: u64,
+    /// Token limit.
+    #[arg(long, default_value_t = 512)]
+    max_tokens: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Args)]
+struct WalkArgs {
+    #[command(flatten)]
+    vocab: VocabArgs,
+    #[command(flatten)]
+    constraint: ConstraintArgs,
+    /// The document to walk (one trailing newline is ignored).
+    #[arg(long)]
+    input: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+type CliResult<T> = Result<T, String>;
+
+fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
+    match &args.tokenizer {
+        Some(p) => Vocabulary::from_file(p).map_err(|e| e.to_string()),
+        None => Vocabulary::embedded().map_err(|e| e.to_string()),
+    }
+}
+
+fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
+    let config = JsonConfig {
+        top_level: if c.any_value { TopLevel::AnyValue } else { TopLevel::Object },
+        whitespace: match c.whitespace {
+            WsArg::Compact => Whitespace::Compact,
+            WsArg::Flexible => Whitespace::Flexible { max_run: DEFAULT_MAX_WS_RUN },
+        },
+        ..JsonConfig::default()
+    };
+    let engine = JsonObjectConstraint::new(vocab, &config).map_err(|e| e.to_string())?;
+    Ok(Box::new(engine))
+}
+
+fn generate(args: GenerateArgs) -> CliResult<()> {
+    let vocab = load_vocab(&args.vocab)?;
+    let mut engine = build_engine(&vocab, &args.constraint)?;
+    let mut model = RandomLogits::new(&vocab, args.seed);
+    let gen =
+        generate_greedy(&mut model, engine.as_mut(), args.max_tokens).map_err(|e| e.to_string())?;
+    let summary = Summary::of(&gen.mask_us);
+    let content = String::from_utf8_lossy(&gen.text);
+    match args.format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "content": content,
+                "finish_reason": gen.finish_reason.as_str(),
+                "n_tokens": gen.tokens.len(),
+                "mask_us": summary.to_json(),
+            });
+            println!("{v}");
+        }
+        Format::Text => {
+            println!("{content}");
+            println!("finish_reason: {}", gen.finish_reason);
+            println!("steps: {}", gen.tokens.len());
+            println!("mask latency: {summary}");
+        }
+    }
+    Ok(())
+}
+
+fn walk(args: WalkArgs) -> CliResult<()> {
+    let vocab = load_vocab(&args.vocab)?;
+    let mut engine = build_engine(&vocab, &args.constraint)?;
+    let raw = std::fs::read_to_string(&args.input)
+        .map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
+    let text = raw.strip_suffix('\n').unwrap_or(&raw);
+    let tokens = vocab.encode_continuation(text).map_err(|e| e.to_string())?;
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    let mut times = Vec::with_capacity(tokens.len() + 1);
+    let mut refused_at = None;
+    for (i, &t) in tokens.iter().enumerate() {
+        let t0 = Instant::now();
+        engine.fill_mask(&mut mask).map_err(|e| e.to_string())?;
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+        if !mask.contains(t) || engine.advance(t).is_err() {
+            refused_at = Some((i, t));
+            break;
+        }
+    }
+    let eos_allowed = refused_at.is_none() && {
+        let t0 = Instant::now();
+        engine.fill_mask(&mut mask).map_err(|e| e.to_string())?;
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+        vocab.eos_ids().iter().any(|&e| mask.contains(e))
+    };
+    let accepted = refused_at.is_none() && eos_allowed;
+    let summary = Summary::of(&times);
+    match args.format {
+        Format::Json => {
+            let refused = refused_at.map(|(i, t)| {
+                serde_json::json!({
+                    "index": i,
+                    "id": t.0,
+                    "bytes": String::from_utf8_lossy(vocab.token_bytes(t)),
+                })
+            });
+            let v = serde_json::json!({
+                "accepted": accepted,
+                "refused_at": refused,
+                "eos_allowed": eos_allowed,
+                "n_tokens": tokens.len(),
+                "mask_us": summary.to_json(),
+            });
+            println!("{v}");
+        }
+        Format::Text => {
+            match refused_at {
+                Some((i, t)) => println!("refused token {i}: {}", vocab.describe(t)),
+                None => println!("all {} tokens accepted", tokens.len()),
+            }
+            println!("EOS allowed at the end: {eos_allowed}");
+            println!("accepted: {accepted}");
+            println!("mask latency: {summary}");
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Generate(GenerateArgs {
+        vocab: VocabArgs { tokenizer: None },
+        constraint: ConstraintArgs { json: true, any_value: false, whitespace: WsArg::Flexible },
+        seed: 0xA7A7,
+        max_tokens: 512,
+        format: Format::Text,
+    }));
+    let result = match command {
+        Command::Generate(a) => generate(a),
+        Command::Walk(a) => walk(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -109,7 +109,8 @@ pub struct JsonGrammar {
 const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
 
 // UTF-8 continuation ranges (Unicode table 3-7), indexed by the range code kept in `aux`.
-const UTF8_RANGES: [(u8, u8); 5] = [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
+const UTF8_RANGES: [(u8, u8); 5] =
+    [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
 
 const HEX_COUNT: u8 = 0x07;
 const HEX_FIRST_D: u8 = 0x10;
@@ -389,5 +390,30 @@ impl JsonGrammar {
     /// Inside a string at a character boundary (the string slice applies).
     pub fn free_string(&self, s: &JsonState) -> bool {
         s.lex == Lex::Str
+    }
+
+    /// A grammar and a state inside a value string at a character boundary, for classifying
+    /// tokens by what they do to a string body (see [`crate::vocab::StringSlice`]).
+    pub(crate) fn string_probe() -> (JsonGrammar, JsonState) {
+        let g = JsonGrammar {
+            whitespace: Whitespace::Flexible { max_run: u8::MAX },
+            top: TopLevel::AnyValue,
+            max_depth: MAX_DEPTH_LIMIT as u8,
+        };
+        let s = JsonState { stack: 0, depth: 1, lex: Lex::Str, ws: 0, aux: 0, key: false };
+        (g, s)
+    }
+
+    /// Is `s` still inside the string body started from [`JsonGrammar::string_probe`]?
+    pub(crate) fn in_string_body(s: &JsonState) -> bool {
+        matches!(
+            s.lex,
+            Lex::Str
+                | Lex::StrEsc
+                | Lex::StrHex
+                | Lex::StrNeedBackslash
+                | Lex::StrNeedU
+                | Lex::StrUtf8
+        )
     }
 }

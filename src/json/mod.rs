@@ -129,6 +129,8 @@ impl CopyStateEngine<JsonGrammar> {
     /// # Errors
     /// A bad configuration (see [`JsonGrammar::new`]).
     pub fn new_json(vocab: &Vocabulary, config: &JsonConfig) -> Result<Self, JsonConfigError> {
+        // Build the vocabulary's string slice now (once per vocabulary), not in the first mask.
+        vocab.string_slice();
         Ok(CopyStateEngine::with_grammar(
             Arc::new(JsonGrammar::new(config)?),
             vocab,

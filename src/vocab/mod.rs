@@ -117,10 +117,9 @@ impl fmt::Display for VocabError {
                 f,
                 "logits width {n_vocab} is smaller than the tokenizer's {n_tokens} tokens"
             ),
-            VocabErrorKind::TokenTooLong { id, len } => write!(
-                f,
-                "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported"
-            ),
+            VocabErrorKind::TokenTooLong { id, len } => {
+                write!(f, "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported")
+            }
             VocabErrorKind::TooManyTokens(n) => {
                 write!(f, "{n} tokens is more than the trie supports (2^24 - 1)")
             }
@@ -529,6 +528,40 @@ impl Vocabulary {
         Ok(enc.get_ids().iter().map(|&i| TokenId(i)).collect())
     }
 
+    /// Encode `text` as the continuation of a longer text, so that the tokens' bytes concatenate
+    /// to exactly `text`. For most tokenizers this is [`Vocabulary::encode`]; SentencePiece
+    /// tokenizers that prepend `▁` to every input (Llama-2) would give the first token a leading
+    /// space, so the text is encoded after a newline and the tokens of that prefix are dropped.
+    /// If no clean boundary exists the plain encoding is returned.
+    ///
+    /// # Errors
+    /// As [`Vocabulary::encode`].
+    pub fn encode_continuation(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        let plain = self.encode(text)?;
+        let concat = |ids: &[TokenId]| -> Vec<u8> {
+            ids.iter().flat_map(|&t| self.token_bytes(t).iter().copied()).collect()
+        };
+        if concat(&plain) == text.as_bytes() {
+            return Ok(plain);
+        }
+        let ids = self.encode(&format!("\n{text}"))?;
+        let mut acc = Vec::new();
+        for (i, &t) in ids.iter().enumerate() {
+            acc.extend_from_slice(self.token_bytes(t));
+            if acc == b"\n" || acc == b" \n" {
+                let rest = ids[i + 1..].to_vec();
+                if concat(&rest) == text.as_bytes() {
+                    return Ok(rest);
+                }
+                break;
+            }
+            if acc.len() > 2 {
+                break;
+            }
+        }
+        Ok(plain)
+    }
+
     /// The lexical slice for the inside of a JSON string (built on first use, then shared).
     pub fn string_slice(&self) -> &StringSlice {
         self.inner.string_slice.get_or_init(|| StringSlice::build(self))
@@ -580,30 +613,56 @@ fn decode_vocab(
         .and_then(|n| serde_json::to_string(n).ok())
         .is_some_and(|s| s.contains("\"Prepend\"") && s.contains('▁'));
     let added = tokenizer.get_added_tokens_decoder();
-    let n_tokens = tokenizer.get_vocab_size(true).max(
-        added.keys().map(|&k| k as usize + 1).max().unwrap_or(0),
-    );
+    let n_tokens = tokenizer
+        .get_vocab_size(true)
+        .max(added.keys().map(|&k| k as usize + 1).max().unwrap_or(0));
+    // Decoding is independent per token: split the id range over the available cores (the
+    // per-id cost is dominated by `id_to_token`'s lookup and allocation).
     let map = decode::CharToByte::new();
-    let mut bytes = Vec::with_capacity(n_tokens * 8);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let chunk = n_tokens.div_ceil(threads).max(1);
+    let decode_range = |lo: usize, hi: usize| {
+        let mut bytes = Vec::with_capacity((hi - lo) * 8);
+        let mut ends = Vec::with_capacity(hi - lo);
+        let mut kinds = Vec::with_capacity(hi - lo);
+        for id in lo as u32..hi as u32 {
+            if let Some(a) = added.get(&id) {
+                if a.special {
+                    kinds.push(TokenKind::Special);
+                } else {
+                    decode::decode_token(encoding, &map, &a.content, &mut bytes);
+                    kinds.push(TokenKind::Text);
+                }
+            } else if let Some(s) = tokenizer.id_to_token(id) {
+                decode::decode_token(encoding, &map, &s, &mut bytes);
+                kinds.push(TokenKind::Text);
+            } else {
+                // A hole in the id space: nothing decodes to it, treat as padding.
+                kinds.push(TokenKind::Padding);
+            }
+            ends.push(bytes.len());
+        }
+        (bytes, ends, kinds)
+    };
+    let parts: Vec<(Vec<u8>, Vec<usize>, Vec<TokenKind>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (lo, hi) = ((i * chunk).min(n_tokens), ((i + 1) * chunk).min(n_tokens));
+                let f = &decode_range;
+                scope.spawn(move || f(lo, hi))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("decode thread")).collect()
+    });
+    let mut bytes = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
     let mut offsets = Vec::with_capacity(n_tokens + 1);
     let mut kinds = Vec::with_capacity(n_tokens);
     offsets.push(0u32);
-    for id in 0..n_tokens as u32 {
-        if let Some(a) = added.get(&id) {
-            if a.special {
-                kinds.push(TokenKind::Special);
-            } else {
-                decode::decode_token(encoding, &map, &a.content, &mut bytes);
-                kinds.push(TokenKind::Text);
-            }
-        } else if let Some(s) = tokenizer.id_to_token(id) {
-            decode::decode_token(encoding, &map, &s, &mut bytes);
-            kinds.push(TokenKind::Text);
-        } else {
-            // A hole in the id space: nothing decodes to it, treat as padding.
-            kinds.push(TokenKind::Padding);
-        }
-        offsets.push(bytes.len() as u32);
+    for (b, ends, k) in parts {
+        let base = bytes.len();
+        bytes.extend_from_slice(&b);
+        offsets.extend(ends.iter().map(|&e| (base + e) as u32));
+        kinds.extend(k);
     }
     finish_inner(Some(tokenizer), encoding, bytes, offsets, kinds, prepends_space, source)
 }
@@ -631,9 +690,7 @@ fn finish_inner(
         }
     }
     let trie = TokTrie::build(
-        (0..n_tokens)
-            .filter(|&i| kinds[i] == TokenKind::Text)
-            .map(|i| (TokenId(i as u32), tok(i))),
+        (0..n_tokens).filter(|&i| kinds[i] == TokenKind::Text).map(|i| (TokenId(i as u32), tok(i))),
     );
     Ok(VocabInner {
         tokenizer,

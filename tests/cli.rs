@@ -1,0 +1,81 @@
+//! The `grammask` binary: the README's main command works on the embedded default, `generate`
+//! and `walk` print the documented JSON objects, and errors exit non-zero with one clear line.
+
+mod common;
+
+use std::process::Command;
+
+fn grammask(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_grammask")).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn no_arguments_generates_json_on_the_embedded_tokenizer() {
+    let (ok, out, err) = grammask(&[]);
+    assert!(ok, "{err}");
+    assert!(out.contains("finish_reason: "), "{out}");
+    assert!(out.contains("mask latency: mean"), "{out}");
+}
+
+#[test]
+fn generate_json_format_gives_valid_documents() {
+    let mut finished = 0;
+    for seed in 1..=8 {
+        let (ok, out, err) =
+            grammask(&["generate", "--json", "--seed", &seed.to_string(), "--format", "json"]);
+        assert!(ok, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        for key in ["content", "finish_reason", "n_tokens", "mask_us"] {
+            assert!(v.get(key).is_some(), "missing {key} in {out}");
+        }
+        for key in ["mean", "p50", "p99", "max"] {
+            assert!(v["mask_us"][key].is_number(), "mask_us.{key} in {out}");
+        }
+        if v["finish_reason"] == "stop" {
+            finished += 1;
+            let doc: serde_json::Value = serde_json::from_str(v["content"].as_str().unwrap())
+                .unwrap_or_else(|e| panic!("seed {seed}: not JSON ({e}): {}", v["content"]));
+            assert!(doc.is_object());
+        }
+    }
+    assert!(finished >= 6, "most random-logit runs reach a complete document ({finished}/8)");
+}
+
+#[test]
+fn walk_reports_acceptance_and_the_first_refused_token() {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(&good, "{\"name\": \"Café\", \"n\": [1, 2]}\n").unwrap();
+    let (ok, out, err) =
+        grammask(&["walk", "--json", "--input", good.to_str().unwrap(), "--format", "json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["accepted"], true, "{out}");
+    assert_eq!(v["eos_allowed"], true);
+    assert!(v["refused_at"].is_null());
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"name\": 01}").unwrap();
+    let (ok, out, _) = grammask(&["walk", "--input", bad.to_str().unwrap(), "--format", "json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["accepted"], false);
+    assert!(v["refused_at"]["index"].is_number(), "{out}");
+    assert!(v["refused_at"]["bytes"].as_str().unwrap().contains('1'), "{out}");
+}
+
+#[test]
+fn errors_are_one_line_and_non_zero() {
+    let (ok, _, err) = grammask(&["walk", "--input", "/nonexistent/doc.json"]);
+    assert!(!ok);
+    assert!(err.starts_with("error: cannot read /nonexistent/doc.json"), "{err}");
+    assert!(!err.contains("panicked"));
+    let (ok, _, err) = grammask(&["generate", "--tokenizer", "/nonexistent/tokenizer.json"]);
+    assert!(!ok);
+    assert!(err.starts_with("error: "), "{err}");
+}

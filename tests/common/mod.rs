@@ -1,0 +1,74 @@
+//! Helpers shared by the integration tests: the embedded vocabulary (loaded once), the naive
+//! mask oracle, and token-trace rendering (`‧` token boundary, `✖` refused, `≺EOS≻`).
+#![allow(dead_code)]
+
+use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary};
+use std::sync::OnceLock;
+
+/// The embedded Qwen3 vocabulary, loaded once per test binary.
+pub fn qwen3() -> &'static Vocabulary {
+    static V: OnceLock<Vocabulary> = OnceLock::new();
+    V.get_or_init(|| Vocabulary::embedded().expect("embedded vocabulary loads"))
+}
+
+/// `a‧b‧c` rendering of tokens, with `✖` before a refused one and `≺EOS≻` for EOS.
+pub fn trace(vocab: &Vocabulary, tokens: &[TokenId], refused: Option<usize>) -> String {
+    let mut s = String::new();
+    for (i, &t) in tokens.iter().enumerate() {
+        if i > 0 {
+            s.push('‧');
+        }
+        if refused == Some(i) {
+            s.push('✖');
+        }
+        if vocab.is_eos(t) {
+            s.push_str("≺EOS≻");
+        } else {
+            s.push_str(&String::from_utf8_lossy(vocab.token_bytes(t)).escape_debug().to_string());
+        }
+    }
+    s
+}
+
+/// The naive oracle: the set of tokens an engine allows, found by asking `allows` (which runs
+/// the token's bytes through a copy of the state) for every id.
+pub fn oracle_mask(engine: &dyn ConstraintEngine) -> TokenMask {
+    let n = engine.vocab().n_vocab();
+    let mut m = TokenMask::new(n);
+    for i in 0..n {
+        let t = TokenId(i as u32);
+        if engine.allows(t) {
+            m.insert(t);
+        }
+    }
+    m
+}
+
+/// Describe the difference between two masks (first few ids each way).
+pub fn mask_diff(vocab: &Vocabulary, fast: &TokenMask, oracle: &TokenMask) -> String {
+    let extra: Vec<String> =
+        fast.iter().filter(|&t| !oracle.contains(t)).take(5).map(|t| vocab.describe(t)).collect();
+    let missing: Vec<String> =
+        oracle.iter().filter(|&t| !fast.contains(t)).take(5).map(|t| vocab.describe(t)).collect();
+    format!("allowed but refused by the oracle: {extra:?}; refused but allowed by the oracle: {missing:?}")
+}
+
+/// Walk `tokens` through `engine`, checking every token is in the mask. Returns the index of
+/// the first refused token, or `None` when all pass; `eos` says whether EOS is allowed at the end.
+pub fn walk(engine: &mut dyn ConstraintEngine, tokens: &[TokenId]) -> (Option<usize>, bool) {
+    let vocab = engine.vocab().clone();
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    for (i, &t) in tokens.iter().enumerate() {
+        engine.fill_mask(&mut mask).unwrap();
+        let in_mask = mask.contains(t);
+        let advanced = engine.advance(t).is_ok();
+        assert_eq!(in_mask, advanced, "mask and advance disagree on {}", vocab.describe(t));
+        if !advanced {
+            return (Some(i), false);
+        }
+    }
+    engine.fill_mask(&mut mask).unwrap();
+    let eos = vocab.eos_ids().iter().any(|&e| mask.contains(e));
+    assert_eq!(eos, engine.is_accepting());
+    (None, eos)
+}
