@@ -3,6 +3,7 @@
 //! (The full manual lands with the foundation; see README.md.)
 
 pub mod mask;
+pub mod sampler;
 pub mod token;
 
 pub use mask::TokenMask;
