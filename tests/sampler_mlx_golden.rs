@@ -206,7 +206,8 @@ fn logits_processors_match_mlx_lm() {
                 cfg.logit_bias.push((TokenId(pair[0].as_u64().unwrap() as u32), num(&pair[1])));
             }
         }
-        let history: Vec<TokenId> = ids(&p["history"]).into_iter().map(TokenId::from_index).collect();
+        let history: Vec<TokenId> =
+            ids(&p["history"]).into_iter().map(TokenId::from_index).collect();
         let mut ours = row(&p["logits"]);
         apply_penalties(&mut ours, &history, &cfg, None);
         let theirs = row(&p["out"]);

@@ -219,7 +219,9 @@ impl PenaltyConfig {
     /// True when a window-based penalty (repetition, presence, frequency) is not at identity.
     #[inline]
     pub(crate) fn window_active(&self) -> bool {
-        self.repetition_penalty != 1.0 || self.presence_penalty != 0.0 || self.frequency_penalty != 0.0
+        self.repetition_penalty != 1.0
+            || self.presence_penalty != 0.0
+            || self.frequency_penalty != 0.0
     }
 
     /// Check every field against its domain.

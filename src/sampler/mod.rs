@@ -210,7 +210,9 @@ pub fn sample_token(
         return argmax_with_penalties(logits, penalties, recent, mask, scratch);
     }
     let probs = sampling_distribution(cfg, penalties, logits, mask, recent, scratch)?;
-    draw_index(probs, rng.next_f32()).map(TokenId::from_index).ok_or_else(SampleError::all_forbidden)
+    draw_index(probs, rng.next_f32())
+        .map(TokenId::from_index)
+        .ok_or_else(SampleError::all_forbidden)
 }
 
 /// A request's sampler: its configs, its [`Pcg32`] (seeded from
@@ -314,7 +316,14 @@ impl Sampler {
         mask: Option<&TokenMask>,
         recent: &[TokenId],
     ) -> Result<&[f32], SampleError> {
-        sampling_distribution(&self.config, &self.penalties, logits, mask, recent, &mut self.scratch)
+        sampling_distribution(
+            &self.config,
+            &self.penalties,
+            logits,
+            mask,
+            recent,
+            &mut self.scratch,
+        )
     }
 
     /// Verify one speculative draft token (Leviathan et al. 2023 §2.3): both the target and the

@@ -85,5 +85,7 @@ pub fn speculative_accept(
     residual.extend(target.iter().zip(draft).map(|(&p, &q)| (p - q).max(0.0)));
     let row: &[f32] = if sum_f64(residual) > 0.0 { residual } else { target };
     let r2 = rng.next_f32();
-    draw_index(row, r2).map(|j| Verdict::Resampled(TokenId::from_index(j))).ok_or_else(SampleError::all_forbidden)
+    draw_index(row, r2)
+        .map(|j| Verdict::Resampled(TokenId::from_index(j)))
+        .ok_or_else(SampleError::all_forbidden)
 }
