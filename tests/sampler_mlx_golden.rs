@@ -80,8 +80,8 @@ fn check_sets(name: &str, ours: &[f32], theirs: &[f32], probs: &[f32], tie: bool
     }
     assert_eq!(a.len(), b.len(), "{name}: surviving set sizes differ");
     let cut = a.iter().chain(&b).map(|&i| probs[i]).fold(f32::INFINITY, f32::min);
-    for i in 0..probs.len() {
-        if probs[i] > cut {
+    for (i, &p) in probs.iter().enumerate() {
+        if p > cut {
             assert_eq!(a.contains(&i), b.contains(&i), "{name}: token {i} above the tie");
         }
     }

@@ -124,8 +124,8 @@ impl SamplerConfig {
     /// A [`SampleError`] naming the first bad field: temperature < 0 or NaN, top_p outside
     /// `(0, 1]`, min_p outside `[0, 1]`, top_logprobs_k above [`MAX_TOP_LOGPROBS`].
     pub fn validate(&self) -> Result<(), SampleError> {
-        // Written so that NaN fails every check.
-        if !(self.temperature >= 0.0) || self.temperature.is_infinite() {
+        // Each range check is written so that NaN fails it.
+        if self.temperature.is_nan() || self.temperature < 0.0 || self.temperature.is_infinite() {
             return Err(SampleError::new(SampleErrorKind::Temperature(self.temperature)));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
@@ -231,7 +231,10 @@ impl PenaltyConfig {
     /// or frequency penalty not finite, a NaN bias.
     pub fn validate(&self) -> Result<(), SampleError> {
         let bad = |name, value| Err(SampleError::new(SampleErrorKind::Penalty { name, value }));
-        if !(self.repetition_penalty > 0.0) || !self.repetition_penalty.is_finite() {
+        if self.repetition_penalty.is_nan()
+            || self.repetition_penalty <= 0.0
+            || !self.repetition_penalty.is_finite()
+        {
             return bad("repetition_penalty", self.repetition_penalty);
         }
         if !self.presence_penalty.is_finite() {

@@ -153,7 +153,7 @@ pub fn top_p_in_place(probs: &mut [f32], top_p: f32, keys: &mut Vec<u64>) {
 /// maximum always survives (`min_tokens_to_keep = 1` needs no special case). No-op when
 /// `min_p <= 0`.
 pub fn min_p_in_place(probs: &mut [f32], min_p: f32) {
-    if !(min_p > 0.0) {
+    if min_p.is_nan() || min_p <= 0.0 {
         return;
     }
     let max = probs.iter().fold(0.0f32, |a, &b| if b > a { b } else { a });
