@@ -10,6 +10,7 @@
 //! (no comparator closure reading a second array).
 
 use super::error::SampleError;
+use super::exp::exp;
 
 /// Turn (masked, penalised) logits into probabilities in place: `p[i] = exp(x[i]/T - max/T) / Σ`.
 ///
@@ -36,11 +37,11 @@ pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), Sampl
             sum += f64::from(*v);
         }
     } else {
+        // Two passes: the exponentials vectorise, the sum keeps several accumulators.
         for v in x.iter_mut() {
-            let e = (*v * inv_temperature - m).exp();
-            *v = e;
-            sum += f64::from(e);
+            *v = exp(*v * inv_temperature - m);
         }
+        sum = sum_f64(x);
     }
     scale(x, sum);
     Ok(())

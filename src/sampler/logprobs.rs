@@ -7,6 +7,7 @@
 
 use super::config::MAX_TOP_LOGPROBS;
 use super::error::{SampleError, SampleErrorKind};
+use super::exp::exp;
 use super::logits::{bf16_to_f32, Logits};
 use crate::token::TokenId;
 
@@ -124,7 +125,7 @@ fn scan(
         let count = it.filter(|&x| x == f32::INFINITY).count();
         return Ok((max, (count as f64).ln()));
     }
-    let sum: f64 = it.map(|x| f64::from((x - max).exp())).sum();
+    let sum: f64 = it.map(|x| f64::from(exp(x - max))).sum();
     Ok((max, sum.ln()))
 }
 

@@ -54,6 +54,7 @@
 
 mod config;
 mod error;
+mod exp;
 mod filters;
 mod greedy;
 mod logits;
