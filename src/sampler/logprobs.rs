@@ -100,7 +100,7 @@ pub fn compute_top_logprobs_into(
 fn scan_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) -> Result<(f32, f64), SampleError> {
     let max = max_checked(v)?;
     select_top(v.iter().copied(), k, top);
-    if max == f32::NEG_INFINITY || max == f32::INFINITY {
+    if max.is_infinite() {
         return limit(v.iter().copied(), max);
     }
     let mut lanes = [0.0f64; 8];
@@ -133,7 +133,7 @@ fn scan(
         }
     }
     select_top(it.clone(), k, top);
-    if max == f32::NEG_INFINITY || max == f32::INFINITY {
+    if max.is_infinite() {
         return limit(it, max);
     }
     let sum: f64 = it.map(|x| f64::from(exp(x - max))).sum();
