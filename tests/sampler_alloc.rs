@@ -1,9 +1,10 @@
 //! "No allocation per decode step": with a warmed-up `Sampler` (or `SamplerScratch`), every
 //! path — greedy, masked greedy, penalties, each filter, logprobs, speculative verification —
-//! runs without touching the allocator. Checked with a counting global allocator, so this
-//! file holds a single test (the counter is process-wide).
+//! runs without touching the allocator. Checked with a counting global allocator that counts
+//! only the test thread's allocations (the harness allocates concurrently on its own thread).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grammask::sampler::{Logits, Pcg32, PenaltyConfig, Sampler, SamplerConfig};
@@ -13,10 +14,20 @@ struct Counting;
 
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 // SAFETY: forwards to the system allocator; only counts calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
@@ -25,7 +36,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -68,6 +79,7 @@ fn warmed_up_steps_do_not_allocate() {
             s.verify_draft(Logits::F32(&logits), Logits::F32(&draft), mask, &recent, TokenId(2))
                 .unwrap();
             let before = ALLOCATIONS.load(Ordering::Relaxed);
+            COUNTING.with(|c| c.set(true));
             for _ in 0..3 {
                 s.sample_with_logprobs(Logits::F32(&logits), mask, &recent).unwrap();
                 s.verify_draft(
@@ -79,6 +91,7 @@ fn warmed_up_steps_do_not_allocate() {
                 )
                 .unwrap();
             }
+            COUNTING.with(|c| c.set(false));
             let after = ALLOCATIONS.load(Ordering::Relaxed);
             assert_eq!(after, before, "{label} (mask: {}) allocated", mask.is_some());
         }
