@@ -38,11 +38,21 @@ pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), Sampl
             sum += f64::from(*v);
         }
     } else {
-        // Two passes: the exponentials vectorise, the sum keeps several accumulators.
-        for v in x.iter_mut() {
-            *v = exp(*v * inv_temperature - m);
+        // One pass; eight accumulator lanes let the exponentials and the sum vectorise.
+        let mut lanes = [0.0f64; 8];
+        let mut chunks = x.chunks_exact_mut(8);
+        for c in &mut chunks {
+            for j in 0..8 {
+                let e = exp(c[j] * inv_temperature - m);
+                c[j] = e;
+                lanes[j] += f64::from(e);
+            }
         }
-        sum = sum_f64(x);
+        for v in chunks.into_remainder() {
+            *v = exp(*v * inv_temperature - m);
+            lanes[0] += f64::from(*v);
+        }
+        sum = lanes.iter().sum();
     }
     scale(x, sum);
     Ok(())
