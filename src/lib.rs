@@ -2,6 +2,8 @@
 //!
 //! (The full manual lands with the foundation; see README.md.)
 
+#[cfg(feature = "mlx")]
+pub mod gpu;
 pub mod mask;
 pub mod token;
 
