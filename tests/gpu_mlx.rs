@@ -87,7 +87,8 @@ fn random_mask(rng: &mut Rng, vocab: usize, density: f64) -> TokenMask {
 }
 
 /// Puts host logits on the device in `dtype`, shaped `shape`, and returns them with the values
-/// the device actually holds (bf16 rounds), read back through the transfer under test's sibling.
+/// the device actually holds (bf16 rounds them), read back with `gpu::logits_to_host` — whose
+/// exactness `logits_to_host_is_exact_for_f32_and_bf16` checks on its own.
 fn device_logits(values: &[f32], dtype: Dtype, shape: &[i32]) -> (Array, Vec<f32>) {
     let f32s = Array::from_slice(values, shape);
     let logits = if dtype == Dtype::Float32 { f32s } else { f32s.as_dtype(dtype).unwrap() };
@@ -258,6 +259,8 @@ fn one_masked_argmax_serves_changing_widths() {
         let want = host_masked_argmax(&held, &mask).unwrap();
         assert_eq!(masked.apply_token(&logits, &mask).unwrap(), want, "vocab {vocab}");
     }
+    // Debug shows the buffer's size, not 262,144 floats.
+    assert_eq!(format!("{masked:?}"), "MaskedArgmax { bias_len: 262144 }");
 }
 
 #[test]

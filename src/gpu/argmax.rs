@@ -155,9 +155,16 @@ pub fn token_ids_into(ids: &Array, out: &mut Vec<TokenId>) -> Result<(), GpuErro
 /// assert_eq!(masked.apply_token(&logits, &mask)?, TokenId(1));
 /// # Ok::<(), grammask::gpu::GpuError>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MaskedArgmax {
     bias: Vec<f32>,
+}
+
+impl std::fmt::Debug for MaskedArgmax {
+    // The buffer is up to a few hundred thousand floats of scratch; its size is what matters.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MaskedArgmax").field("bias_len", &self.bias.len()).finish()
+    }
 }
 
 impl MaskedArgmax {
