@@ -23,7 +23,8 @@
 //! `mlx_rs::with_stream` around the call.
 //!
 //! # Ties, −inf and NaN
-//! Ties go to the lowest token id (MLX's argmax keeps the first maximum). A masked argmax whose
+//! Ties go to the lowest token id: MLX's CPU argmax keeps the first maximum (tested on Linux) and
+//! its Metal arg-reduce kernel breaks equal values by lower index. A masked argmax whose
 //! allowed tokens all have −inf logits has no meaningful answer: the lazy forms return some
 //! forbidden id and the `*_token(s)` forms report
 //! [`GpuErrorKind::NoFiniteAllowedLogit`]. A mask that allows nothing is rejected up front
