@@ -62,6 +62,8 @@ pub mod copy_engine;
 pub mod decode;
 pub mod engine;
 pub mod json;
+#[cfg(feature = "mlx")]
+pub mod gpu;
 pub mod mask;
 pub mod recognizer;
 pub mod sampler;
