@@ -61,9 +61,9 @@
 pub mod copy_engine;
 pub mod decode;
 pub mod engine;
-pub mod json;
 #[cfg(feature = "mlx")]
 pub mod gpu;
+pub mod json;
 pub mod mask;
 pub mod recognizer;
 pub mod sampler;

@@ -16,8 +16,17 @@ use proptest::prelude::*;
 
 /// The host oracle every device result is compared with. When the sampler lands this body becomes
 /// `grammask::sampler::apply_mask_argmax(logits, mask)` (adapting the return type) — one line.
+/// The host path the GPU must equal: the sampler's `apply_mask_argmax` (lowest id on ties).
+/// `None` when no token is allowed (the sampler's typed error). The plain loop in `reference`
+/// cross-checks the sampler itself.
 fn host_masked_argmax(logits: &[f32], mask: &TokenMask) -> Option<TokenId> {
-    reference::masked_argmax(logits, mask)
+    let sampler =
+        grammask::sampler::apply_mask_argmax(grammask::sampler::Logits::F32(logits), mask).ok();
+    let plain = reference::masked_argmax(logits, mask);
+    if plain.is_some_and(|t| logits[t.index()] > f32::NEG_INFINITY) {
+        assert_eq!(sampler, plain, "sampler::apply_mask_argmax agrees with the plain loop");
+    }
+    plain
 }
 
 mod reference {
