@@ -64,6 +64,7 @@ pub mod engine;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
+pub mod sampler;
 pub mod stats;
 pub mod token;
 pub mod vocab;

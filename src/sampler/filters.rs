@@ -1,0 +1,287 @@
+//! Steps 6–11 of the host pipeline on a probability row: stable softmax with temperature, the
+//! three truncation filters (top-p → min-p → top-k, mlx-lm's `make_sampler` order), the
+//! renormalisation and the inverse-CDF draw.
+//!
+//! Every function works in place on a caller-owned row and reuses a caller-owned key buffer, so
+//! a decode step allocates nothing once the buffers have grown to the vocabulary size.
+//!
+//! Sorting uses packed `u64` keys: a non-negative `f32`'s bits order like its value, so
+//! `(prob_bits << 32) | index` sorts by probability and then by index with one integer sort
+//! (no comparator closure reading a second array).
+
+use super::error::SampleError;
+use super::exp::exp;
+
+/// Turn (masked, penalised) logits into probabilities in place: `p[i] = exp(x[i]/T - max/T) / Σ`.
+///
+/// `inv_temperature` is `1 / T`. Follows the spec literally: `scaled = logit × (1/T)`, then the
+/// max is subtracted (Milakov & Gimelshein 2018 style stable softmax), and `-inf` entries become
+/// exactly `0.0`. When the scaled maximum is infinite (a `+inf` logit, or a temperature so small
+/// that `1/T` overflows) the row becomes the limit distribution: uniform over the tokens that
+/// hold the maximum logit.
+///
+/// # Errors
+/// NaN logit (naming the first one), or every entry `-inf` ([`AllForbidden`]).
+///
+/// [`AllForbidden`]: super::SampleErrorKind::AllForbidden
+pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), SampleError> {
+    let max = max_checked(x)?;
+    if max == f32::NEG_INFINITY {
+        return Err(SampleError::all_forbidden());
+    }
+    let m = max * inv_temperature;
+    let mut sum = 0.0f64;
+    if m.is_infinite() {
+        for v in x.iter_mut() {
+            *v = if *v == max { 1.0 } else { 0.0 };
+            sum += f64::from(*v);
+        }
+    } else {
+        // Two passes: the exponentials vectorise, the sum keeps several accumulators.
+        for v in x.iter_mut() {
+            *v = exp(*v * inv_temperature - m);
+        }
+        sum = sum_f64(x);
+    }
+    scale(x, sum);
+    Ok(())
+}
+
+/// The maximum of `x`, refusing NaN (the error names the first NaN's index).
+pub(crate) fn max_checked(x: &[f32]) -> Result<f32, SampleError> {
+    // Eight independent lanes let the compiler vectorise. `f32::max` ignores NaN, so NaNs are
+    // flagged separately from their bit patterns and located by a second (cold) scan.
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut nan = [0u32; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..8 {
+            nan[j] |= u32::from((c[j].to_bits() & 0x7fff_ffff) > 0x7f80_0000);
+            lanes[j] = lanes[j].max(c[j]);
+        }
+    }
+    let mut any_nan = nan.iter().any(|&b| b != 0);
+    for &v in tail {
+        any_nan |= v.is_nan();
+        lanes[0] = lanes[0].max(v);
+    }
+    if any_nan {
+        let i = x.iter().position(|v| v.is_nan()).unwrap_or(0);
+        return Err(SampleError::nan(i));
+    }
+    Ok(lanes.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)))
+}
+
+/// Sum of a row in `f64` with independent accumulators (order does not matter to callers).
+pub(crate) fn sum_f64(x: &[f32]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let chunks = x.chunks_exact(4);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..4 {
+            acc[j] += f64::from(c[j]);
+        }
+    }
+    let mut s = acc[0] + acc[1] + acc[2] + acc[3];
+    for &v in tail {
+        s += f64::from(v);
+    }
+    s
+}
+
+/// Divide every entry by `sum` (no-op when `sum` is zero).
+fn scale(x: &mut [f32], sum: f64) {
+    if sum > 0.0 {
+        let inv = (1.0 / sum) as f32;
+        for v in x.iter_mut() {
+            *v *= inv;
+        }
+    }
+}
+
+/// Renormalise a filtered row so it sums to one (step 10).
+pub fn renormalise(probs: &mut [f32]) {
+    let sum = sum_f64(probs);
+    scale(probs, sum);
+}
+
+/// Nucleus filter (Holtzman et al. 2020) with mlx-lm's exact arithmetic (`apply_top_p`,
+/// mlx-lm 0.32): sort ascending; a token is dropped when the probability mass strictly above
+/// it in that order is `>= top_p × total`, and then every token whose probability is below
+/// that of the first survivor goes to zero.
+///
+/// This is the spec's "inclusive ascending cumsum > 1 − top_p" rule (`cum(i) = total −
+/// above(i)`), written the way mlx-lm computes it. Ties at the cut are kept as a group:
+/// survival depends on a token's probability, never on its index. No-op unless
+/// `0 < top_p < 1`. `keys` is scratch.
+pub fn top_p_in_place(probs: &mut [f32], top_p: f32, keys: &mut Vec<u64>) {
+    if !(top_p > 0.0 && top_p < 1.0) {
+        return;
+    }
+    keys.clear();
+    for (i, &p) in probs.iter().enumerate() {
+        if p > 0.0 {
+            keys.push((u64::from(p.to_bits()) << 32) | i as u64);
+        }
+    }
+    if keys.len() <= 1 {
+        return;
+    }
+    keys.sort_unstable();
+    let prob = |k: u64| f32::from_bits((k >> 32) as u32);
+    // Total mass, summed from the top as mlx-lm's reverse cumsum does.
+    let total = keys.iter().rev().fold(0.0f32, |acc, &k| acc + prob(k));
+    let threshold = top_p * total;
+    // Walk down from the most likely token; `above` is the mass strictly above position j.
+    let mut above = 0.0f32;
+    let mut first_kept = 0;
+    for j in (0..keys.len()).rev() {
+        if above >= threshold {
+            first_kept = j + 1;
+            break;
+        }
+        above += prob(keys[j]);
+    }
+    let cut = prob(keys[first_kept]);
+    for &k in &keys[..first_kept] {
+        if prob(k) < cut {
+            probs[(k & 0xffff_ffff) as usize] = 0.0;
+        }
+    }
+}
+
+/// Min-p filter (Nguyen et al. 2024): zero every probability below `max(probs) × min_p`. The
+/// maximum always survives (`min_tokens_to_keep = 1` needs no special case). No-op when
+/// `min_p <= 0`.
+pub fn min_p_in_place(probs: &mut [f32], min_p: f32) {
+    if min_p.is_nan() || min_p <= 0.0 {
+        return;
+    }
+    let max = probs.iter().fold(0.0f32, |a, &b| if b > a { b } else { a });
+    let cutoff = max * min_p;
+    for v in probs.iter_mut() {
+        if *v < cutoff {
+            *v = 0.0;
+        }
+    }
+}
+
+/// Top-k filter (Fan et al. 2018): keep the `k` most probable tokens, ties broken by index
+/// rank (the lower id wins), zero the rest. No-op when `k == 0` or fewer than `k + 1` tokens
+/// have non-zero probability. `keys` is scratch; the selection is O(vocab).
+pub fn top_k_in_place(probs: &mut [f32], k: usize, keys: &mut Vec<u64>) {
+    if k == 0 || k >= probs.len() {
+        return;
+    }
+    keys.clear();
+    for (i, &p) in probs.iter().enumerate() {
+        if p > 0.0 {
+            // `!bits` reverses the order of non-negative floats: ascending key = descending
+            // probability, then ascending index.
+            keys.push((u64::from(!p.to_bits()) << 32) | i as u64);
+        }
+    }
+    if keys.len() <= k {
+        return;
+    }
+    keys.select_nth_unstable(k);
+    for &key in &keys[k..] {
+        probs[(key & 0xffff_ffff) as usize] = 0.0;
+    }
+}
+
+/// Inverse-CDF draw (step 11): `target = r × Σp`, the first index whose inclusive cumulative
+/// sum exceeds `target`; on floating-point drift (no index does), the last non-zero index.
+/// Returns `None` only for a row with no positive entry. `r` must be in `[0, 1)`.
+///
+/// # Example
+/// ```
+/// use grammask::sampler::draw_index;
+/// let p = [0.25, 0.0, 0.5, 0.25];
+/// assert_eq!(draw_index(&p, 0.0), Some(0));
+/// assert_eq!(draw_index(&p, 0.3), Some(2));
+/// assert_eq!(draw_index(&p, 0.99), Some(3));
+/// ```
+pub fn draw_index(probs: &[f32], r: f32) -> Option<usize> {
+    // Blocked walk: whole-block sums (vectorised) locate the block holding the target, then one
+    // sequential scan inside it. Sums are in `f64`, so the result equals the plain sequential
+    // scan's except when `target` lies within ~1e-16 of a cumulative boundary.
+    const BLOCK: usize = 1024;
+    let sum = sum_f64(probs);
+    let target = f64::from(r) * sum;
+    let mut cum = 0.0f64;
+    for (bi, block) in probs.chunks(BLOCK).enumerate() {
+        let block_sum = sum_f64(block);
+        if cum + block_sum > target {
+            for (j, &p) in block.iter().enumerate() {
+                if p > 0.0 {
+                    cum += f64::from(p);
+                    if cum > target {
+                        return Some(bi * BLOCK + j);
+                    }
+                }
+            }
+        } else {
+            cum += block_sum;
+        }
+    }
+    probs.iter().rposition(|&p| p > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softmax_basics() {
+        let mut x = vec![1.0, f32::NEG_INFINITY, 1.0];
+        softmax_in_place(&mut x, 1.0).unwrap();
+        assert_eq!(x, vec![0.5, 0.0, 0.5]);
+        let mut big = vec![1e30, 0.0, 1e30];
+        softmax_in_place(&mut big, 1.0).unwrap();
+        assert_eq!(big, vec![0.5, 0.0, 0.5]);
+        let mut inf = vec![f32::INFINITY, 3.0];
+        softmax_in_place(&mut inf, 1.0).unwrap();
+        assert_eq!(inf, vec![1.0, 0.0]);
+        assert!(softmax_in_place(&mut [f32::NEG_INFINITY; 3], 1.0).is_err());
+        assert!(softmax_in_place(&mut [0.0, f32::NAN], 1.0).is_err());
+    }
+
+    #[test]
+    fn top_p_keeps_tied_group() {
+        let mut keys = Vec::new();
+        // Mass above the 0.2s: 0.4 < 0.5, so the first 0.2 survives and its tied twins too.
+        let mut p = vec![0.2, 0.4, 0.2, 0.2];
+        top_p_in_place(&mut p, 0.5, &mut keys);
+        assert_eq!(p, vec![0.2, 0.4, 0.2, 0.2]);
+        let mut q = vec![0.1, 0.6, 0.3];
+        top_p_in_place(&mut q, 0.5, &mut keys);
+        assert_eq!(q, vec![0.0, 0.6, 0.0]);
+        let mut r = vec![0.1, 0.6, 0.3];
+        top_p_in_place(&mut r, 0.7, &mut keys);
+        assert_eq!(r, vec![0.0, 0.6, 0.3]);
+    }
+
+    #[test]
+    fn top_k_ties_by_index() {
+        let mut keys = Vec::new();
+        let mut p = vec![0.2, 0.3, 0.2, 0.3];
+        top_k_in_place(&mut p, 3, &mut keys);
+        assert_eq!(p, vec![0.2, 0.3, 0.0, 0.3]);
+    }
+
+    #[test]
+    fn min_p_cutoff() {
+        let mut p = vec![0.5, 0.25, 0.24, 0.01];
+        min_p_in_place(&mut p, 0.5);
+        assert_eq!(p, vec![0.5, 0.25, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn draw_fallback() {
+        assert_eq!(draw_index(&[0.0, 0.0], 0.5), None);
+        // r just below 1 with rounding can leave target at the sum: last non-zero wins.
+        assert_eq!(draw_index(&[0.5, 0.5, 0.0], 0.999_999_94), Some(1));
+    }
+}

@@ -1,0 +1,162 @@
+//! The greedy paths (temperature 0): plain argmax, masked argmax, argmax after penalties.
+//!
+//! Greedy decoding consults no random number generator, so its output is a pure function of
+//! the logits, the mask and the penalty window: byte-identical across runs. Ties go to the
+//! lowest token id, the rule of `mx.argmax`, `numpy.argmax` and `torch.argmax` alike.
+
+use super::config::PenaltyConfig;
+use super::error::{SampleError, SampleErrorKind};
+use super::filters::max_checked;
+use super::logits::{bf16_to_f32, Logits};
+use super::penalties::apply_penalties;
+use super::SamplerScratch;
+use crate::mask::{TokenMask, WORD_BITS};
+use crate::token::TokenId;
+
+/// The index of the largest logit; ties go to the lowest index.
+///
+/// # Errors
+/// Empty row, a NaN logit (named), or every logit `-inf`.
+///
+/// # Example
+/// ```
+/// use grammask::{sampler::{argmax, Logits}, TokenId};
+/// assert_eq!(argmax(Logits::F32(&[1.0, 3.0, 3.0])).unwrap(), TokenId(1));
+/// ```
+pub fn argmax(logits: Logits<'_>) -> Result<TokenId, SampleError> {
+    match logits {
+        Logits::F32(v) => argmax_f32(v),
+        Logits::Bf16(v) => argmax_iter(v.iter().map(|&b| bf16_to_f32(b))),
+    }
+}
+
+/// Argmax of an `f32` row: a vectorisable max (with NaN check), then the first position that
+/// holds it.
+pub(crate) fn argmax_f32(v: &[f32]) -> Result<TokenId, SampleError> {
+    if v.is_empty() {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    let max = max_checked(v)?;
+    if max == f32::NEG_INFINITY {
+        return Err(SampleError::all_forbidden());
+    }
+    let i = v.iter().position(|&x| x == max).unwrap_or(0);
+    Ok(TokenId::from_index(i))
+}
+
+fn argmax_iter(it: impl Iterator<Item = f32>) -> Result<TokenId, SampleError> {
+    let mut best = f32::NEG_INFINITY;
+    let mut best_i = None;
+    let mut n = 0;
+    for (i, x) in it.enumerate() {
+        n += 1;
+        if x.is_nan() {
+            return Err(SampleError::nan(i));
+        }
+        if x > best {
+            best = x;
+            best_i = Some(i);
+        }
+    }
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    best_i.map(TokenId::from_index).ok_or_else(SampleError::all_forbidden)
+}
+
+/// Check that `mask` covers exactly the logits row.
+pub(crate) fn check_mask(mask: &TokenMask, n: usize) -> Result<(), SampleError> {
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if mask.len() != n {
+        return Err(SampleError::new(SampleErrorKind::LengthMismatch {
+            mask: mask.len(),
+            logits: n,
+        }));
+    }
+    Ok(())
+}
+
+/// Greedy under a constraint: the argmax of `logits + bias` where `bias` is `0` for allowed
+/// and `-inf` for forbidden tokens ([`TokenMask::write_bias`]), computed on the host without
+/// materialising the bias. Ties go to the lowest allowed index. Forbidden tokens are never
+/// read, so a NaN there is not an error.
+///
+/// # Errors
+/// Length mismatch, a NaN allowed logit, no allowed token or every allowed logit `-inf`.
+///
+/// # Example
+/// ```
+/// use grammask::{sampler::{apply_mask_argmax, Logits}, TokenId, TokenMask};
+/// let mut mask = TokenMask::full(3);
+/// mask.remove(TokenId(1));
+/// assert_eq!(apply_mask_argmax(Logits::F32(&[1.0, 9.0, 2.0]), &mask).unwrap(), TokenId(2));
+/// ```
+pub fn apply_mask_argmax(logits: Logits<'_>, mask: &TokenMask) -> Result<TokenId, SampleError> {
+    check_mask(mask, logits.len())?;
+    let best = match logits {
+        Logits::F32(v) => masked_argmax_by(mask, |i| v[i])?,
+        Logits::Bf16(v) => masked_argmax_by(mask, |i| bf16_to_f32(v[i]))?,
+    };
+    best.ok_or_else(SampleError::all_forbidden)
+}
+
+/// Masked argmax over the values read through `get`, visiting only the allowed ids (word by
+/// word, skipping all-zero words).
+fn masked_argmax_by(
+    mask: &TokenMask,
+    get: impl Fn(usize) -> f32,
+) -> Result<Option<TokenId>, SampleError> {
+    let mut best = f32::NEG_INFINITY;
+    let mut best_i = None;
+    for (wi, &w) in mask.words().iter().enumerate() {
+        let base = wi * WORD_BITS;
+        let mut bits = w;
+        while bits != 0 {
+            let i = base + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let x = get(i);
+            if x.is_nan() {
+                return Err(SampleError::nan(i));
+            }
+            if x > best {
+                best = x;
+                best_i = Some(i);
+            }
+        }
+    }
+    Ok(best_i.map(TokenId::from_index))
+}
+
+/// Greedy with penalties (and optionally a mask): copy the row into `scratch`, apply
+/// [`apply_penalties`], then the (masked) argmax. With penalties at identity this is exactly
+/// [`argmax`] / [`apply_mask_argmax`] and copies nothing.
+///
+/// # Errors
+/// As [`apply_mask_argmax`], plus an invalid [`PenaltyConfig`] or a NaN produced by the bias.
+pub fn argmax_with_penalties(
+    logits: Logits<'_>,
+    penalties: &PenaltyConfig,
+    recent: &[TokenId],
+    mask: Option<&TokenMask>,
+    scratch: &mut SamplerScratch,
+) -> Result<TokenId, SampleError> {
+    penalties.validate()?;
+    if !penalties.penalties_active() {
+        return match mask {
+            Some(m) => apply_mask_argmax(logits, m),
+            None => argmax(logits),
+        };
+    }
+    let n = logits.len();
+    if let Some(m) = mask {
+        check_mask(m, n)?;
+    }
+    let work = scratch.load(logits);
+    apply_penalties(work, recent, penalties, mask);
+    match mask {
+        Some(m) => apply_mask_argmax(Logits::F32(work), m),
+        None => argmax_f32(work),
+    }
+}

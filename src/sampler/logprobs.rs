@@ -1,0 +1,139 @@
+//! Per-step logprob capture (OpenAI `logprobs` / `top_logprobs`): the chosen token's
+//! log-probability and the `k` most likely alternatives under the RAW model logits.
+//!
+//! Raw means before mask, penalties, temperature and filters: the reported number is the
+//! model's own log-likelihood, not the post-sampling distribution (OpenAI's contract). When
+//! `k == 0` nothing here runs and nothing is allocated.
+
+use super::config::MAX_TOP_LOGPROBS;
+use super::error::{SampleError, SampleErrorKind};
+use super::exp::exp;
+use super::logits::{bf16_to_f32, Logits};
+use crate::token::TokenId;
+
+/// Logprobs captured for one decode step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenLogprobs {
+    /// The sampled (or argmax) token of the step.
+    pub token: TokenId,
+    /// `ln P(token)` under the softmax of the raw logits.
+    pub logprob: f32,
+    /// The `k` most likely `(token, logprob)` pairs, descending by logprob, ties by lower id.
+    /// May or may not contain `token`.
+    pub top: Vec<(TokenId, f32)>,
+}
+
+/// Log-softmax of the raw logits at `chosen`, plus the `k` best alternatives.
+///
+/// `lse = max + ln Σ exp(x − max)`, `logprob(i) = x[i] − lse` (sum accumulated in `f64`). The
+/// selection keeps a sorted array of at most `k` entries while scanning once, O(vocab · k)
+/// worst case and O(vocab) in practice. Returns `Ok(None)` without touching the logits when
+/// `k == 0`.
+///
+/// # Errors
+/// `k > 20`, `chosen` out of range, empty row, a NaN logit, every logit `-inf`.
+///
+/// # Example
+/// ```
+/// use grammask::{sampler::{compute_top_logprobs, Logits}, TokenId};
+/// let lp = compute_top_logprobs(Logits::F32(&[0.0, 0.0, f32::NEG_INFINITY]), TokenId(1), 1)
+///     .unwrap()
+///     .unwrap();
+/// assert!((lp.logprob - 0.5f32.ln()).abs() < 1e-6);
+/// assert_eq!(lp.top[0].0, TokenId(0));
+/// ```
+pub fn compute_top_logprobs(
+    logits: Logits<'_>,
+    chosen: TokenId,
+    k: usize,
+) -> Result<Option<TokenLogprobs>, SampleError> {
+    if k == 0 {
+        return Ok(None);
+    }
+    let mut out = TokenLogprobs { token: chosen, logprob: 0.0, top: Vec::with_capacity(k) };
+    compute_top_logprobs_into(logits, chosen, k, &mut out)?;
+    Ok(Some(out))
+}
+
+/// [`compute_top_logprobs`] into a reusable `out` (its `top` vector keeps its capacity).
+/// Returns `false` and leaves `out` untouched when `k == 0`.
+///
+/// # Errors
+/// As [`compute_top_logprobs`].
+pub fn compute_top_logprobs_into(
+    logits: Logits<'_>,
+    chosen: TokenId,
+    k: usize,
+    out: &mut TokenLogprobs,
+) -> Result<bool, SampleError> {
+    if k == 0 {
+        return Ok(false);
+    }
+    if k > MAX_TOP_LOGPROBS {
+        return Err(SampleError::new(SampleErrorKind::TopLogprobsK(k)));
+    }
+    let n = logits.len();
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if chosen.index() >= n {
+        return Err(SampleError::new(SampleErrorKind::TokenOutOfRange { token: chosen, vocab: n }));
+    }
+    out.token = chosen;
+    out.top.clear();
+    let lse = match logits {
+        Logits::F32(v) => scan(v.iter().copied(), k, &mut out.top)?,
+        Logits::Bf16(v) => scan(v.iter().map(|&b| bf16_to_f32(b)), k, &mut out.top)?,
+    };
+    let lp = |x: f32| log_prob(x, lse);
+    out.logprob = lp(logits.get(chosen.index()));
+    for e in out.top.iter_mut() {
+        e.1 = lp(e.1);
+    }
+    Ok(true)
+}
+
+/// The log-sum-exp of the row, as `(max, ln Σ exp(x − max))`, while collecting the `k` largest
+/// raw logits into `top` (descending, ties by lower index since the scan is in index order and
+/// an equal value never displaces an earlier one).
+fn scan(
+    it: impl Iterator<Item = f32> + Clone,
+    k: usize,
+    top: &mut Vec<(TokenId, f32)>,
+) -> Result<(f32, f64), SampleError> {
+    let mut max = f32::NEG_INFINITY;
+    for (i, x) in it.clone().enumerate() {
+        if x.is_nan() {
+            return Err(SampleError::nan(i));
+        }
+        if x > max {
+            max = x;
+        }
+        if top.len() < k || x > top[top.len() - 1].1 {
+            if top.len() == k {
+                top.pop();
+            }
+            let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
+            top.insert(pos, (TokenId::from_index(i), x));
+        }
+    }
+    if max == f32::NEG_INFINITY {
+        return Err(SampleError::all_forbidden());
+    }
+    if max == f32::INFINITY {
+        // The limit distribution: uniform over the +inf logits.
+        let count = it.filter(|&x| x == f32::INFINITY).count();
+        return Ok((max, (count as f64).ln()));
+    }
+    let sum: f64 = it.map(|x| f64::from(exp(x - max))).sum();
+    Ok((max, sum.ln()))
+}
+
+/// `x − lse` with the `+inf` limit handled (`lse = (max, ln Σ)`).
+#[inline]
+fn log_prob(x: f32, (max, ln_sum): (f32, f64)) -> f32 {
+    if max == f32::INFINITY {
+        return if x == f32::INFINITY { -(ln_sum as f32) } else { f32::NEG_INFINITY };
+    }
+    ((f64::from(x) - f64::from(max)) - ln_sum) as f32
+}
