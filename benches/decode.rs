@@ -26,7 +26,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn sample_then_check(vocab: &Vocabulary) {
     println!("## sample-then-check (random-logit decode, JSON, 300-token limit, 16 seeds)");
-    println!("| temperature | mode | skip share | masks filled | steps | mean constraint µs/step |");
+    println!(
+        "| temperature | mode | skip share | masks filled | steps | mean constraint µs/step |"
+    );
     println!("|---|---|---|---|---|---|");
     for temperature in [0.0f32, 0.8] {
         for stc in [true, false] {
@@ -120,7 +122,8 @@ fn fast_forward(vocab: &Vocabulary) {
     let mut files: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     let ff = FastForward::new(vocab);
-    let (mut docs, mut total, mut forced, mut forced_bytes_total) = (0usize, 0usize, 0usize, 0usize);
+    let (mut docs, mut total, mut forced, mut forced_bytes_total) =
+        (0usize, 0usize, 0usize, 0usize);
     let (mut bytes, mut toks) = (Vec::new(), Vec::new());
     let t_all = Instant::now();
     for path in files.iter().step_by((files.len() / 400).max(1)) {

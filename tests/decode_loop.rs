@@ -8,7 +8,9 @@ use grammask::decode::eos::{eos_id_from_tokenizer_config, eos_ids_from_config, l
 use grammask::decode::{
     decode, generate_greedy, DecodeConfig, DecodeErrorKind, LogitsSource, RandomLogits,
 };
-use grammask::sampler::{sampling_distribution, Logits, PenaltyConfig, SamplerConfig, SamplerScratch};
+use grammask::sampler::{
+    sampling_distribution, Logits, PenaltyConfig, SamplerConfig, SamplerScratch,
+};
 use grammask::{
     ConstraintEngine, EngineError, EngineErrorKind, JsonConfig, JsonObjectConstraint, TokenId,
     TokenMask, Vocabulary,
@@ -97,7 +99,10 @@ impl ConstraintEngine for FixedSet {
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
         let available = self.advanced.min(self.history);
         if n > available {
-            return Err(EngineError::new(EngineErrorKind::RollbackTooFar { requested: n, available }));
+            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
+                requested: n,
+                available,
+            }));
         }
         self.advanced -= n;
         Ok(())
@@ -111,7 +116,8 @@ fn random_logit_runs_stop_with_valid_json_or_hit_the_limit() {
     for seed in 0..4 {
         let mut engine = JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
         let mut model = RandomLogits::new(vocab, seed);
-        let cfg = DecodeConfig::builder().max_tokens(300).temperature(0.8).seed(seed).build().unwrap();
+        let cfg =
+            DecodeConfig::builder().max_tokens(300).temperature(0.8).seed(seed).build().unwrap();
         let out = decode(&mut model, vocab, Some(&mut engine), &cfg).unwrap();
         assert_eq!(out.tokens.len(), out.counters.steps);
         assert_eq!(out.timings.len(), out.counters.steps);
@@ -142,7 +148,8 @@ fn greedy_sample_then_check_equals_mask_first_token_for_token() {
         let run = |stc: bool| {
             let mut engine = JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
             let mut model = RandomLogits::new(vocab, seed);
-            let cfg = DecodeConfig::builder().max_tokens(120).sample_then_check(stc).build().unwrap();
+            let cfg =
+                DecodeConfig::builder().max_tokens(120).sample_then_check(stc).build().unwrap();
             decode(&mut model, vocab, Some(&mut engine), &cfg).unwrap()
         };
         let (fast, full) = (run(true), run(false));
@@ -209,7 +216,8 @@ fn sample_then_check_has_exactly_the_masked_distribution() {
     for seed in 0..n as u64 {
         let mut engine = FixedSet::new(&vocab, &allowed);
         let mut model = Fixed(logits.clone());
-        let cfg = DecodeConfig::builder().max_tokens(1).temperature(1.3).seed(seed).build().unwrap();
+        let cfg =
+            DecodeConfig::builder().max_tokens(1).temperature(1.3).seed(seed).build().unwrap();
         let out = decode(&mut model, &vocab, Some(&mut engine), &cfg).unwrap();
         counts[out.tokens[0].index()] += 1;
         skipped += out.counters.masks_skipped;
@@ -263,8 +271,7 @@ fn nan_logits_are_a_typed_error_only_where_read() {
         decode(&mut Fixed(logits.clone()), &vocab, Some(&mut engine), &cfg).unwrap();
         // Constrained, NaN on an allowed token: reported.
         let mut engine = FixedSet::new(&vocab, &[1, 2]);
-        let err =
-            decode(&mut Fixed(logits.clone()), &vocab, Some(&mut engine), &cfg).unwrap_err();
+        let err = decode(&mut Fixed(logits.clone()), &vocab, Some(&mut engine), &cfg).unwrap_err();
         assert!(matches!(err.kind(), DecodeErrorKind::NanLogit { token: TokenId(2), .. }), "{err}");
     }
 }
@@ -275,8 +282,7 @@ fn a_dead_end_stops_with_a_typed_error() {
     for stc in [true, false] {
         let mut engine = FixedSet::new(&vocab, &[]);
         let cfg = DecodeConfig::builder().max_tokens(3).sample_then_check(stc).build().unwrap();
-        let err =
-            decode(&mut Fixed(vec![0.0; 11]), &vocab, Some(&mut engine), &cfg).unwrap_err();
+        let err = decode(&mut Fixed(vec![0.0; 11]), &vocab, Some(&mut engine), &cfg).unwrap_err();
         assert!(matches!(err.kind(), DecodeErrorKind::DeadEnd { step: 0 }), "{err}");
     }
     // Allowed tokens whose logits are all -inf: also a dead end, not a spin.
@@ -334,8 +340,7 @@ fn a_finished_document_gets_eos_without_a_model_call() {
     let mut cfg = JsonConfig::default();
     cfg.whitespace = grammask::json::Whitespace::Compact;
     let mut engine = JsonObjectConstraint::new(vocab, &cfg).unwrap();
-    let out =
-        decode(&mut model, vocab, Some(&mut engine), &DecodeConfig::greedy(20)).unwrap();
+    let out = decode(&mut model, vocab, Some(&mut engine), &DecodeConfig::greedy(20)).unwrap();
     assert_eq!(out.text, b"{\"a\":1}");
     assert_eq!(out.finish_reason.as_str(), "stop");
     assert_eq!(out.counters.forced_eos, 1);

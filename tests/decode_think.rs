@@ -10,7 +10,8 @@ use grammask::decode::{
 };
 use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenId, TokenMask};
 
-const REASONING: &str = "\nThe user wants a person as JSON. Ada Lovelace, born 1815, so: name and year.\n";
+const REASONING: &str =
+    "\nThe user wants a person as JSON. Ada Lovelace, born 1815, so: name and year.\n";
 const ANSWER: &str = "\n\n{\"name\": \"Ada\", \"born\": 1815}";
 
 /// The generation after a prompt whose template prefilled `<think>`.
@@ -26,7 +27,10 @@ fn markers() -> ThinkMarkers {
 
 fn gated() -> ThinkGate<JsonObjectConstraint> {
     let vocab = common::qwen3();
-    ThinkGate::new(Box::new(JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap()), markers())
+    ThinkGate::new(
+        Box::new(JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap()),
+        markers(),
+    )
 }
 
 fn run(budget: Option<usize>, logprobs: usize) -> grammask::decode::Generation {

@@ -9,7 +9,7 @@ use grammask::decode::speculative::{validate_draft, verify_constrained};
 use grammask::decode::{decode, DecodeConfig, DecodeErrorKind, FastForward, RandomLogits};
 use grammask::mask::words_for;
 use grammask::sampler::{
-    draw_index, sampling_distribution, Logits, PenaltyConfig, Pcg32, Sampler, SamplerConfig,
+    draw_index, sampling_distribution, Logits, Pcg32, PenaltyConfig, Sampler, SamplerConfig,
     SamplerScratch,
 };
 use grammask::{
@@ -97,12 +97,12 @@ fn tiny() -> Vocabulary {
 fn constrained_speculative_sampling_has_the_masked_target_distribution() {
     let vocab = tiny();
     let target = [0.5f32, 2.0, 1.0, 0.0, 0.3, 1.2, 0.4, 0.9, 0.2, -1.0];
-    let draft_row = [1.5f32, 0.0, 0.5, 1.0, 0.3, 0.2, 1.4, 0.1, 0.2, -1.0];
+    let draft_row = [1.5f32, 0.0, 0.5, 1.0, 0.3, 0.2, -0.5, 0.1, 0.2, -1.0];
     let cfg = SamplerConfig::default().with_temperature(1.0);
     let pen = PenaltyConfig::default();
     let mut mask = TokenMask::new(vocab.n_vocab());
     json(&vocab).fill_mask(&mut mask).unwrap();
-    assert!(mask.count() >= 3, "{mask:?}");
+    assert!(mask.count() >= 2, "{mask:?}");
     let mut scratch = SamplerScratch::new();
     let p: Vec<f64> =
         sampling_distribution(&cfg, &pen, Logits::F32(&target), Some(&mask), &[], &mut scratch)
@@ -170,8 +170,15 @@ fn forced_bytes_of_the_json_engine() {
 #[test]
 fn fast_forward_tokens_back_off_where_a_longer_token_could_span_the_boundary() {
     // Tokenizer-less vocabulary: greedy longest match, then the back-off.
-    let toks: Vec<Option<&[u8]>> =
-        vec![Some(b"ab"), Some(b"abc"), Some(b"a"), Some(b"b"), Some(b"d"), Some(b"de"), Some(b"x")];
+    let toks: Vec<Option<&[u8]>> = vec![
+        Some(b"ab"),
+        Some(b"abc"),
+        Some(b"a"),
+        Some(b"b"),
+        Some(b"d"),
+        Some(b"de"),
+        Some(b"x"),
+    ];
     let vocab = Vocabulary::from_token_bytes(&toks, &[], None).unwrap();
     let ff = FastForward::new(&vocab);
     let mut out = Vec::new();
@@ -204,7 +211,10 @@ fn fast_forward_in_the_loop_keeps_documents_valid() {
             .unwrap();
         let out = decode(&mut model, vocab, Some(&mut engine), &cfg).unwrap();
         forced += out.counters.fast_forward_tokens;
-        assert_eq!(out.counters.model_calls + out.counters.fast_forward_tokens + out.counters.forced_eos, out.tokens.len());
+        assert_eq!(
+            out.counters.model_calls + out.counters.fast_forward_tokens + out.counters.forced_eos,
+            out.tokens.len()
+        );
         if out.finish_reason.as_str() == "stop" {
             let v: serde_json::Value = serde_json::from_slice(&out.text).unwrap();
             assert!(v.is_object());

@@ -98,7 +98,9 @@ impl FastForward {
             let mut spelled = 0;
             for &t in &ids {
                 let b = self.bytes(t);
-                if self.vocab.kind(t) != TokenKind::Text || !valid.as_bytes()[spelled..].starts_with(b) {
+                if self.vocab.kind(t) != TokenKind::Text
+                    || !valid.as_bytes()[spelled..].starts_with(b)
+                {
                     return None;
                 }
                 spelled += b.len();

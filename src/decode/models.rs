@@ -160,7 +160,8 @@ impl ReplayModel {
         for &t in &tokens[len..] {
             if self.doc.get(cur) == Some(&t) {
                 cur += 1;
-            } else if let Some(j) = self.doc[cur.min(self.doc.len())..].iter().position(|&d| d == t) {
+            } else if let Some(j) = self.doc[cur.min(self.doc.len())..].iter().position(|&d| d == t)
+            {
                 cur += j + 1;
             }
         }

@@ -10,7 +10,10 @@
 //! - [`ThinkGate`]: wraps any engine. While the think block is open `wants_mask()` is false and
 //!   every token is accepted (the model thinks freely; an EOS there ends the generation); the
 //!   `</think>` token closes the block and from then on every call goes to the inner engine, so
-//!   the answer conforms to the constraint the way a reasoning model answers in JSON.
+//!   the answer conforms to the constraint the way a reasoning model answers in JSON. Between
+//!   the two, up to `separator` (default 2) whitespace-only tokens are allowed on top of the
+//!   inner mask and kept from the inner engine: Qwen3 writes `</think>\n\n{`, and a JSON engine
+//!   whose document starts at `{` would otherwise force the model off its habit.
 //!
 //! # The budget, precisely
 //! With `budget = Some(n)`, the think block holds at most `n` reasoning tokens. When the `n`-th
@@ -167,6 +170,7 @@ impl ThinkSplitter {
 enum Consumed {
     Thinking,
     Close,
+    Separator,
     Inner,
 }
 
@@ -180,6 +184,11 @@ pub struct ThinkGate<E: ConstraintEngine + ?Sized = dyn ConstraintEngine> {
     close: TokenId,
     thinking: bool,
     finished_thinking_eos: bool,
+    /// Whitespace-only tokens still allowed before the answer (set at the close).
+    separator_left: usize,
+    separator: usize,
+    /// The whitespace-only tokens of the vocabulary, as a mask.
+    blank: TokenMask,
     record: VecDeque<Consumed>,
     history: usize,
     bools: Vec<bool>,
@@ -188,15 +197,42 @@ pub struct ThinkGate<E: ConstraintEngine + ?Sized = dyn ConstraintEngine> {
 impl<E: ConstraintEngine + ?Sized> ThinkGate<E> {
     /// Gate `inner` behind an open think block that `markers.close` ends.
     pub fn new(inner: Box<E>, markers: ThinkMarkers) -> ThinkGate<E> {
+        let v = inner.vocab();
+        let mut blank = TokenMask::new(v.n_vocab());
+        for i in 0..v.n_tokens() {
+            let t = TokenId::from_index(i);
+            let b = v.token_bytes(t);
+            if v.kind(t) == TokenKind::Text
+                && !b.is_empty()
+                && b.iter().all(u8::is_ascii_whitespace)
+            {
+                blank.insert(t);
+            }
+        }
         ThinkGate {
             inner,
             close: markers.close,
             thinking: true,
             finished_thinking_eos: false,
+            separator_left: 0,
+            separator: 2,
+            blank,
             record: VecDeque::new(),
             history: 64,
             bools: Vec::new(),
         }
+    }
+
+    /// Allow up to `n` whitespace-only tokens between `</think>` and the answer (default 2; 0
+    /// hands the first token after the close straight to the inner engine).
+    pub fn with_separator(mut self, n: usize) -> Self {
+        self.separator = n;
+        self
+    }
+
+    /// True while a whitespace-only token after `</think>` may still bypass the inner engine.
+    fn in_separator(&self) -> bool {
+        !self.thinking && self.separator_left > 0
     }
 
     /// Set how many tokens `rollback` can undo (default 64; keep it ≤ the inner engine's).
@@ -251,7 +287,11 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
 
     fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
         if !self.thinking {
-            return self.inner.fill_mask(mask);
+            self.inner.fill_mask(mask)?;
+            if self.in_separator() {
+                mask.union_with(&self.blank);
+            }
+            return Ok(());
         }
         let v = self.inner.vocab();
         crate::engine::check_mask_len(v, mask.len())?;
@@ -268,13 +308,20 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
 
     fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
         if !self.thinking {
+            if self.in_separator() && self.blank.contains(token) {
+                self.separator_left -= 1;
+                self.record(Consumed::Separator);
+                return Ok(());
+            }
             self.inner.advance(token)?;
+            self.separator_left = 0;
             self.record(Consumed::Inner);
             return Ok(());
         }
         self.check_id(token)?;
         if token == self.close {
             self.thinking = false;
+            self.separator_left = self.separator;
             self.record(Consumed::Close);
         } else {
             if self.inner.vocab().is_eos(token) {
@@ -301,12 +348,12 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
         if self.thinking {
             self.check_id(token).is_ok()
         } else {
-            self.inner.allows(token)
+            (self.in_separator() && self.blank.contains(token)) || self.inner.allows(token)
         }
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        if !self.thinking {
+        if !self.thinking && !self.in_separator() {
             return self.inner.step_mask(vocab_size);
         }
         let mut m = TokenMask::new(vocab_size);
@@ -330,7 +377,23 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
             match self.record.pop_back().expect("checked length") {
                 Consumed::Close => self.thinking = true,
                 Consumed::Thinking => self.finished_thinking_eos = false,
-                Consumed::Inner => {}
+                Consumed::Separator | Consumed::Inner => {}
+            }
+        }
+        // The separator allowance left: full after the close minus the separator tokens since,
+        // unless an answer token followed (then none).
+        self.separator_left = 0;
+        if !self.thinking {
+            let mut seps = 0;
+            for c in self.record.iter().rev() {
+                match c {
+                    Consumed::Separator => seps += 1,
+                    Consumed::Close => {
+                        self.separator_left = self.separator.saturating_sub(seps);
+                        break;
+                    }
+                    _ => break,
+                }
             }
         }
         Ok(())
@@ -338,7 +401,7 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
 
     fn forced_bytes(&self, out: &mut Vec<u8>) {
         out.clear();
-        if !self.thinking {
+        if !self.thinking && !self.in_separator() {
             self.inner.forced_bytes(out);
         }
     }
