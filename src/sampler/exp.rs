@@ -10,6 +10,8 @@
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split in two so `x − n·ln2` is exact for the `n` we meet (Cody & Waite 1980).
+/// `LN2_HI` is 355/512, exactly representable (clippy cannot tell).
+#[allow(clippy::excessive_precision)]
 const LN2_HI: f32 = 0.693_359_375;
 const LN2_LO: f32 = -2.121_944_4e-4;
 /// Adding then subtracting 1.5·2²³ rounds an `f32` of magnitude < 2²² to the nearest integer.
@@ -21,16 +23,20 @@ const UNDERFLOW: f32 = -104.0;
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
     let xc = if x < UNDERFLOW { UNDERFLOW } else { x };
-    let n = (xc * LOG2E + ROUND_MAGIC) - ROUND_MAGIC;
+    let t = xc * LOG2E + ROUND_MAGIC;
+    let n = t - ROUND_MAGIC;
     let r = xc - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4f32;
     p = p * r + 1.398_199_9e-3;
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    // Cephes writes 5.0000001e-1, which is 0.5 in f32.
+    p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
-    let ni = n as i32;
+    // The integer n sits in the low mantissa bits of `t` (no saturating float→int cast, which
+    // would not vectorise).
+    let ni = (t.to_bits() as i32) - ROUND_MAGIC.to_bits() as i32;
     let h = ni >> 1;
     let s1 = f32::from_bits(((h + 127) as u32) << 23);
     let s2 = f32::from_bits(((ni - h + 127) as u32) << 23);

@@ -31,17 +31,28 @@ pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), Sampl
     }
     let m = max * inv_temperature;
     let mut sum = 0.0f64;
-    if m.is_infinite() {
+    // `1/T` itself can overflow (a subnormal temperature); then `0 × inf` would be NaN.
+    if m.is_infinite() || inv_temperature.is_infinite() {
         for v in x.iter_mut() {
             *v = if *v == max { 1.0 } else { 0.0 };
             sum += f64::from(*v);
         }
     } else {
-        // Two passes: the exponentials vectorise, the sum keeps several accumulators.
-        for v in x.iter_mut() {
-            *v = exp(*v * inv_temperature - m);
+        // One pass; eight accumulator lanes let the exponentials and the sum vectorise.
+        let mut lanes = [0.0f64; 8];
+        let mut chunks = x.chunks_exact_mut(8);
+        for c in &mut chunks {
+            for j in 0..8 {
+                let e = exp(c[j] * inv_temperature - m);
+                c[j] = e;
+                lanes[j] += f64::from(e);
+            }
         }
-        sum = sum_f64(x);
+        for v in chunks.into_remainder() {
+            *v = exp(*v * inv_temperature - m);
+            lanes[0] += f64::from(*v);
+        }
+        sum = lanes.iter().sum();
     }
     scale(x, sum);
     Ok(())
@@ -133,6 +144,10 @@ pub fn top_p_in_place(probs: &mut [f32], top_p: f32, keys: &mut Vec<u64>) {
     // Total mass, summed from the top as mlx-lm's reverse cumsum does.
     let total = keys.iter().rev().fold(0.0f32, |acc, &k| acc + prob(k));
     let threshold = top_p * total;
+    if threshold.is_nan() || threshold <= 0.0 {
+        // A row of a few subnormal probabilities: nothing meaningful to cut.
+        return;
+    }
     // Walk down from the most likely token; `above` is the mass strictly above position j.
     let mut above = 0.0f32;
     let mut first_kept = 0;
@@ -245,6 +260,10 @@ mod tests {
         softmax_in_place(&mut inf, 1.0).unwrap();
         assert_eq!(inf, vec![1.0, 0.0]);
         assert!(softmax_in_place(&mut [f32::NEG_INFINITY; 3], 1.0).is_err());
+        // A temperature so small that 1/T overflows: the argmax limit, not NaN.
+        let mut tiny = vec![0.0, -1.0, 0.0];
+        softmax_in_place(&mut tiny, 1.0 / 1e-40).unwrap();
+        assert_eq!(tiny, vec![0.5, 0.0, 0.5]);
         assert!(softmax_in_place(&mut [0.0, f32::NAN], 1.0).is_err());
     }
 
@@ -261,6 +280,10 @@ mod tests {
         let mut r = vec![0.1, 0.6, 0.3];
         top_p_in_place(&mut r, 0.7, &mut keys);
         assert_eq!(r, vec![0.0, 0.6, 0.3]);
+        // Subnormal rows do not index past the end.
+        let mut tiny = vec![1e-45, 1e-45];
+        top_p_in_place(&mut tiny, 0.1, &mut keys);
+        assert_eq!(tiny, vec![1e-45, 1e-45]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use super::config::MAX_TOP_LOGPROBS;
 use super::error::{SampleError, SampleErrorKind};
 use super::exp::exp;
+use super::filters::max_checked;
 use super::logits::{bf16_to_f32, Logits};
 use crate::token::TokenId;
 
@@ -82,7 +83,7 @@ pub fn compute_top_logprobs_into(
     out.token = chosen;
     out.top.clear();
     let lse = match logits {
-        Logits::F32(v) => scan(v.iter().copied(), k, &mut out.top)?,
+        Logits::F32(v) => scan_f32(v, k, &mut out.top)?,
         Logits::Bf16(v) => scan(v.iter().map(|&b| bf16_to_f32(b)), k, &mut out.top)?,
     };
     let lp = |x: f32| log_prob(x, lse);
@@ -94,8 +95,29 @@ pub fn compute_top_logprobs_into(
 }
 
 /// The log-sum-exp of the row, as `(max, ln Σ exp(x − max))`, while collecting the `k` largest
-/// raw logits into `top` (descending, ties by lower index since the scan is in index order and
-/// an equal value never displaces an earlier one).
+/// raw logits into `top`. Three passes over an `f32` row (max with NaN check, selection,
+/// exp-sum), each a tight loop; bf16 rows go through the same steps element by element.
+fn scan_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) -> Result<(f32, f64), SampleError> {
+    let max = max_checked(v)?;
+    select_top(v.iter().copied(), k, top);
+    if max.is_infinite() {
+        return limit(v.iter().copied(), max);
+    }
+    let mut lanes = [0.0f64; 8];
+    let chunks = v.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..8 {
+            lanes[j] += f64::from(exp(c[j] - max));
+        }
+    }
+    let mut sum: f64 = lanes.iter().sum();
+    for &x in tail {
+        sum += f64::from(exp(x - max));
+    }
+    Ok((max, sum.ln()))
+}
+
 fn scan(
     it: impl Iterator<Item = f32> + Clone,
     k: usize,
@@ -109,24 +131,42 @@ fn scan(
         if x > max {
             max = x;
         }
-        if top.len() < k || x > top[top.len() - 1].1 {
+    }
+    select_top(it.clone(), k, top);
+    if max.is_infinite() {
+        return limit(it, max);
+    }
+    let sum: f64 = it.map(|x| f64::from(exp(x - max))).sum();
+    Ok((max, sum.ln()))
+}
+
+/// The degenerate rows: all `-inf` is an error; with `+inf` logits the distribution is the
+/// limit one, uniform over them.
+fn limit(it: impl Iterator<Item = f32>, max: f32) -> Result<(f32, f64), SampleError> {
+    if max == f32::NEG_INFINITY {
+        return Err(SampleError::all_forbidden());
+    }
+    let count = it.filter(|&x| x == f32::INFINITY).count();
+    Ok((max, (count as f64).ln()))
+}
+
+/// Keep the `k` largest values of `it` in `top`, descending. The scan is in index order and an
+/// equal value never displaces an earlier one, so ties go to the lower id. Most elements fail
+/// the first comparison against the current k-th value.
+fn select_top(it: impl Iterator<Item = f32>, k: usize, top: &mut Vec<(TokenId, f32)>) {
+    let mut floor = f32::NEG_INFINITY;
+    for (i, x) in it.enumerate() {
+        if top.len() < k || x > floor {
             if top.len() == k {
                 top.pop();
             }
             let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
             top.insert(pos, (TokenId::from_index(i), x));
+            if top.len() == k {
+                floor = top[k - 1].1;
+            }
         }
     }
-    if max == f32::NEG_INFINITY {
-        return Err(SampleError::all_forbidden());
-    }
-    if max == f32::INFINITY {
-        // The limit distribution: uniform over the +inf logits.
-        let count = it.filter(|&x| x == f32::INFINITY).count();
-        return Ok((max, (count as f64).ln()));
-    }
-    let sum: f64 = it.map(|x| f64::from(exp(x - max))).sum();
-    Ok((max, sum.ln()))
 }
 
 /// `x − lse` with the `+inf` limit handled (`lse = (max, ln Σ)`).

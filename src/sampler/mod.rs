@@ -218,7 +218,7 @@ pub fn sample_token(
 
 /// A request's sampler: its configs, its [`Pcg32`] (seeded from
 /// [`SamplerConfig::seed_or_default`]) and its scratch buffers, threaded through every step.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Sampler {
     config: SamplerConfig,
     penalties: PenaltyConfig,
@@ -227,6 +227,17 @@ pub struct Sampler {
     draft: SamplerScratch,
     residual: Vec<f32>,
     logprobs: TokenLogprobs,
+}
+
+impl std::fmt::Debug for Sampler {
+    /// The configs and the generator; the vocabulary-sized buffers are left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("config", &self.config)
+            .field("penalties", &self.penalties)
+            .field("rng", &self.rng)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sampler {
@@ -344,6 +355,12 @@ impl Sampler {
         let (cfg, pen) = (&self.config, &self.penalties);
         let p = sampling_distribution(cfg, pen, target, mask, recent, &mut self.scratch)?;
         let q = sampling_distribution(cfg, pen, draft, mask, recent, &mut self.draft)?;
+        // Grow the residual buffer on the first verification, not on the first rejection, so
+        // later steps never allocate.
+        if self.residual.capacity() < p.len() {
+            self.residual.clear();
+            self.residual.reserve_exact(p.len());
+        }
         speculative_accept(p, q, token, &mut self.rng, &mut self.residual)
     }
 }
