@@ -73,7 +73,7 @@ fn without_a_budget_reasoning_and_content_are_split() {
     assert_eq!(v["born"], 1815);
     // The reasoning was unconstrained, the answer constrained.
     let reasoning_tokens = doc().iter().position(|&t| t == m.close).unwrap();
-    assert!(out.counters.unconstrained_steps >= reasoning_tokens + 1);
+    assert!(out.counters.unconstrained_steps > reasoning_tokens);
 }
 
 #[test]
