@@ -1,17 +1,18 @@
-//! The decode loop: drive a model ([`LogitsSource`]) under an optional [`ConstraintEngine`] and
-//! the [`sampler`](crate::sampler), one token per step, and report what happened.
+//! The decode loop: drive a model ([`LogitsSource`]) under an optional
+//! [`ConstraintEngine`](crate::ConstraintEngine) and the [`sampler`](crate::sampler), one token
+//! per step, and report what happened.
 //!
 //! # One step (seed `000`)
 //! 1. **Forced tokens first.** A latched thinking-budget close injects `</think>` (see
-//!    [`think`]); an engine that [can only end](ConstraintEngine::can_only_end) gets EOS. Neither
+//!    [`think`]); an engine that [can only end](crate::ConstraintEngine::can_only_end) gets EOS. Neither
 //!    calls the model, and neither carries logprobs.
 //! 2. **Logits** from the model (`[n_vocab]`, checked once for width; NaN is a typed error).
 //! 3. **Sample.** No engine, or `wants_mask() == false` (warm-up, an open think block): the
 //!    unconstrained path — an argmax at temperature 0 (the greedy fast path), else the sampler's
 //!    host pipeline. With a constraint, either the full mask is filled and the sampler draws
 //!    under it (masked argmax at temperature 0), or — the default — **sample-then-check**: draw
-//!    unconstrained, keep the token if the engine [allows](ConstraintEngine::allows) it, and only
-//!    otherwise fill the mask and draw again under it (proof of exactness in [`run`]).
+//!    unconstrained, keep the token if the engine [allows](crate::ConstraintEngine::allows) it, and only
+//!    otherwise fill the mask and draw again under it (proof of exactness in `run.rs`).
 //! 4. **Advance** the engine, then stop on any EOS id (`"stop"`) or at the token limit
 //!    (`"length"`).
 //!
