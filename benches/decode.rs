@@ -33,6 +33,7 @@ fn sample_then_check(vocab: &Vocabulary) {
     for temperature in [0.0f32, 0.8] {
         for stc in [true, false] {
             let (mut skipped, mut rejected, mut filled, mut steps, mut us) = (0, 0, 0, 0, 0.0);
+            let mut sample_us = 0.0;
             for seed in 0..16 {
                 let mut engine = JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
                 let mut model = RandomLogits::new(vocab, seed);
@@ -49,6 +50,7 @@ fn sample_then_check(vocab: &Vocabulary) {
                 filled += out.counters.masks_filled;
                 steps += out.counters.steps;
                 us += out.timings.iter().map(|t| t.constraint_us).sum::<f64>();
+                sample_us += out.timings.iter().map(|t| t.sample_us).sum::<f64>();
             }
             let share = if skipped + rejected == 0 {
                 0.0
@@ -56,10 +58,11 @@ fn sample_then_check(vocab: &Vocabulary) {
                 skipped as f64 / (skipped + rejected) as f64
             };
             println!(
-                "| {temperature} | {} | {:.1}% | {filled} | {steps} | {:.1} |",
+                "| {temperature} | {} | {:.1}% | {filled} | {steps} | {:.1} | {:.1} |",
                 if stc { "sample-then-check" } else { "mask first" },
                 100.0 * share,
-                us / steps as f64
+                us / steps as f64,
+                sample_us / steps as f64
             );
         }
     }

@@ -3,7 +3,8 @@
 //! `i`'s [`TokenMask`] words, `words_for(n_vocab)` words, layout in [`crate::mask`]).
 //!
 //! Work is split into contiguous chunks of engines, one per thread (`std::thread::scope`, no
-//! pool: a spawn costs tens of microseconds, small next to a 150k-token mask); each thread owns
+//! pool: a spawn costs tens of microseconds; the calling thread takes the first chunk); each
+//! thread owns
 //! one scratch [`TokenMask`] from the [`BatchMasker`] and copies it into its rows. Engines are
 //! independent, so the result is identical to filling them one after the other (tested).
 
@@ -77,13 +78,16 @@ impl BatchMasker {
         }
         let per = engines.len().div_ceil(threads);
         let results: Vec<Result<(), DecodeError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = engines
-                .chunks_mut(per)
-                .zip(out.chunks_mut(per * w))
-                .zip(self.scratch.iter_mut())
+            let mut jobs =
+                engines.chunks_mut(per).zip(out.chunks_mut(per * w)).zip(self.scratch.iter_mut());
+            // The calling thread takes the first chunk itself: one spawn fewer.
+            let ((first_es, first_rows), first_mask) = jobs.next().expect("at least one engine");
+            let handles: Vec<_> = jobs
                 .map(|((es, rows), mask)| s.spawn(move || fill_serial(es, rows, mask, w)))
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("mask thread panicked")).collect()
+            let mut results = vec![fill_serial(first_es, first_rows, first_mask, w)];
+            results.extend(handles.into_iter().map(|h| h.join().expect("mask thread panicked")));
+            results
         });
         results.into_iter().collect()
     }
