@@ -14,7 +14,9 @@
 //! ```
 //!
 //! and `P(out = t) = 0` for `t ∉ A`: exactly the masked distribution (`tests/decode_loop.rs`
-//! checks it with a χ² test). At temperature 0 the argument is simpler: the unmasked argmax,
+//! checks it with a χ² test). The redraw need not run the pipeline again: `p_A` is `p`
+//! restricted to `A` and renormalised, and `p` is already computed, so the loop draws from it
+//! directly (one pass over the allowed ids instead of a second softmax). At temperature 0 the argument is simpler: the unmasked argmax,
 //! when allowed, is the masked argmax (it is the largest logit overall and the lowest id holding
 //! it). The argument needs the first draw to come from the same `p` the masked pipeline
 //! restricts; truncation filters (top-p, top-k, min-p) break that — they truncate the unmasked
@@ -31,8 +33,8 @@ use super::{FinishReason, Generation, StepTiming};
 use crate::engine::ConstraintEngine;
 use crate::mask::TokenMask;
 use crate::sampler::{
-    compute_top_logprobs_into, Logits, SampleError, SampleErrorKind, Sampler, SamplerConfig,
-    TokenLogprobs,
+    compute_top_logprobs_into, draw_index, sampling_distribution, Logits, SampleError,
+    SampleErrorKind, Sampler, SamplerConfig, SamplerScratch, TokenLogprobs,
 };
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -54,6 +56,29 @@ pub(crate) fn sample_error(step: usize, e: SampleError) -> DecodeError {
         SampleErrorKind::AllForbidden => DecodeError::new(DecodeErrorKind::DeadEnd { step }),
         _ => DecodeError::new(DecodeErrorKind::Sample(e)),
     }
+}
+
+/// Inverse-CDF draw from `p` restricted to `mask` and renormalised (`r` uniform in `[0, 1)`);
+/// `None` when the allowed mass is zero (underflow).
+fn draw_masked(p: &[f32], mask: &TokenMask, r: f32) -> Option<TokenId> {
+    let total: f64 = mask.iter().map(|t| f64::from(p[t.index()])).sum();
+    if total.is_nan() || total <= 0.0 {
+        return None;
+    }
+    let target = f64::from(r) * total;
+    let mut acc = 0.0;
+    let mut last = None;
+    for t in mask.iter() {
+        let q = f64::from(p[t.index()]);
+        if q > 0.0 {
+            acc += q;
+            last = Some(t);
+            if acc > target {
+                return Some(t);
+            }
+        }
+    }
+    last
 }
 
 #[inline]
@@ -126,6 +151,7 @@ pub fn decode(
     let mut logits = vec![0.0f32; n];
     let mut mask = TokenMask::new(n);
     let mut lp = TokenLogprobs::default();
+    let mut dist = SamplerScratch::with_capacity(n);
     let mut ff_queue: VecDeque<TokenId> = VecDeque::new();
     let (mut ff_bytes, mut ff_tokens) = (Vec::new(), Vec::new());
     let mut out = Generation::empty();
@@ -190,11 +216,26 @@ pub fn decode(
                 } else {
                     let e = engine.as_deref_mut().expect("constrained implies an engine");
                     let mut first = None;
+                    let mut probs: Option<&[f32]> = None;
                     if check_first {
                         let t0 = Instant::now();
                         // A NaN anywhere fails the unmasked draw; the masked path below then
                         // reports it only if the NaN is on an allowed token.
-                        let draw = sampler.sample(Logits::F32(&logits), None, &out.tokens).ok();
+                        let draw = if config.sampler.sampling_active() {
+                            let r = sampler.rng_mut().next_f32();
+                            probs = sampling_distribution(
+                                &config.sampler,
+                                &config.penalties,
+                                Logits::F32(&logits),
+                                None,
+                                &out.tokens,
+                                &mut dist,
+                            )
+                            .ok();
+                            probs.and_then(|p| draw_index(p, r)).map(TokenId::from_index)
+                        } else {
+                            sampler.sample(Logits::F32(&logits), None, &out.tokens).ok()
+                        };
                         timing.sample_us = micros(t0);
                         if let Some(t) = draw {
                             let t1 = Instant::now();
@@ -223,9 +264,20 @@ pub fn decode(
                                 return Err(DecodeError::new(DecodeErrorKind::DeadEnd { step }));
                             }
                             let t2 = Instant::now();
-                            let t = sampler
-                                .sample(Logits::F32(&logits), Some(&mask), &out.tokens)
-                                .map_err(|e| sample_error(step, e))?;
+                            // The redraw reuses the unmasked probabilities when it has them:
+                            // p restricted to the mask and renormalised is p_A (no second
+                            // softmax). If the allowed mass underflowed, the full masked
+                            // pipeline runs instead.
+                            let reused = match probs {
+                                Some(p) => draw_masked(p, &mask, sampler.rng_mut().next_f32()),
+                                None => None,
+                            };
+                            let t = match reused {
+                                Some(t) => t,
+                                None => sampler
+                                    .sample(Logits::F32(&logits), Some(&mask), &out.tokens)
+                                    .map_err(|e| sample_error(step, e))?,
+                            };
                             timing.sample_us += micros(t2);
                             t
                         }
