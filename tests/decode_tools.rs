@@ -269,3 +269,44 @@ fn batch_masks_equal_serial_masks() {
     let err = masker.fill(&mut refs, &mut serial[..w]).unwrap_err();
     assert!(matches!(err.kind(), DecodeErrorKind::Config(_)));
 }
+
+#[test]
+fn fast_forward_appends_forced_tokens_without_the_model() {
+    // One-byte tokens: nothing can span a boundary, so every forced byte is fast-forwarded.
+    let toks: Vec<Option<&[u8]>> =
+        [&b"{"[..], b"}", b"\"", b"a", b":", b"t", b"r", b"u", b"e", b"1"]
+            .iter()
+            .map(|&b| Some(b))
+            .chain([None])
+            .collect();
+    let vocab = Vocabulary::from_token_bytes(&toks, &[10], None).unwrap();
+    let cfg =
+        JsonConfig { whitespace: grammask::json::Whitespace::Compact, ..JsonConfig::default() };
+    let mut engine = JsonObjectConstraint::new(&vocab, &cfg).unwrap();
+    // The replay model writes `{"a":true}`; `{` is forced at the start, `:` after the key,
+    // `rue` after `t`; `}` is not (the grammar also allows `,`, even though no token spells it).
+    let doc: Vec<TokenId> = b"{\"a\":true}"
+        .iter()
+        .map(|b| TokenId::from_index(toks.iter().position(|t| *t == Some(&[*b][..])).unwrap()))
+        .collect();
+    let mut model = grammask::decode::ReplayModel::new(&vocab, doc.clone());
+    let decode_cfg = DecodeConfig::builder()
+        .max_tokens(20)
+        .fast_forward(Arc::new(FastForward::new(&vocab)))
+        .build()
+        .unwrap();
+    let out = decode(&mut model, &vocab, Some(&mut engine), &decode_cfg).unwrap();
+    assert_eq!(out.text, b"{\"a\":true}");
+    assert_eq!(out.finish_reason.as_str(), "stop");
+    let forced: Vec<bool> = out.timings.iter().map(|t| t.forced).collect();
+    // { " a " : t r u e } EOS — `{`, `:`, `rue` fast-forwarded, EOS forced at the end.
+    assert_eq!(
+        forced,
+        vec![true, false, false, false, true, false, true, true, true, false, true],
+        "{}",
+        common::trace(&vocab, &out.tokens, None)
+    );
+    assert_eq!(out.counters.fast_forward_tokens, 5);
+    assert_eq!(out.counters.forced_eos, 1);
+    assert_eq!(out.counters.model_calls, 5);
+}
