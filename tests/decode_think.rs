@@ -172,3 +172,28 @@ fn the_gate_masks_nothing_while_thinking_and_rolls_back_across_the_close() {
     assert_eq!(again, after);
     assert!(gate.rollback(1000).is_err());
 }
+
+#[test]
+fn the_splitter_opens_on_the_marker_when_the_prompt_did_not() {
+    use grammask::decode::think::Channel;
+    use grammask::decode::ThinkSplitter;
+    let m = ThinkMarkers { open: TokenId(1), close: TokenId(2) };
+    let mut s = ThinkSplitter::new(m, false, Some(0));
+    let (mut r, mut c) = (Vec::new(), Vec::new());
+    assert!(!s.take_force_close(), "no budget use before the block opens");
+    assert_eq!(s.push(TokenId(7), b"x", &mut r, &mut c), Channel::Content);
+    assert_eq!(s.push(m.open, b"<think>", &mut r, &mut c), Channel::Marker);
+    assert!(s.is_thinking());
+    assert!(s.take_force_close(), "budget 0: close right after the opening");
+    assert_eq!(s.push(m.close, b"</think>", &mut r, &mut c), Channel::Marker);
+    assert_eq!(s.push(TokenId(8), b"z", &mut r, &mut c), Channel::Content);
+    assert!(r.is_empty());
+    assert_eq!(c, b"xz");
+    // Without a budget nothing is ever latched.
+    let mut s = ThinkSplitter::new(m, true, None);
+    for _ in 0..1000 {
+        s.push(TokenId(9), b"y", &mut r, &mut c);
+        assert!(!s.take_force_close());
+    }
+    assert_eq!(s.reasoning_pieces(), 1000);
+}
