@@ -155,8 +155,9 @@ pub fn decode(
     let mut ff_queue: VecDeque<TokenId> = VecDeque::new();
     let (mut ff_bytes, mut ff_tokens) = (Vec::new(), Vec::new());
     let mut out = Generation::empty();
-    out.tokens.reserve(config.max_tokens);
-    out.timings.reserve(config.max_tokens);
+    // Reserve for typical lengths; a huge `max_tokens` must not allocate (or overflow) upfront.
+    out.tokens.reserve(config.max_tokens.min(1 << 14));
+    out.timings.reserve(config.max_tokens.min(1 << 14));
 
     for step in 0..config.max_tokens {
         let mut timing = StepTiming::default();
