@@ -197,3 +197,17 @@ fn the_splitter_opens_on_the_marker_when_the_prompt_did_not() {
     }
     assert_eq!(s.reasoning_pieces(), 1000);
 }
+
+#[test]
+fn a_boxed_engine_can_be_gated_and_boxed_again() {
+    // The CLI holds `Box<dyn ConstraintEngine>`; the gate takes it and is one itself.
+    let vocab = common::qwen3();
+    let inner: Box<dyn ConstraintEngine> =
+        Box::new(JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap());
+    let mut engine: Box<dyn ConstraintEngine> = Box::new(ThinkGate::new(inner, markers()));
+    let mut model = ReplayModel::new(vocab, doc());
+    let cfg = DecodeConfig::builder().max_tokens(200).think_budget(Some(3)).build().unwrap();
+    let out = decode(&mut model, vocab, Some(engine.as_mut()), &cfg).unwrap();
+    assert_eq!(out.counters.forced_think_close, 1);
+    assert_eq!(out.content(), ANSWER);
+}
