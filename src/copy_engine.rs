@@ -287,4 +287,35 @@ where
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
         CopyStateEngine::rollback(self, n)
     }
+
+    /// Step the grammar byte by byte from the current state while exactly one of the 256 bytes
+    /// is possible and the document cannot end there, at most [`FORCED_BYTES_LIMIT`] bytes.
+    fn forced_bytes(&self, out: &mut Vec<u8>) {
+        out.clear();
+        if self.finished {
+            return;
+        }
+        let mut s = self.state;
+        while out.len() < FORCED_BYTES_LIMIT && !self.grammar.is_accepting(&s) {
+            let mut only = None;
+            for b in 0..=255u8 {
+                if let Some(next) = self.grammar.step(&s, b) {
+                    if only.is_some() {
+                        return;
+                    }
+                    only = Some((b, next));
+                }
+            }
+            match only {
+                Some((b, next)) => {
+                    out.push(b);
+                    s = next;
+                }
+                None => return,
+            }
+        }
+    }
 }
+
+/// The most bytes [`ConstraintEngine::forced_bytes`] reports at once for a [`CopyStateEngine`].
+pub const FORCED_BYTES_LIMIT: usize = 256;

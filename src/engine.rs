@@ -171,6 +171,17 @@ pub trait ConstraintEngine: Send {
     /// [`EngineErrorKind::RollbackTooFar`] when the history holds fewer than `n` tokens; the
     /// state is then unchanged.
     fn rollback(&mut self, n: usize) -> Result<(), EngineError>;
+
+    /// The bytes the grammar forces next: write into `out` (cleared first) the longest byte
+    /// string that every completion of the current output starts with, stopping where the
+    /// document could also end (EOS allowed) or where two bytes are possible. Fast-forward
+    /// ([`crate::decode::FastForward`]) appends their tokens without running the model.
+    ///
+    /// The default writes nothing: an empty result means "none known", not "none forced", so an
+    /// engine that does not implement it is merely never fast-forwarded.
+    fn forced_bytes(&self, out: &mut Vec<u8>) {
+        out.clear();
+    }
 }
 
 /// Shared checks every engine runs before looking at a token's bytes: out of range, padding,

@@ -3,7 +3,7 @@
 //! per-step mask latency. Errors print one clear line and exit with status 1.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use grammask::decode::{generate_greedy, RandomLogits};
+use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
 use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
 use grammask::stats::Summary;
 use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenMask, Vocabulary};
@@ -67,18 +67,37 @@ enum Format {
     Json,
 }
 
-#[derive(Args)]
+#[derive(Parser)]
 struct GenerateArgs {
     #[command(flatten)]
     vocab: VocabArgs,
     #[command(flatten)]
     constraint: ConstraintArgs,
-    /// Seed of the random-logit model.
+    /// Seed of the random-logit model and of the sampler.
     #[arg(long, default_value_t = 0xA7A7)]
     seed: u64,
     /// Token limit.
     #[arg(long, default_value_t = 512)]
     max_tokens: usize,
+    /// Sampling temperature (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// Nucleus sampling threshold (1: off).
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f32,
+    /// Keep only the k most likely tokens (0: off).
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    /// Drop tokens below min_p × the top probability (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    min_p: f32,
+    /// Report the top-K log-probabilities of every step (at most 20).
+    #[arg(long, default_value_t = 0)]
+    logprobs: usize,
+    /// Start inside a `<think>` block and force `</think>` after this many reasoning tokens;
+    /// the constraint applies to the answer after it.
+    #[arg(long)]
+    think_budget: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -124,25 +143,65 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
     let vocab = load_vocab(&args.vocab)?;
     let mut engine = build_engine(&vocab, &args.constraint)?;
     let mut model = RandomLogits::new(&vocab, args.seed);
+    let mut builder = DecodeConfig::builder()
+        .max_tokens(args.max_tokens)
+        .temperature(args.temperature)
+        .top_p(args.top_p)
+        .top_k(args.top_k)
+        .min_p(args.min_p)
+        .logprobs(args.logprobs)
+        .seed(args.seed);
+    if let Some(budget) = args.think_budget {
+        builder = builder.think_budget(Some(budget));
+        let markers = ThinkMarkers::from_vocab(&vocab).map_err(|e| e.to_string())?;
+        engine = Box::new(ThinkGate::new(engine, markers));
+    }
+    let config = builder.build().map_err(|e| e.to_string())?;
     let gen =
-        generate_greedy(&mut model, engine.as_mut(), args.max_tokens).map_err(|e| e.to_string())?;
+        decode(&mut model, &vocab, Some(engine.as_mut()), &config).map_err(|e| e.to_string())?;
     let summary = Summary::of(&gen.mask_us);
-    let content = String::from_utf8_lossy(&gen.text);
+    let skipped = gen.counters.masks_skipped;
     match args.format {
         Format::Json => {
-            let v = serde_json::json!({
-                "content": content,
+            let mut v = serde_json::json!({
+                "content": gen.content(),
                 "finish_reason": gen.finish_reason.as_str(),
                 "n_tokens": gen.tokens.len(),
                 "mask_us": summary.to_json(),
+                "masks_skipped": skipped,
             });
+            if args.think_budget.is_some() {
+                v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
+            }
+            if args.logprobs > 0 {
+                v["logprobs"] = serde_json::Value::Array(
+                    gen.logprobs
+                        .iter()
+                        .map(|lp| match lp {
+                            Some(lp) => serde_json::json!({
+                                "token": lp.token.0,
+                                "logprob": lp.logprob,
+                                "top": lp.top.iter().map(|&(t, l)| serde_json::json!([t.0, l])).collect::<Vec<_>>(),
+                            }),
+                            None => serde_json::Value::Null,
+                        })
+                        .collect(),
+                );
+            }
             println!("{v}");
         }
         Format::Text => {
-            println!("{content}");
+            if args.think_budget.is_some() {
+                println!("reasoning: {}", gen.reasoning_content());
+            }
+            println!("{}", gen.content());
             println!("finish_reason: {}", gen.finish_reason);
             println!("steps: {}", gen.tokens.len());
             println!("mask latency: {summary}");
+            println!(
+                "masks skipped by sample-then-check: {skipped} of {} constrained steps",
+                skipped + gen.counters.masks_filled
+            );
         }
     }
     Ok(())
@@ -208,13 +267,11 @@ fn walk(args: WalkArgs) -> CliResult<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Generate(GenerateArgs {
-        vocab: VocabArgs { tokenizer: None },
-        constraint: ConstraintArgs { json: true, any_value: false, whitespace: WsArg::Flexible },
-        seed: 0xA7A7,
-        max_tokens: 512,
-        format: Format::Text,
-    }));
+    let command = match cli.command {
+        Some(c) => c,
+        // No subcommand: the README's main job, `generate --json` on the embedded tokenizer.
+        None => Command::Generate(GenerateArgs::parse_from(["generate", "--json"])),
+    };
     let result = match command {
         Command::Generate(a) => generate(a),
         Command::Walk(a) => walk(a),

@@ -79,3 +79,37 @@ fn errors_are_one_line_and_non_zero() {
     assert!(!ok);
     assert!(err.starts_with("error: "), "{err}");
 }
+
+#[test]
+fn generate_samples_and_splits_reasoning() {
+    let (ok, out, err) = grammask(&[
+        "generate",
+        "--temperature",
+        "0.8",
+        "--top-p",
+        "0.95",
+        "--top-k",
+        "50",
+        "--min-p",
+        "0.01",
+        "--seed",
+        "5",
+        "--logprobs",
+        "3",
+        "--think-budget",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["reasoning_content"].is_string(), "{out}");
+    let lps = v["logprobs"].as_array().expect("logprobs array");
+    assert_eq!(lps.len() as u64, v["n_tokens"].as_u64().unwrap());
+    // The forced </think> carries no logprobs; sampled steps carry 3 alternatives.
+    assert!(lps.iter().any(|l| l.is_null()));
+    assert!(lps.iter().filter(|l| !l.is_null()).all(|l| l["top"].as_array().unwrap().len() == 3));
+    let (ok, _, err) = grammask(&["generate", "--top-p", "1.5"]);
+    assert!(!ok);
+    assert!(err.starts_with("error: ") && err.contains("top_p"), "{err}");
+}

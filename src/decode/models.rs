@@ -12,6 +12,12 @@
 //!
 //! with `u` uniform in [0, 1) from a counter-based hash (so logits are a pure function of seed,
 //! step and token: reproducible and cheap to recompute). Defaults: `spread = 8`, `ramp = 64`.
+//!
+//! [`ReplayModel`] strongly prefers the tokens of a given document, for golden tests: it tracks
+//! where in the document the history is and puts a large logit on the next document token (on
+//! EOS past the end). When the history leaves the document (an injected `</think>`, a token the
+//! constraint forced), it resynchronises on the next occurrence of the last token in the
+//! document, so a forced `</think>` jumps to the answer.
 
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -93,6 +99,94 @@ impl LogitsSource for RandomLogits {
             let r = mix64(base ^ (i as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
             let u = (r >> 40) as f32 * (1.0 / (1u64 << 24) as f32);
             *o = u * self.spread + bias * f32::from(c) - if blank { 4.0 } else { 0.0 };
+        }
+    }
+}
+
+/// A model that replays a document (see the module docs).
+///
+/// At each step the preferred token gets logit `strength` (default 30), every other token a
+/// small seeded noise in `[0, 1)`, so greedy decoding reproduces the document exactly and
+/// sampling at temperature 1 picks it with probability ≈ `1 − n·e^{-29}`.
+///
+/// # Example
+/// ```
+/// use grammask::decode::{decode, DecodeConfig, ReplayModel};
+/// use grammask::{TokenId, Vocabulary};
+/// let vocab = Vocabulary::embedded()?;
+/// let doc = vocab.encode("{\"a\": 1}")?;
+/// let mut model = ReplayModel::new(&vocab, doc.clone());
+/// let out = decode(&mut model, &vocab, None, &DecodeConfig::greedy(50))?;
+/// assert_eq!(out.text, b"{\"a\": 1}");
+/// assert_eq!(out.finish_reason.as_str(), "stop");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReplayModel {
+    doc: Vec<TokenId>,
+    n_vocab: usize,
+    eos: Option<TokenId>,
+    strength: f32,
+    seed: u64,
+    /// `(history length, cursor)` memo so a step costs O(1) amortised.
+    memo: (usize, usize),
+}
+
+impl ReplayModel {
+    /// Replay `doc` over `vocab` (then the vocabulary's first EOS id).
+    pub fn new(vocab: &Vocabulary, doc: Vec<TokenId>) -> ReplayModel {
+        ReplayModel {
+            doc,
+            n_vocab: vocab.n_vocab(),
+            eos: vocab.eos_ids().first().copied(),
+            strength: 30.0,
+            seed: 0x5EED,
+            memo: (0, 0),
+        }
+    }
+
+    /// Change how strongly the document token is preferred (its logit; others are in `[0, 1)`).
+    pub fn with_strength(mut self, strength: f32) -> ReplayModel {
+        self.strength = strength;
+        self
+    }
+
+    /// The document position the next token is taken from, after `tokens`.
+    pub fn cursor(&mut self, tokens: &[TokenId]) -> usize {
+        let (mut len, mut cur) = self.memo;
+        if len > tokens.len() {
+            (len, cur) = (0, 0);
+        }
+        for &t in &tokens[len..] {
+            if self.doc.get(cur) == Some(&t) {
+                cur += 1;
+            } else if let Some(j) = self.doc[cur.min(self.doc.len())..].iter().position(|&d| d == t)
+            {
+                cur += j + 1;
+            }
+        }
+        self.memo = (tokens.len(), cur);
+        cur
+    }
+}
+
+impl LogitsSource for ReplayModel {
+    fn n_vocab(&self) -> usize {
+        self.n_vocab
+    }
+
+    fn logits(&mut self, tokens: &[TokenId], out: &mut [f32]) {
+        let cur = self.cursor(tokens);
+        let base = mix64(self.seed ^ mix64(tokens.len() as u64));
+        for (i, o) in out.iter_mut().enumerate() {
+            let r = mix64(base ^ (i as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+            *o = (r >> 40) as f32 * (1.0 / (1u64 << 24) as f32);
+        }
+        let want = self.doc.get(cur).copied().or(self.eos);
+        if let Some(t) = want {
+            if t.index() < out.len() {
+                out[t.index()] = self.strength;
+            }
         }
     }
 }
