@@ -36,7 +36,13 @@
 //! - [`recognizer`]: the byte-level interface ([`recognizer::Recognizer`]) the trie walker
 //!   drives; [`copy_engine`]: a complete engine for any grammar with a small `Copy` state.
 //! - [`json`]: free-form JSON (RFC 8259), [`JsonObjectConstraint`].
-//! - [`decode`]: the decode loop and stand-in models; [`stats`]: latency summaries.
+//! - [`sampler`]: logits + mask → token: greedy paths, the seed-`000` host pipeline (mask →
+//!   logit bias → penalties → temperature softmax → top-p → min-p → top-k → draw with
+//!   [`sampler::Pcg32`]), logprobs, `sampling_distribution` and speculative acceptance.
+//! - [`decode`]: the decode loop ([`decode::decode`]): sample-then-check, thinking budget and
+//!   [`decode::ThinkGate`], draft validation, fast-forward, batch masks; stand-in models.
+//! - `gpu` (feature `mlx`): masked argmax on MLX arrays.
+//! - [`stats`]: latency summaries.
 //!
 //! ## Mask lifecycle
 //! Per step: `wants_mask()` → `fill_mask(&mut mask)` (or `step_mask(n)` for a `&[bool]` view) →
@@ -47,7 +53,8 @@
 //! ## Errors
 //! Typed per phase: [`vocab::VocabError`] (loading), [`json::JsonConfigError`] (configuration),
 //! [`EngineError`] (advance/mask/rollback; the state is unchanged after an error),
-//! [`decode::DecodeError`] (the loop). Each has a `kind()` and a message naming the culprit.
+//! [`sampler::SampleError`] (sampling), [`decode::DecodeError`] (the loop). Each has a `kind()`
+//! and a message naming the culprit.
 //!
 //! ## Configuration and size limits
 //! - [`JsonConfig`]: top level (object or any value), whitespace (compact, or flexible with runs
@@ -56,7 +63,9 @@
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
 //!
 //! ## Cargo features
-//! - `mlx` (off): GPU masked argmax through `mlx-rs` (see `docs/gpu.md`).
+//! - `mlx` (off): GPU masked argmax through `mlx-rs` (see `docs/gpu.md`); on Linux it builds
+//!   against MLX's CPU library through `../shared/mlx-linux`.
+//! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
 pub mod copy_engine;
 pub mod decode;
