@@ -2,17 +2,23 @@
 //!
 //! (The full manual lands with the foundation; see README.md.)
 
+pub mod automaton;
+//TMP pub mod cfg;
 pub mod copy_engine;
 pub mod engine;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
+pub mod regex;
 pub mod token;
 pub mod vocab;
 
+pub use automaton::{ByteDfa, DfaConfig, RegexError};
 pub use copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
 pub use token::TokenId;
 pub use vocab::Vocabulary;
+//TMP pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
+pub use regex::{RegexConfig, RegexConstraint};
