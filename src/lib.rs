@@ -3,7 +3,7 @@
 //! (The full manual lands with the foundation; see README.md.)
 
 pub mod automaton;
-//TMP pub mod cfg;
+pub mod cfg;
 pub mod copy_engine;
 pub mod engine;
 pub mod json;
@@ -14,11 +14,11 @@ pub mod token;
 pub mod vocab;
 
 pub use automaton::{ByteDfa, DfaConfig, RegexError};
+pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
 pub use copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
+pub use regex::{RegexConfig, RegexConstraint};
 pub use token::TokenId;
 pub use vocab::Vocabulary;
-//TMP pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
-pub use regex::{RegexConfig, RegexConstraint};
