@@ -50,6 +50,8 @@ pub struct Chart {
     /// `starts[k]` = first item of set `k`; the last entry is `items.len()`.
     starts: Vec<u32>,
     sigs: Vec<u64>,
+    /// The byte that produced each set after the first.
+    bytes: Vec<u8>,
     seen: FxHashSet<u64>,
     predicted: Vec<u32>,
     generation: u32,
@@ -64,6 +66,7 @@ impl Chart {
             items: Vec::new(),
             starts: vec![0],
             sigs: Vec::new(),
+            bytes: Vec::new(),
             seen: FxHashSet::default(),
             predicted: vec![0; g.alts.len()],
             generation: 0,
@@ -192,6 +195,7 @@ impl Chart {
             return false;
         }
         self.starts.push(self.items.len() as u32);
+        self.bytes.push(byte);
         true
     }
 
@@ -208,6 +212,12 @@ impl Chart {
         self.starts.truncate(sets + 1);
         self.items.truncate(self.starts[sets] as usize);
         self.sigs.truncate(sets);
+        self.bytes.truncate(sets - 1);
+    }
+
+    /// The bytes consumed so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// Compute the signatures of sets pushed since the last commit.

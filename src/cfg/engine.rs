@@ -24,9 +24,8 @@ use crate::mask::TokenMask;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Tokens that only repeat a character-class loop, and the trie of all other tokens.
 struct Slice {
@@ -112,7 +111,7 @@ struct CacheEntry {
 pub struct CfgConstraint {
     shared: Arc<Shared>,
     vocab: Vocabulary,
-    chart: RefCell<Chart>,
+    chart: Mutex<Chart>,
     finished: bool,
     /// Per advanced token: (set count before it, finished before it).
     history: VecDeque<(usize, bool)>,
@@ -125,7 +124,7 @@ pub struct CfgConstraint {
 impl std::fmt::Debug for CfgConstraint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CfgConstraint")
-            .field("sets", &self.chart.borrow().set_count())
+            .field("sets", &self.lock().set_count())
             .field("finished", &self.finished)
             .finish()
     }
@@ -162,7 +161,7 @@ impl CfgConstraint {
         CfgConstraint {
             shared,
             vocab: vocab.clone(),
-            chart: RefCell::new(chart),
+            chart: Mutex::new(chart),
             finished: false,
             history: VecDeque::new(),
             cache: Vec::new(),
@@ -177,6 +176,19 @@ impl CfgConstraint {
         Self::with_shared(&self.vocab, self.shared.clone())
     }
 
+    /// A copy of this engine at its current state (same output so far, own history and cache).
+    pub fn fork_at(&self) -> Self {
+        let mut e = self.fork();
+        e.chart = Mutex::new(self.lock().clone());
+        e.finished = self.finished;
+        e
+    }
+
+    /// The bytes consumed so far (the output, as the chart saw it).
+    pub fn output_bytes(&self) -> Vec<u8> {
+        self.lock().bytes().to_vec()
+    }
+
     /// The compiled grammar.
     pub fn grammar(&self) -> &Arc<CfgGrammar> {
         &self.shared.grammar
@@ -185,7 +197,7 @@ impl CfgConstraint {
     /// Did an Earley set ever hit [`CfgConfig::max_items_per_set`]? If so, bytes were refused
     /// that the grammar may allow (masks under-approximate from then on).
     pub fn overflowed(&self) -> bool {
-        self.chart.borrow().overflowed()
+        self.lock().overflowed()
     }
 
     /// Number of vocabulary slices built for this grammar.
@@ -195,14 +207,14 @@ impl CfgConstraint {
 
     /// Bytes consumed so far.
     pub fn bytes_consumed(&self) -> usize {
-        self.chart.borrow().set_count() - 1
+        self.lock().set_count() - 1
     }
 
     /// Feed raw bytes (not tokens): `Ok(())` if all are accepted, else the index of the first
     /// refused byte and the state unchanged.
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let g = &*self.shared.grammar;
-        let chart = self.chart.get_mut();
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = chart.set_count();
         for (i, &b) in bytes.iter().enumerate() {
             if !chart.push(g, b) {
@@ -218,7 +230,7 @@ impl CfgConstraint {
         mask.clear();
         let shared = &*self.shared;
         let g = &*shared.grammar;
-        let chart = self.chart.get_mut();
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut best: Option<&Slice> = None;
         if !shared.loop_slice.is_empty() {
             for it in chart.last() {
@@ -244,6 +256,13 @@ impl CfgConstraint {
         }
     }
 
+    /// The chart, for `&self` queries (`allows`, `is_accepting`): `&mut self` paths use
+    /// `get_mut` and never lock. The chart is only changed by whole `push`/`truncate` calls,
+    /// which do not panic midway, so a poisoned lock is recovered rather than propagated.
+    fn lock(&self) -> MutexGuard<'_, Chart> {
+        self.chart.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn push_history(&mut self) {
         let cap = self.shared.config.engine.history;
         if cap == 0 {
@@ -252,7 +271,10 @@ impl CfgConstraint {
         if self.history.len() == cap {
             self.history.pop_front();
         }
-        self.history.push_back((self.chart.get_mut().set_count(), self.finished));
+        self.history.push_back((
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).set_count(),
+            self.finished,
+        ));
     }
 }
 
@@ -268,7 +290,8 @@ impl ConstraintEngine for CfgConstraint {
             return Ok(());
         }
         self.clock += 1;
-        let sig = self.chart.get_mut().signature();
+        let sig =
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).signature();
         if let Some(e) = self.cache.iter_mut().find(|e| e.sig == sig) {
             e.stamp = self.clock;
             mask.copy_from(&e.mask);
@@ -296,7 +319,7 @@ impl ConstraintEngine for CfgConstraint {
             return Ok(());
         }
         let g = &*self.shared.grammar;
-        let chart = self.chart.get_mut();
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = chart.set_count();
         for (i, &b) in self.vocab.token_bytes(token).iter().enumerate() {
             if !chart.push(g, b) {
@@ -317,7 +340,7 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn is_accepting(&self) -> bool {
-        !self.finished && self.chart.borrow().is_accepting(&self.shared.grammar)
+        !self.finished && self.lock().is_accepting(&self.shared.grammar)
     }
 
     fn is_finished(&self) -> bool {
@@ -325,7 +348,7 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn can_only_end(&self) -> bool {
-        let c = self.chart.borrow();
+        let c = self.lock();
         !self.finished
             && c.is_accepting(&self.shared.grammar)
             && !c.can_continue(&self.shared.grammar)
@@ -336,7 +359,7 @@ impl ConstraintEngine for CfgConstraint {
             Ok(true) => true,
             Ok(false) => {
                 let g = &*self.shared.grammar;
-                let mut chart = self.chart.borrow_mut();
+                let mut chart = self.lock();
                 let before = chart.set_count();
                 let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
                 chart.truncate(before);
@@ -371,7 +394,7 @@ impl ConstraintEngine for CfgConstraint {
             target = self.history.pop_back();
         }
         if let Some((sets, finished)) = target {
-            self.chart.get_mut().truncate(sets);
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).truncate(sets);
             self.finished = finished;
         }
         Ok(())
