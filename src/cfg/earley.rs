@@ -50,6 +50,10 @@ pub struct Chart {
     /// `starts[k]` = first item of set `k`; the last entry is `items.len()`.
     starts: Vec<u32>,
     sigs: Vec<u64>,
+    /// Completion index of committed sets: `(nonterminal, item index)` of the items waiting
+    /// for a nonterminal, sorted, set `k`'s at `waiting[wait_starts[k]..wait_starts[k + 1]]`.
+    waiting: Vec<(u32, u32)>,
+    wait_starts: Vec<u32>,
     /// The byte that produced each set after the first.
     bytes: Vec<u8>,
     seen: FxHashSet<u64>,
@@ -66,6 +70,8 @@ impl Chart {
             items: Vec::new(),
             starts: vec![0],
             sigs: Vec::new(),
+            waiting: Vec::new(),
+            wait_starts: vec![0],
             bytes: Vec::new(),
             seen: FxHashSet::default(),
             predicted: vec![0; g.alts.len()],
@@ -78,7 +84,7 @@ impl Chart {
         c.add(Item { pos: g.start_pos, origin: 0 }, 0);
         c.close(g, 0, 0);
         c.starts.push(c.items.len() as u32);
-        c.commit();
+        c.commit(g);
         c
     }
 
@@ -211,7 +217,11 @@ impl Chart {
         debug_assert!(sets >= 1);
         self.starts.truncate(sets + 1);
         self.items.truncate(self.starts[sets] as usize);
-        self.sigs.truncate(sets);
+        if self.sigs.len() > sets {
+            self.sigs.truncate(sets);
+            self.wait_starts.truncate(sets + 1);
+            self.waiting.truncate(self.wait_starts[sets] as usize);
+        }
         self.bytes.truncate(sets - 1);
     }
 
@@ -220,9 +230,17 @@ impl Chart {
         &self.bytes
     }
 
-    /// Compute the signatures of sets pushed since the last commit.
-    pub(crate) fn commit(&mut self) {
+    /// Compute the signatures and completion indexes of sets pushed since the last commit.
+    pub(crate) fn commit(&mut self, g: &CfgGrammar) {
         for k in self.sigs.len()..self.set_count() {
+            let first = self.waiting.len();
+            for idx in self.starts[k]..self.starts[k + 1] {
+                if let Sym::Nt(b) = decode(g.syms[self.items[idx as usize].pos as usize]) {
+                    self.waiting.push((b, idx));
+                }
+            }
+            self.waiting[first..].sort_unstable();
+            self.wait_starts.push(self.waiting.len() as u32);
             let mut h = mix(self.set(k).len() as u64);
             for it in self.set(k) {
                 let o = if it.origin as usize == k {

@@ -222,7 +222,7 @@ impl CfgConstraint {
                 return Err(i);
             }
         }
-        chart.commit();
+        chart.commit(g);
         Ok(())
     }
 
@@ -327,7 +327,7 @@ impl ConstraintEngine for CfgConstraint {
                 return Err(refused(&self.vocab, token, i));
             }
         }
-        chart.commit();
+        chart.commit(g);
         // Record the state before the token.
         let cap = self.shared.config.engine.history;
         if cap > 0 {
