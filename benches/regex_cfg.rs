@@ -40,7 +40,13 @@ fn stats(name: &str, mut t: Vec<Duration>) {
 }
 
 /// Replay `doc` through fresh engines `reps` times, timing every mask.
-fn replay(name: &str, vocab: &Vocabulary, doc: &str, reps: usize, mut make: impl FnMut() -> Box<dyn ConstraintEngine>) {
+fn replay(
+    name: &str,
+    vocab: &Vocabulary,
+    doc: &str,
+    reps: usize,
+    mut make: impl FnMut() -> Box<dyn ConstraintEngine>,
+) {
     let toks = vocab.encode(doc).unwrap();
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::new();
@@ -73,7 +79,8 @@ fn main() {
     // Regex.
     let t0 = Instant::now();
     let re_cfg = RegexConfig::default();
-    let grammar = std::sync::Arc::new(grammask::regex::RegexGrammar::new(EMAIL_PHONE, &re_cfg.dfa).unwrap());
+    let grammar =
+        std::sync::Arc::new(grammask::regex::RegexGrammar::new(EMAIL_PHONE, &re_cfg.dfa).unwrap());
     println!(
         "email/phone regex: compiled in {:.2} ms, {} DFA states, {} classes",
         t0.elapsed().as_secs_f64() * 1e3,
@@ -83,7 +90,10 @@ fn main() {
     replay("regex email/phone, cache on", &vocab, EMAIL_PHONE_DOC, reps, || {
         Box::new(RegexConstraint::from_grammar(grammar.clone(), &vocab, &re_cfg))
     });
-    let cold = RegexConfig { engine: EngineOptions { history: 64, mask_cache: 0 }, ..RegexConfig::default() };
+    let cold = RegexConfig {
+        engine: EngineOptions { history: 64, mask_cache: 0 },
+        ..RegexConfig::default()
+    };
     replay("regex email/phone, cache off", &vocab, EMAIL_PHONE_DOC, reps, || {
         Box::new(RegexConstraint::from_grammar(grammar.clone(), &vocab, &cold))
     });
@@ -105,7 +115,10 @@ fn main() {
         ("sql_select.gbnf CFG, cache on", "sql_select.gbnf", SQL_DOC, 32),
         ("c_expr.gbnf CFG, cache on", "c_expr.gbnf", C_DOC, 32),
     ] {
-        let cfg = CfgConfig { engine: EngineOptions { history: 64, mask_cache: cache }, ..CfgConfig::default() };
+        let cfg = CfgConfig {
+            engine: EngineOptions { history: 64, mask_cache: cache },
+            ..CfgConfig::default()
+        };
         let t0 = Instant::now();
         let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();
         println!(

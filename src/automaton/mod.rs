@@ -48,6 +48,12 @@ use std::fmt;
 pub struct DfaStateId(u32);
 
 impl DfaStateId {
+    /// The state with index `i` (must be below [`ByteDfa::state_count`] to be used).
+    #[inline]
+    pub fn from_index(i: usize) -> DfaStateId {
+        DfaStateId(i as u32)
+    }
+
     /// The state's index in `0..ByteDfa::state_count()`.
     #[inline]
     pub fn index(self) -> usize {
