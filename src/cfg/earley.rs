@@ -54,6 +54,9 @@ pub struct Chart {
     /// for a nonterminal, sorted, set `k`'s at `waiting[wait_starts[k]..wait_starts[k + 1]]`.
     waiting: Vec<(u32, u32)>,
     wait_starts: Vec<u32>,
+    /// Per set: the union of the byte sets of its scannable terminals, so that a byte nothing
+    /// can scan is refused without looking at the items (most tries of a trie walk fail).
+    scan: Vec<[u64; 4]>,
     /// The byte that produced each set after the first.
     bytes: Vec<u8>,
     seen: FxHashSet<u64>,
@@ -72,6 +75,7 @@ impl Chart {
             sigs: Vec::new(),
             waiting: Vec::new(),
             wait_starts: vec![0],
+            scan: Vec::new(),
             bytes: Vec::new(),
             seen: FxHashSet::default(),
             predicted: vec![0; g.alts.len()],
@@ -84,6 +88,7 @@ impl Chart {
         c.add(Item { pos: g.start_pos, origin: 0 }, 0);
         c.close(g, 0, 0);
         c.starts.push(c.items.len() as u32);
+        c.push_scan(g, 0);
         c.commit(g);
         c
     }
@@ -185,6 +190,9 @@ impl Chart {
         let i = self.set_count() as u32;
         let base = self.items.len();
         self.generation = self.generation.wrapping_add(1);
+        if !set_has(&self.scan[i as usize - 1], byte) {
+            return false;
+        }
         let (s, e) = (self.starts[i as usize - 1] as usize, self.starts[i as usize] as usize);
         for idx in s..e {
             let it = self.items[idx];
@@ -201,8 +209,24 @@ impl Chart {
             return false;
         }
         self.starts.push(self.items.len() as u32);
+        self.push_scan(g, base);
         self.bytes.push(byte);
         true
+    }
+
+    /// Record the scannable bytes of the set that starts at item `base` (the last set).
+    fn push_scan(&mut self, g: &CfgGrammar, base: usize) {
+        let mut u = [0u64; 4];
+        for it in &self.items[base..] {
+            let sym = g.syms[it.pos as usize];
+            if sym & T_FLAG != 0 {
+                let t = &g.sets[(sym & !T_FLAG) as usize];
+                for w in 0..4 {
+                    u[w] |= t[w];
+                }
+            }
+        }
+        self.scan.push(u);
     }
 
     /// Undo the last `n` pushed bytes.
@@ -217,6 +241,7 @@ impl Chart {
         debug_assert!(sets >= 1);
         self.starts.truncate(sets + 1);
         self.items.truncate(self.starts[sets] as usize);
+        self.scan.truncate(sets);
         if self.sigs.len() > sets {
             self.sigs.truncate(sets);
             self.wait_starts.truncate(sets + 1);
@@ -265,8 +290,8 @@ impl Chart {
     }
 
     /// Can some byte follow?
-    pub(crate) fn can_continue(&self, g: &CfgGrammar) -> bool {
-        self.last().iter().any(|it| g.syms[it.pos as usize] & T_FLAG != 0)
+    pub(crate) fn can_continue(&self, _g: &CfgGrammar) -> bool {
+        self.scan[self.set_count() - 1] != [0; 4]
     }
 
     /// Bytes that can follow now (for diagnostics and tests).
