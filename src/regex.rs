@@ -173,13 +173,13 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
     let mut slices = Vec::new();
     if config.slice_min_tokens != usize::MAX {
         let mut by_set: FxHashMap<[bool; 256], u32> = FxHashMap::default();
-        for i in 0..dfa.state_count() {
+        for (i, slot) in state_slice.iter_mut().enumerate() {
             let set = safe_set(dfa, DfaStateId::from_index(i), 4096);
             if !set.iter().any(|&x| x) {
                 continue;
             }
             if let Some(&k) = by_set.get(&set) {
-                state_slice[i] = k;
+                *slot = k;
                 continue;
             }
             if by_set.len() >= config.max_slices {
@@ -208,7 +208,7 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
                 u32::MAX
             };
             by_set.insert(set, k);
-            state_slice[i] = k;
+            *slot = k;
         }
     }
     Shared { grammar, slices, state_slice, config: config.clone() }

@@ -82,7 +82,7 @@ fn eos_only_at_accepting_states_and_rollback() {
     }
     assert!(e.is_accepting() && !e.can_only_end());
     assert!(e.allows(eos));
-    let before = e.state().clone();
+    let before = *e.state();
     let cd = v.encode("cd").unwrap();
     for &t in &cd {
         e.advance(t).unwrap();

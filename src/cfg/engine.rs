@@ -236,7 +236,7 @@ impl CfgConstraint {
             for it in chart.last() {
                 if let Some(&si) = shared.loop_slice.get(&it.pos) {
                     let s = &shared.slices[si];
-                    if best.is_none_or(|b| b.count < s.count) {
+                    if !best.is_some_and(|b| b.count >= s.count) {
                         best = Some(s);
                     }
                 }

@@ -124,7 +124,7 @@ impl Simple {
                     out.insert(i);
                 }
                 let mut seen: BTreeSet<(usize, u32)> = BTreeSet::new();
-                while !level.is_empty() && max.is_none_or(|m| count < m) {
+                while !level.is_empty() && !max.is_some_and(|m| count >= m) {
                     count += 1;
                     let mut next = BTreeSet::new();
                     for &p in &level {
