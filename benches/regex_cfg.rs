@@ -50,9 +50,14 @@ fn replay(
     let toks = vocab.encode(doc).unwrap();
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::new();
+    let mut checks = Vec::new();
     for _ in 0..reps {
         let mut e = make();
         for &t in &toks {
+            let start = Instant::now();
+            let ok = e.allows(t);
+            checks.push(start.elapsed());
+            assert!(ok, "{name}: allows refused {}", vocab.describe(t));
             let start = Instant::now();
             e.fill_mask(&mut mask).unwrap();
             times.push(start.elapsed());
@@ -65,6 +70,7 @@ fn replay(
         assert!(e.is_accepting(), "{name}: document incomplete");
     }
     stats(&format!("{name} ({} tokens)", toks.len()), times);
+    stats("  └ allows(sampled token) only", checks);
 }
 
 fn main() {

@@ -37,8 +37,8 @@ fn trace(
     let toks = vocab.encode(text).map_err(|e| e.to_string())?;
     let mut shown = String::new();
     for (k, &t) in toks.iter().enumerate() {
-        // Full masks on the first few tokens, the cheap `allows` afterwards.
-        let allowed = if k < 4 {
+        // Full masks on the first two tokens, the cheap `allows` afterwards.
+        let allowed = if k < 2 {
             engine.fill_mask(&mut mask).map_err(|e| e.to_string())?;
             let m = mask.contains(t);
             if m != engine.allows(t) {
