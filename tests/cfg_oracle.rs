@@ -143,3 +143,45 @@ fn json_gbnf_agrees_with_native_json_engine() {
     }
     assert!(steps >= 100);
 }
+
+/// The mask cache is keyed by the chart's structural signature: cached masks must equal
+/// recomputed ones along random walks (structure repeats a lot in these grammars).
+#[test]
+fn cached_masks_equal_recomputed_masks() {
+    let v = vocab();
+    for name in ["json.gbnf", "arithmetic.gbnf", "csv.gbnf", "yaml_flat.gbnf", "chess_san.gbnf"] {
+        let text = grammar(name);
+        let cached = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+        let mut no_cache = CfgConfig::default();
+        no_cache.engine.mask_cache = 0;
+        let fresh = CfgConstraint::from_gbnf(v, &text, &no_cache).unwrap();
+        let (mut a, mut b) = (TokenMask::new(v.n_vocab()), TokenMask::new(v.n_vocab()));
+        for seed in 0..2u64 {
+            let (mut c, mut f) = (cached.fork(), fresh.fork());
+            let mut rng = seed.wrapping_add(7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            for step in 0..30 {
+                c.fill_mask(&mut a).unwrap();
+                f.fill_mask(&mut b).unwrap();
+                assert!(
+                    a == b,
+                    "{name} seed {seed} step {step}: cached mask differs after {:?}",
+                    String::from_utf8_lossy(&c.output_bytes())
+                );
+                // Prefer one-byte tokens so that structure (separators) repeats.
+                let short: Vec<TokenId> =
+                    a.iter().filter(|t| !v.is_eos(*t) && v.token_bytes(*t).len() == 1).collect();
+                let t = if !short.is_empty() && rng % 4 != 0 {
+                    rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    short[(rng >> 33) as usize % short.len()]
+                } else {
+                    match pick(&a, v, &mut rng) {
+                        Some(t) => t,
+                        None => break,
+                    }
+                };
+                c.advance(t).unwrap();
+                f.advance(t).unwrap();
+            }
+        }
+    }
+}

@@ -15,7 +15,8 @@
 //!
 //! # Signatures
 //! Committed sets (after `advance`) get a 64-bit structural signature: the order-independent
-//! sum over their items of a hash of (position, signature of the origin set). Two charts with
+//! sum over their live items (completed items aside, see [`Chart::commit`]) of a hash of
+//! (position, signature of the origin set). Two charts with
 //! equal signatures of their last set allow exactly the same continuations (everything a future
 //! step reads is reachable through origin links), so the mask cache keys on it. A false hit needs
 //! a 64-bit hash collision.
@@ -190,6 +191,11 @@ impl Chart {
         let i = self.set_count() as u32;
         let base = self.items.len();
         self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Stamps from 2^32 sets ago could equal new generations: forget them all.
+            self.predicted.fill(0);
+            self.generation = 1;
+        }
         if !set_has(&self.scan[i as usize - 1], byte) {
             return false;
         }
@@ -266,8 +272,18 @@ impl Chart {
             }
             self.waiting[first..].sort_unstable();
             self.wait_starts.push(self.waiting.len() as u32);
-            let mut h = mix(self.set(k).len() as u64);
+            // Completed items are left out: their completions were done when the set was
+            // closed, and nothing later reads them (only items before a symbol are scanned or
+            // completed into). Keeping them would chain every set to its predecessor and no
+            // two charts would ever share a signature. The accepting item is kept.
+            let mut h = 0u64;
             for it in self.set(k) {
+                if g.syms[it.pos as usize] & END_FLAG != 0
+                    && g.syms[it.pos as usize] & T_FLAG == 0
+                    && it.pos != g.accept_pos
+                {
+                    continue;
+                }
                 let o = if it.origin as usize == k {
                     SELF_ORIGIN
                 } else {

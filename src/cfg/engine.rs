@@ -200,6 +200,11 @@ impl CfgConstraint {
         self.lock().overflowed()
     }
 
+    /// The structural signature of the current chart (the mask cache key; diagnostics).
+    pub fn chart_signature(&self) -> u64 {
+        self.lock().signature()
+    }
+
     /// Number of vocabulary slices built for this grammar.
     pub fn slice_count(&self) -> usize {
         self.shared.slices.len()
