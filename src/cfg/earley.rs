@@ -33,7 +33,7 @@ pub(crate) struct Item {
 }
 
 /// Sets smaller than this are deduplicated by a linear scan; larger ones through a hash set.
-const LINEAR_DEDUP: usize = 24;
+const LINEAR_DEDUP: usize = 64;
 const SELF_ORIGIN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[inline]
