@@ -126,8 +126,8 @@ struct Shared {
 /// start from the bytes `s` accepts twice in a row, then drop every byte some state reachable from `s` by
 /// `C`-bytes refuses, until stable (the set only shrinks, so this terminates). Every token made
 /// only of `C`-bytes is then allowed at `s` (all DFA states are live). Gives up (empty set) when
-/// the reachable region exceeds `limit` states.
-fn safe_set(dfa: &ByteDfa, s: DfaStateId, limit: usize) -> [bool; 256] {
+/// the reachable region exceeds `limit` states or the shared work `budget` runs out.
+fn safe_set(dfa: &ByteDfa, s: DfaStateId, limit: usize, budget: &mut usize) -> [bool; 256] {
     // Candidates: bytes that can follow `s` twice in a row. (Without this, one byte that leads
     // somewhere narrow, like `(` before a phone number, would make the fixpoint drop everything.)
     let mut set = [false; 256];
@@ -141,6 +141,11 @@ fn safe_set(dfa: &ByteDfa, s: DfaStateId, limit: usize) -> [bool; 256] {
         let mut work = vec![s];
         let mut changed = false;
         while let Some(r) = work.pop() {
+            // Bound the total analysis work of a regex: past the budget, no more slices.
+            *budget = budget.saturating_sub(256);
+            if *budget == 0 {
+                return [false; 256];
+            }
             for b in 0..=255u8 {
                 if !set[b as usize] {
                     continue;
@@ -173,8 +178,10 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
     let mut slices = Vec::new();
     if config.slice_min_tokens != usize::MAX {
         let mut by_set: FxHashMap<[bool; 256], u32> = FxHashMap::default();
+        // About 20M table reads (tens of milliseconds) at most for the whole analysis.
+        let mut budget = 20_000_000usize;
         for (i, slot) in state_slice.iter_mut().enumerate() {
-            let set = safe_set(dfa, DfaStateId::from_index(i), 4096);
+            let set = safe_set(dfa, DfaStateId::from_index(i), 1024, &mut budget);
             if !set.iter().any(|&x| x) {
                 continue;
             }
