@@ -47,12 +47,7 @@ pub struct CopyStack<'a, L: ByteLogic> {
 
 impl<'a, L: ByteLogic> CopyStack<'a, L> {
     /// A stack based at `base`, using `buffer` as storage (grown to `max_depth + 1` if needed).
-    pub fn new(
-        logic: &'a L,
-        base: L::State,
-        buffer: &'a mut Vec<L::State>,
-        max_depth: usize,
-    ) -> Self {
+    pub fn new(logic: &'a L, base: L::State, buffer: &'a mut Vec<L::State>, max_depth: usize) -> Self {
         buffer.clear();
         buffer.resize(max_depth + 1, base);
         CopyStack { logic, states: buffer, top: 0 }

@@ -109,8 +109,7 @@ pub struct JsonGrammar {
 const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
 
 // UTF-8 continuation ranges (Unicode table 3-7), indexed by the range code kept in `aux`.
-const UTF8_RANGES: [(u8, u8); 5] =
-    [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
+const UTF8_RANGES: [(u8, u8); 5] = [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
 
 const HEX_COUNT: u8 = 0x07;
 const HEX_FIRST_D: u8 = 0x10;

@@ -117,9 +117,10 @@ impl fmt::Display for VocabError {
                 f,
                 "logits width {n_vocab} is smaller than the tokenizer's {n_tokens} tokens"
             ),
-            VocabErrorKind::TokenTooLong { id, len } => {
-                write!(f, "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported")
-            }
+            VocabErrorKind::TokenTooLong { id, len } => write!(
+                f,
+                "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported"
+            ),
             VocabErrorKind::TooManyTokens(n) => {
                 write!(f, "{n} tokens is more than the trie supports (2^24 - 1)")
             }
@@ -579,9 +580,9 @@ fn decode_vocab(
         .and_then(|n| serde_json::to_string(n).ok())
         .is_some_and(|s| s.contains("\"Prepend\"") && s.contains('▁'));
     let added = tokenizer.get_added_tokens_decoder();
-    let n_tokens = tokenizer
-        .get_vocab_size(true)
-        .max(added.keys().map(|&k| k as usize + 1).max().unwrap_or(0));
+    let n_tokens = tokenizer.get_vocab_size(true).max(
+        added.keys().map(|&k| k as usize + 1).max().unwrap_or(0),
+    );
     let map = decode::CharToByte::new();
     let mut bytes = Vec::with_capacity(n_tokens * 8);
     let mut offsets = Vec::with_capacity(n_tokens + 1);
@@ -630,7 +631,9 @@ fn finish_inner(
         }
     }
     let trie = TokTrie::build(
-        (0..n_tokens).filter(|&i| kinds[i] == TokenKind::Text).map(|i| (TokenId(i as u32), tok(i))),
+        (0..n_tokens)
+            .filter(|&i| kinds[i] == TokenKind::Text)
+            .map(|i| (TokenId(i as u32), tok(i))),
     );
     Ok(VocabInner {
         tokenizer,
