@@ -98,3 +98,32 @@ fn item_limit_refuses_instead_of_exploding() {
     let r = e.advance_bytes(&[b'a'; 64]);
     assert!(r.is_err() && e.overflowed());
 }
+
+/// Every grammar of the library compiles cleanly: no unreachable or unproductive rules.
+#[test]
+fn library_grammars_are_clean() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/grammars");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "gbnf") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let r = cfg::check(&text, &CfgConfig::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                r.unreachable.is_empty(),
+                "{}: unreachable {:?}",
+                path.display(),
+                r.unreachable
+            );
+            assert!(
+                r.unproductive.is_empty(),
+                "{}: unproductive {:?}",
+                path.display(),
+                r.unproductive
+            );
+            n += 1;
+        }
+    }
+    assert_eq!(n, 10);
+}
