@@ -15,7 +15,7 @@
 //!
 //! # Signatures
 //! Committed sets (after `advance`) get a 64-bit structural signature: the order-independent
-//! sum over their live items (completed items aside, see [`Chart::commit`]) of a hash of
+//! sum over their live items (completed items aside: nothing reads them again) of a hash of
 //! (position, signature of the origin set). Two charts with
 //! equal signatures of their last set allow exactly the same continuations (everything a future
 //! step reads is reachable through origin links), so the mask cache keys on it. A false hit needs
