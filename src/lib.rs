@@ -67,6 +67,8 @@
 //!   against MLX's CPU library through `../shared/mlx-linux`.
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
+pub mod automaton;
+pub mod cfg;
 pub mod copy_engine;
 pub mod decode;
 pub mod engine;
@@ -75,15 +77,19 @@ pub mod gpu;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
+pub mod regex;
 pub mod sampler;
 pub mod stats;
 pub mod token;
 pub mod vocab;
 
+pub use automaton::{ByteDfa, DfaConfig, RegexError};
+pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
 pub use copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
+pub use regex::{RegexConfig, RegexConstraint};
 pub use token::TokenId;
 pub use vocab::Vocabulary;
 

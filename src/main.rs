@@ -6,7 +6,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
 use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
 use grammask::stats::Summary;
-use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenMask, Vocabulary};
+use grammask::{
+    CfgConfig, CfgConstraint, ConstraintEngine, JsonConfig, JsonObjectConstraint, RegexConfig,
+    RegexConstraint, TokenMask, Vocabulary,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -29,6 +32,15 @@ enum Command {
     Generate(GenerateArgs),
     /// Tokenize a document and walk it token by token through a constraint.
     Walk(WalkArgs),
+    /// Validate a GBNF grammar: print its rules, unreachable and unproductive rules.
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// The GBNF grammar file.
+    #[arg(long)]
+    grammar: PathBuf,
 }
 
 #[derive(Args, Clone)]
@@ -42,6 +54,12 @@ struct ConstraintArgs {
     /// Whitespace policy between JSON tokens.
     #[arg(long, value_enum, default_value_t = WsArg::Flexible)]
     whitespace: WsArg,
+    /// A regex the whole output must match.
+    #[arg(long, conflicts_with_all = ["json", "grammar"])]
+    regex: Option<String>,
+    /// A GBNF grammar file (llama.cpp format, `root` is the start rule).
+    #[arg(long, conflicts_with_all = ["json", "regex"])]
+    grammar: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -119,6 +137,14 @@ struct WalkArgs {
 
 type CliResult<T> = Result<T, String>;
 
+/// `println!` that never panics: a closed stdout (`grammask … | head`) ends the output quietly.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     match &args.tokenizer {
         Some(p) => Vocabulary::from_file(p).map_err(|e| e.to_string()),
@@ -126,7 +152,22 @@ fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     }
 }
 
+fn read_text(path: &PathBuf) -> CliResult<String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
 fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
+    if let Some(pattern) = &c.regex {
+        let engine = RegexConstraint::new(vocab, pattern, &RegexConfig::default())
+            .map_err(|e| e.to_string())?;
+        return Ok(Box::new(engine));
+    }
+    if let Some(path) = &c.grammar {
+        let text = read_text(path)?;
+        let engine = CfgConstraint::from_gbnf(vocab, &text, &CfgConfig::default())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Box::new(engine));
+    }
     let config = JsonConfig {
         top_level: if c.any_value { TopLevel::AnyValue } else { TopLevel::Object },
         whitespace: match c.whitespace {
@@ -137,6 +178,14 @@ fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn Con
     };
     let engine = JsonObjectConstraint::new(vocab, &config).map_err(|e| e.to_string())?;
     Ok(Box::new(engine))
+}
+
+fn check(args: CheckArgs) -> CliResult<()> {
+    let text = read_text(&args.grammar)?;
+    let report = grammask::cfg::check(&text, &CfgConfig::default())
+        .map_err(|e| format!("{}: {e}", args.grammar.display()))?;
+    say!("{report}");
+    Ok(())
 }
 
 fn generate(args: GenerateArgs) -> CliResult<()> {
@@ -188,17 +237,17 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
                         .collect(),
                 );
             }
-            println!("{v}");
+            say!("{v}");
         }
         Format::Text => {
             if args.think_budget.is_some() {
-                println!("reasoning: {}", gen.reasoning_content());
+                say!("reasoning: {}", gen.reasoning_content());
             }
-            println!("{}", gen.content());
-            println!("finish_reason: {}", gen.finish_reason);
-            println!("steps: {}", gen.tokens.len());
-            println!("mask latency: {summary}");
-            println!(
+            say!("{}", gen.content());
+            say!("finish_reason: {}", gen.finish_reason);
+            say!("steps: {}", gen.tokens.len());
+            say!("mask latency: {summary}");
+            say!(
                 "masks skipped by sample-then-check: {skipped} of {} constrained steps",
                 skipped + gen.counters.masks_filled
             );
@@ -210,8 +259,7 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
 fn walk(args: WalkArgs) -> CliResult<()> {
     let vocab = load_vocab(&args.vocab)?;
     let mut engine = build_engine(&vocab, &args.constraint)?;
-    let raw = std::fs::read_to_string(&args.input)
-        .map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
+    let raw = read_text(&args.input)?;
     let text = raw.strip_suffix('\n').unwrap_or(&raw);
     let tokens = vocab.encode_continuation(text).map_err(|e| e.to_string())?;
     let mut mask = TokenMask::new(vocab.n_vocab());
@@ -250,16 +298,16 @@ fn walk(args: WalkArgs) -> CliResult<()> {
                 "n_tokens": tokens.len(),
                 "mask_us": summary.to_json(),
             });
-            println!("{v}");
+            say!("{v}");
         }
         Format::Text => {
             match refused_at {
-                Some((i, t)) => println!("refused token {i}: {}", vocab.describe(t)),
-                None => println!("all {} tokens accepted", tokens.len()),
+                Some((i, t)) => say!("refused token {i}: {}", vocab.describe(t)),
+                None => say!("all {} tokens accepted", tokens.len()),
             }
-            println!("EOS allowed at the end: {eos_allowed}");
-            println!("accepted: {accepted}");
-            println!("mask latency: {summary}");
+            say!("EOS allowed at the end: {eos_allowed}");
+            say!("accepted: {accepted}");
+            say!("mask latency: {summary}");
         }
     }
     Ok(())
@@ -275,6 +323,7 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Generate(a) => generate(a),
         Command::Walk(a) => walk(a),
+        Command::Check(a) => check(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -113,3 +113,34 @@ fn generate_samples_and_splits_reasoning() {
     assert!(!ok);
     assert!(err.starts_with("error: ") && err.contains("top_p"), "{err}");
 }
+
+#[test]
+fn regex_grammar_and_check() {
+    let (ok, out, err) =
+        grammask(&["generate", "--regex", "[a-z]{2,5}@[a-z]{2,4}\\.(com|org)", "--format", "json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    if v["finish_reason"] == "stop" {
+        let s = v["content"].as_str().unwrap();
+        let (user, domain) = s.split_once('@').expect("an e-mail");
+        assert!((2..=5).contains(&user.len()) && user.bytes().all(|b| b.is_ascii_lowercase()));
+        assert!(domain.ends_with(".com") || domain.ends_with(".org"), "{s}");
+    }
+    let (ok, out, err) =
+        grammask(&["generate", "--grammar", "grammars/list.gbnf", "--max-tokens", "64"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("- "), "{out}");
+    let (ok, out, err) = grammask(&["check", "--grammar", "grammars/json.gbnf"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("root ::="), "{out}");
+    let (ok, _, err) = grammask(&["generate", "--regex", "(ab"]);
+    assert!(!ok);
+    assert!(err.starts_with("error: ") && err.contains("unclosed"), "{err}");
+    let dir = std::env::temp_dir().join(format!("grammask-cli-g-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.gbnf");
+    std::fs::write(&bad, "root ::= item\n").unwrap();
+    let (ok, _, err) = grammask(&["check", "--grammar", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("item"), "the error names the undefined rule: {err}");
+}

@@ -1,9 +1,14 @@
 //! Helpers shared by the integration tests: the embedded vocabulary (loaded once), the naive
-//! mask oracle, and token-trace rendering (`‧` token boundary, `✖` refused, `≺EOS≻`).
+//! mask oracle, token-trace rendering (`‧` token boundary, `✖` refused, `≺EOS≻`), and an
+//! independent whole-string GBNF recogniser ([`gbnf_simple`]).
 #![allow(dead_code)]
 
 use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary};
 use std::sync::OnceLock;
+
+pub mod gbnf_simple;
+#[allow(unused_imports)]
+pub use gbnf_simple::Simple;
 
 /// The embedded Qwen3 vocabulary, loaded once per test binary.
 pub fn qwen3() -> &'static Vocabulary {

@@ -1,0 +1,143 @@
+//! Per-mask latency of the regex and CFG engines on real tokenizers: the workloads the issue
+//! sets targets for (an e-mail/phone-list regex with Llama-3; `json.gbnf` against the native
+//! JSON engine), plus a few grammars of `grammars/`.
+//!
+//! Run: `cargo bench --bench regex_cfg` (reads `../shared/tokenizers/llama3.json`; falls back to
+//! the embedded Qwen3 vocabulary). Each workload replays a fixed document token by token and
+//! times every `fill_mask`; it prints mean / p50 / p99 / max in microseconds, with the engine's
+//! mask cache on (as deployed) and off (every mask a trie walk).
+
+use grammask::json::{TopLevel, Whitespace};
+use grammask::{
+    CfgConfig, CfgConstraint, ConstraintEngine, EngineOptions, JsonConfig, JsonObjectConstraint,
+    RegexConfig, RegexConstraint, TokenMask, Vocabulary,
+};
+use std::time::{Duration, Instant};
+
+const EMAIL_PHONE: &str = r"(([a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,6})|(\+1 )?\(\d{3}\) \d{3}-\d{4})(\n(([a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,6})|(\+1 )?\(\d{3}\) \d{3}-\d{4})){0,20}";
+
+const EMAIL_PHONE_DOC: &str = "john.smith@example.com\n(555) 123-4567\nmary_jones+news@mail.company.org\n+1 (212) 555-0199\nsupport@grammask.dev\nfrank.o.neill@uni-heidelberg.de\n(800) 555-0000\nx@y.io";
+
+const JSON_DOC: &str = r#"{"id": 12345, "name": "Widget Pro", "tags": ["tools", "hardware", "sale"], "price": 49.95, "in_stock": true, "dimensions": {"width": 10.5, "height": 3.25, "unit": "cm"}, "description": "A sturdy, well-made widget for everyday use; ships in 2-3 days.", "reviews": [{"user": "alice", "stars": 5, "text": "Excellent quality, would buy again!"}, {"user": "bob", "stars": 4, "text": "Good value."}], "discount": null}"#;
+
+const SQL_DOC: &str = "SELECT DISTINCT u.name, COUNT(*) AS orders FROM users AS u LEFT JOIN orders AS o ON u.id = o.user_id WHERE o.total > 100 AND (u.country = 'DE' OR u.vip IS NOT NULL) GROUP BY u.name ORDER BY orders DESC LIMIT 20;";
+
+const C_DOC: &str = "int total = 0;\nwhile (i < n) {\n  total += values[i] * weight(i, n);\n  if (total > limit && !force) { return total - limit; }\n  i = i + 1;\n}\nreturn total;";
+
+fn stats(name: &str, mut t: Vec<Duration>) {
+    t.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mean = t.iter().map(|d| us(*d)).sum::<f64>() / t.len() as f64;
+    let p = |q: f64| us(t[((t.len() as f64 - 1.0) * q).round() as usize]);
+    println!(
+        "{name:<44} n={:<5} mean {:>8.1}  p50 {:>8.1}  p99 {:>8.1}  max {:>8.1} µs",
+        t.len(),
+        mean,
+        p(0.5),
+        p(0.99),
+        us(*t.last().unwrap())
+    );
+}
+
+/// Replay `doc` through fresh engines `reps` times, timing every mask.
+fn replay(
+    name: &str,
+    vocab: &Vocabulary,
+    doc: &str,
+    reps: usize,
+    mut make: impl FnMut() -> Box<dyn ConstraintEngine>,
+) {
+    let toks = vocab.encode(doc).unwrap();
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    let mut times = Vec::new();
+    let mut checks = Vec::new();
+    for _ in 0..reps {
+        let mut e = make();
+        for &t in &toks {
+            let start = Instant::now();
+            let ok = e.allows(t);
+            checks.push(start.elapsed());
+            assert!(ok, "{name}: allows refused {}", vocab.describe(t));
+            let start = Instant::now();
+            e.fill_mask(&mut mask).unwrap();
+            times.push(start.elapsed());
+            assert!(mask.contains(t), "{name}: token {} refused", vocab.describe(t));
+            e.advance(t).unwrap();
+        }
+        let start = Instant::now();
+        e.fill_mask(&mut mask).unwrap();
+        times.push(start.elapsed());
+        assert!(e.is_accepting(), "{name}: document incomplete");
+    }
+    stats(&format!("{name} ({} tokens)", toks.len()), times);
+    stats("  └ allows(sampled token) only", checks);
+}
+
+fn main() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/tokenizers/llama3.json");
+    let (vocab, vname) = match Vocabulary::from_file(path) {
+        Ok(v) => (v, "llama3"),
+        Err(_) => (Vocabulary::embedded().unwrap(), "qwen3 (embedded)"),
+    };
+    println!("vocabulary: {vname}, {} tokens", vocab.n_vocab());
+    let reps = std::env::var("REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+
+    // Regex.
+    let t0 = Instant::now();
+    let re_cfg = RegexConfig::default();
+    let grammar =
+        std::sync::Arc::new(grammask::regex::RegexGrammar::new(EMAIL_PHONE, &re_cfg.dfa).unwrap());
+    println!(
+        "email/phone regex: compiled in {:.2} ms, {} DFA states, {} classes",
+        t0.elapsed().as_secs_f64() * 1e3,
+        grammar.dfa().state_count(),
+        grammar.dfa().class_count()
+    );
+    let t0 = Instant::now();
+    let base = RegexConstraint::from_grammar(grammar.clone(), &vocab, &re_cfg);
+    println!(
+        "email/phone regex: {} vocabulary slices built in {:.1} ms",
+        base.slice_count(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    replay("regex email/phone, cache on", &vocab, EMAIL_PHONE_DOC, reps, || Box::new(base.fork()));
+    let cold = RegexConfig {
+        engine: EngineOptions { history: 64, mask_cache: 0 },
+        ..RegexConfig::default()
+    };
+    let cold_base = RegexConstraint::from_grammar(grammar.clone(), &vocab, &cold);
+    replay("regex email/phone, cache off", &vocab, EMAIL_PHONE_DOC, reps, || {
+        Box::new(cold_base.fork())
+    });
+
+    // JSON: native vs json.gbnf.
+    let native_cfg = JsonConfig {
+        top_level: TopLevel::AnyValue,
+        whitespace: Whitespace::Flexible { max_run: 32 },
+        ..JsonConfig::default()
+    };
+    replay("native JSON engine, cache on", &vocab, JSON_DOC, reps, || {
+        Box::new(JsonObjectConstraint::new(&vocab, &native_cfg).unwrap())
+    });
+    let grammars = concat!(env!("CARGO_MANIFEST_DIR"), "/grammars/");
+    let load = |n: &str| std::fs::read_to_string(format!("{grammars}{n}")).unwrap();
+    for (label, file, doc, cache) in [
+        ("json.gbnf CFG, cache on", "json.gbnf", JSON_DOC, 32),
+        ("json.gbnf CFG, cache off", "json.gbnf", JSON_DOC, 0),
+        ("sql_select.gbnf CFG, cache on", "sql_select.gbnf", SQL_DOC, 32),
+        ("c_expr.gbnf CFG, cache on", "c_expr.gbnf", C_DOC, 32),
+    ] {
+        let cfg = CfgConfig {
+            engine: EngineOptions { history: 64, mask_cache: cache },
+            ..CfgConfig::default()
+        };
+        let t0 = Instant::now();
+        let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();
+        println!(
+            "{file}: compiled with {} slices in {:.1} ms",
+            base.slice_count(),
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+        replay(label, &vocab, doc, reps, || Box::new(base.fork()));
+    }
+}

@@ -1,0 +1,407 @@
+//! [`CfgConstraint`]: the [`ConstraintEngine`] over a compiled GBNF grammar.
+//!
+//! Per request it owns an Earley [`Chart`] (append-only; `rollback` truncates it to the set
+//! count recorded before each token), a mask cache keyed by the chart's structural signature,
+//! and scratch buffers. The compiled grammar and the vocabulary-specific slices are shared
+//! (`Arc`) by every request forked from the same constraint.
+//!
+//! # Masks
+//! 1. Cache hit on the last set's signature: copy the cached mask.
+//! 2. Else, if the last set holds a character-class loop item `R → R • x` with a slice (see
+//!    [`crate::cfg::grammar`]), allow the slice's tokens as a block (each of them only repeats the
+//!    loop, which the grammar allows any number of times) and walk only the remaining tokens.
+//! 3. Else walk the whole trie with the Earley recogniser.
+//!
+//! EOS is allowed exactly when the chart accepts.
+
+use super::earley::{Chart, EarleyWalk};
+use super::grammar::CfgGrammar;
+use super::{CfgConfig, CfgError};
+use crate::engine::{
+    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+};
+use crate::mask::TokenMask;
+use crate::token::TokenId;
+use crate::vocab::{TokTrie, TokenKind, Vocabulary};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Tokens that only repeat a character-class loop, and the trie of all other tokens.
+struct Slice {
+    safe: TokenMask,
+    count: usize,
+    rest: TokTrie,
+}
+
+struct Shared {
+    grammar: Arc<CfgGrammar>,
+    slices: Vec<Slice>,
+    /// Flat position of a loop's `x` → its slice.
+    loop_slice: FxHashMap<u32, usize>,
+    config: CfgConfig,
+}
+
+fn in_class(class: &[(u32, u32)], c: u32) -> bool {
+    class
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+fn build_slices(
+    g: &CfgGrammar,
+    vocab: &Vocabulary,
+    config: &CfgConfig,
+) -> (Vec<Slice>, FxHashMap<u32, usize>) {
+    let mut slices = Vec::new();
+    let mut by_class: FxHashMap<&[(u32, u32)], Option<usize>> = FxHashMap::default();
+    let mut loop_slice = FxHashMap::default();
+    if config.slice_min_tokens == usize::MAX {
+        return (slices, loop_slice);
+    }
+    for l in &g.loops {
+        let idx = *by_class.entry(&l.class).or_insert_with(|| {
+            let mut safe = TokenMask::new(vocab.n_vocab());
+            let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut count = 0;
+            for i in 0..vocab.n_tokens() {
+                let t = TokenId::from_index(i);
+                if vocab.kind(t) != TokenKind::Text {
+                    continue;
+                }
+                let b = vocab.token_bytes(t);
+                let ok = !b.is_empty()
+                    && std::str::from_utf8(b)
+                        .is_ok_and(|s| s.chars().all(|c| in_class(&l.class, c as u32)));
+                if ok {
+                    safe.insert(t);
+                    count += 1;
+                } else {
+                    rest.push((t, b));
+                }
+            }
+            if count < config.slice_min_tokens {
+                return None;
+            }
+            slices.push(Slice { safe, count, rest: TokTrie::build(rest) });
+            Some(slices.len() - 1)
+        });
+        if let Some(i) = idx {
+            loop_slice.insert(l.pos, i);
+        }
+    }
+    (slices, loop_slice)
+}
+
+struct CacheEntry {
+    sig: u64,
+    mask: TokenMask,
+    stamp: u64,
+}
+
+/// The GBNF constraint engine (see the module docs).
+pub struct CfgConstraint {
+    shared: Arc<Shared>,
+    vocab: Vocabulary,
+    chart: Mutex<Chart>,
+    finished: bool,
+    /// Per advanced token: (set count before it, finished before it).
+    history: VecDeque<(usize, bool)>,
+    cache: Vec<CacheEntry>,
+    clock: u64,
+    bools: Vec<bool>,
+    scratch: TokenMask,
+}
+
+impl std::fmt::Debug for CfgConstraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CfgConstraint")
+            .field("sets", &self.lock().set_count())
+            .field("finished", &self.finished)
+            .finish()
+    }
+}
+
+impl CfgConstraint {
+    /// Compile `gbnf` and make an engine over `vocab`.
+    ///
+    /// # Errors
+    /// Any compile error (see [`CfgGrammar::from_gbnf`]).
+    ///
+    /// # Example
+    /// ```
+    /// use grammask::{CfgConfig, CfgConstraint, ConstraintEngine, Vocabulary};
+    /// let vocab = Vocabulary::embedded().unwrap();
+    /// let e = CfgConstraint::from_gbnf(&vocab, "root ::= \"yes\" | \"no\"", &CfgConfig::default());
+    /// assert!(e.is_ok());
+    /// ```
+    pub fn from_gbnf(vocab: &Vocabulary, gbnf: &str, config: &CfgConfig) -> Result<Self, CfgError> {
+        let g = CfgGrammar::from_gbnf(gbnf, config)?;
+        Ok(Self::new(vocab, Arc::new(g), config))
+    }
+
+    /// An engine over an already compiled grammar. Builds the vocabulary slices (a pass over
+    /// the vocabulary per distinct character-class loop).
+    pub fn new(vocab: &Vocabulary, grammar: Arc<CfgGrammar>, config: &CfgConfig) -> Self {
+        let (slices, loop_slice) = build_slices(&grammar, vocab, config);
+        let shared = Arc::new(Shared { grammar, slices, loop_slice, config: config.clone() });
+        Self::with_shared(vocab, shared)
+    }
+
+    fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
+        let chart = Chart::new(&shared.grammar, shared.config.max_items_per_set);
+        CfgConstraint {
+            shared,
+            vocab: vocab.clone(),
+            chart: Mutex::new(chart),
+            finished: false,
+            history: VecDeque::new(),
+            cache: Vec::new(),
+            clock: 0,
+            bools: Vec::new(),
+            scratch: TokenMask::new(0),
+        }
+    }
+
+    /// A fresh engine (new request) sharing this one's compiled grammar and slices.
+    pub fn fork(&self) -> Self {
+        Self::with_shared(&self.vocab, self.shared.clone())
+    }
+
+    /// A copy of this engine at its current state (same output so far, own history and cache).
+    pub fn fork_at(&self) -> Self {
+        let mut e = self.fork();
+        e.chart = Mutex::new(self.lock().clone());
+        e.finished = self.finished;
+        e
+    }
+
+    /// The bytes consumed so far (the output, as the chart saw it).
+    pub fn output_bytes(&self) -> Vec<u8> {
+        self.lock().bytes().to_vec()
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &Arc<CfgGrammar> {
+        &self.shared.grammar
+    }
+
+    /// Did an Earley set ever hit [`CfgConfig::max_items_per_set`]? If so, bytes were refused
+    /// that the grammar may allow (masks under-approximate from then on).
+    pub fn overflowed(&self) -> bool {
+        self.lock().overflowed()
+    }
+
+    /// The structural signature of the current chart (the mask cache key; diagnostics).
+    pub fn chart_signature(&self) -> u64 {
+        self.lock().signature()
+    }
+
+    /// Number of vocabulary slices built for this grammar.
+    pub fn slice_count(&self) -> usize {
+        self.shared.slices.len()
+    }
+
+    /// Bytes consumed so far.
+    pub fn bytes_consumed(&self) -> usize {
+        self.lock().set_count() - 1
+    }
+
+    /// Feed raw bytes (not tokens): `Ok(())` if all are accepted, else the index of the first
+    /// refused byte and the state unchanged.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        let g = &*self.shared.grammar;
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = chart.set_count();
+        for (i, &b) in bytes.iter().enumerate() {
+            if !chart.push(g, b) {
+                chart.truncate(before);
+                return Err(i);
+            }
+        }
+        chart.commit(g);
+        Ok(())
+    }
+
+    fn compute(&mut self, mask: &mut TokenMask) {
+        mask.clear();
+        let shared = &*self.shared;
+        let g = &*shared.grammar;
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut best: Option<&Slice> = None;
+        if !shared.loop_slice.is_empty() {
+            for it in chart.last() {
+                if let Some(&si) = shared.loop_slice.get(&it.pos) {
+                    let s = &shared.slices[si];
+                    if best.is_none_or(|b| b.count < s.count) {
+                        best = Some(s);
+                    }
+                }
+            }
+        }
+        let trie = match best {
+            Some(s) => {
+                mask.copy_from(&s.safe);
+                &s.rest
+            }
+            None => self.vocab.trie(),
+        };
+        let mut walk = EarleyWalk { g, chart };
+        trie.walk(&mut walk, mask);
+        if chart.is_accepting(g) {
+            allow_eos(&self.vocab, mask);
+        }
+    }
+
+    /// The chart, for `&self` queries (`allows`, `is_accepting`): `&mut self` paths use
+    /// `get_mut` and never lock. The chart is only changed by whole `push`/`truncate` calls,
+    /// which do not panic midway, so a poisoned lock is recovered rather than propagated.
+    fn lock(&self) -> MutexGuard<'_, Chart> {
+        self.chart.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn push_history(&mut self) {
+        let cap = self.shared.config.engine.history;
+        if cap == 0 {
+            return;
+        }
+        if self.history.len() == cap {
+            self.history.pop_front();
+        }
+        self.history.push_back((
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).set_count(),
+            self.finished,
+        ));
+    }
+}
+
+impl ConstraintEngine for CfgConstraint {
+    fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+        check_mask_len(&self.vocab, mask.len())?;
+        if self.finished {
+            mask.clear();
+            return Ok(());
+        }
+        self.clock += 1;
+        let sig =
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).signature();
+        if let Some(e) = self.cache.iter_mut().find(|e| e.sig == sig) {
+            e.stamp = self.clock;
+            mask.copy_from(&e.mask);
+            return Ok(());
+        }
+        self.compute(mask);
+        let cap = self.shared.config.engine.mask_cache;
+        if cap > 0 {
+            if self.cache.len() < cap {
+                self.cache.push(CacheEntry { sig, mask: mask.clone(), stamp: self.clock });
+            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
+                e.sig = sig;
+                e.mask.copy_from(mask);
+                e.stamp = self.clock;
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+        let accepting = self.is_accepting();
+        if precheck(&self.vocab, token, self.finished, accepting)? {
+            self.push_history();
+            self.finished = true;
+            return Ok(());
+        }
+        let g = &*self.shared.grammar;
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = chart.set_count();
+        for (i, &b) in self.vocab.token_bytes(token).iter().enumerate() {
+            if !chart.push(g, b) {
+                chart.truncate(before);
+                return Err(refused(&self.vocab, token, i));
+            }
+        }
+        chart.commit(g);
+        // Record the state before the token.
+        let cap = self.shared.config.engine.history;
+        if cap > 0 {
+            if self.history.len() == cap {
+                self.history.pop_front();
+            }
+            self.history.push_back((before, self.finished));
+        }
+        Ok(())
+    }
+
+    fn is_accepting(&self) -> bool {
+        !self.finished && self.lock().is_accepting(&self.shared.grammar)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn can_only_end(&self) -> bool {
+        let c = self.lock();
+        !self.finished
+            && c.is_accepting(&self.shared.grammar)
+            && !c.can_continue(&self.shared.grammar)
+    }
+
+    fn allows(&self, token: TokenId) -> bool {
+        match precheck(&self.vocab, token, self.finished, self.is_accepting()) {
+            Ok(true) => true,
+            Ok(false) => {
+                let g = &*self.shared.grammar;
+                let mut chart = self.lock();
+                let before = chart.set_count();
+                let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
+                chart.truncate(before);
+                ok
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
+        check_mask_len(&self.vocab, vocab_size)?;
+        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
+        if m.len() != vocab_size {
+            m = TokenMask::new(vocab_size);
+        }
+        self.fill_mask(&mut m)?;
+        self.bools.resize(vocab_size, false);
+        m.write_bools(&mut self.bools);
+        self.scratch = m;
+        Ok(&self.bools)
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
+        if n > self.history.len() {
+            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
+                requested: n,
+                available: self.history.len(),
+            }));
+        }
+        let mut target = None;
+        for _ in 0..n {
+            target = self.history.pop_back();
+        }
+        if let Some((sets, finished)) = target {
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).truncate(sets);
+            self.finished = finished;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,636 @@
+//! Lowering GBNF to a flat byte-level CFG, and the grammar analysis (undefined, unreachable,
+//! unproductive, nullable rules).
+//!
+//! # Lowering
+//! - A literal becomes one terminal per byte; a terminal is a 256-bit byte set.
+//! - A character class becomes one terminal when it is pure ASCII, else a helper rule whose
+//!   alternatives are the UTF-8 byte-range sequences of its code points (`regex-syntax`'s
+//!   `Utf8Sequences`; surrogates excluded), so only well-formed UTF-8 is ever accepted.
+//! - `x*` becomes `R ::= ε | R x`, `x+` becomes `R ::= x | R x` (left recursion is what Earley
+//!   likes best: constant-size sets per repetition), `x{m,n}` becomes `x`×m followed by a chain of
+//!   `n−m` nested optionals.
+//! - Groups with alternatives become helper rules.
+//!
+//! # Analysis
+//! - An undefined rule is an error naming it; no `root` is an error.
+//! - Unproductive rules (deriving no finite string) are a **warning**: their alternatives are
+//!   removed, so the Earley sets only hold items that can still complete — which is what makes
+//!   "set non-empty" equal "prefix viable", i.e. masks exact. A `root` that is unproductive is an
+//!   error (the grammar accepts nothing).
+//! - Unreachable rules are a warning (they are kept but never predicted).
+
+use super::gbnf::{self, Expr, Rule};
+use super::{CfgConfig, CfgError, CfgErrorKind};
+use regex_syntax::utf8::Utf8Sequences;
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// A terminal: the set of bytes it matches.
+pub(crate) type ByteSet = [u64; 4];
+
+#[inline(always)]
+pub(crate) fn set_has(s: &ByteSet, b: u8) -> bool {
+    s[(b >> 6) as usize] >> (b & 63) & 1 != 0
+}
+
+fn set_add(s: &mut ByteSet, b: u8) {
+    s[(b >> 6) as usize] |= 1 << (b & 63);
+}
+
+/// A packed symbol of the flat grammar.
+pub(crate) const T_FLAG: u32 = 1 << 31;
+pub(crate) const END_FLAG: u32 = 1 << 30;
+const ID_MASK: u32 = END_FLAG - 1;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum RSym {
+    Nt(u32),
+    T(u32),
+}
+
+struct NtDef {
+    name: String,
+    alts: Vec<Vec<RSym>>,
+    /// For helper rules of character classes: the code points they match.
+    class: Option<Vec<(u32, u32)>>,
+}
+
+/// A loop `R ::= R x` whose `x` derives every character of a class: where the item `R → R • x`
+/// is in the current Earley set, any token made only of those characters is allowed.
+#[derive(Clone, Debug)]
+pub(crate) struct Loop {
+    /// Flat position of `x` in `R → R x`.
+    pub pos: u32,
+    /// The code points `x` derives as single characters.
+    pub class: Vec<(u32, u32)>,
+}
+
+/// One rule of the grammar as written, for reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleInfo {
+    /// Its name.
+    pub name: String,
+    /// Its definition, printed back.
+    pub definition: String,
+    /// Line of the definition.
+    pub line: usize,
+}
+
+/// What `grammask check` prints about a grammar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrammarReport {
+    /// The rules, in order of definition.
+    pub rules: Vec<RuleInfo>,
+    /// Rules not reachable from `root` (warning).
+    pub unreachable: Vec<String>,
+    /// Rules that derive no finite string (warning; removed).
+    pub unproductive: Vec<String>,
+    /// Nonterminals after lowering (helper rules included).
+    pub nonterminals: usize,
+    /// Productions after lowering.
+    pub productions: usize,
+    /// Symbols in all right-hand sides after lowering.
+    pub symbols: usize,
+}
+
+impl fmt::Display for GrammarReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} rules:", self.rules.len())?;
+        for r in &self.rules {
+            writeln!(f, "  {} ::= {}", r.name, r.definition)?;
+        }
+        if self.unreachable.is_empty() {
+            writeln!(f, "unreachable rules: none")?;
+        } else {
+            writeln!(f, "unreachable rules (warning): {}", self.unreachable.join(", "))?;
+        }
+        if self.unproductive.is_empty() {
+            writeln!(f, "unproductive rules: none")?;
+        } else {
+            writeln!(f, "unproductive rules (warning, removed): {}", self.unproductive.join(", "))?;
+        }
+        write!(
+            f,
+            "lowered: {} nonterminals, {} productions, {} symbols",
+            self.nonterminals, self.productions, self.symbols
+        )
+    }
+}
+
+/// A compiled grammar: the flat byte-level CFG the Earley recogniser runs. Immutable, shared.
+#[derive(Debug)]
+pub struct CfgGrammar {
+    /// Productions laid out one after another, each followed by `END_FLAG | lhs`.
+    pub(crate) syms: Vec<u32>,
+    /// Terminal byte sets, indexed by `sym & ID_MASK` for `T_FLAG` symbols.
+    pub(crate) sets: Vec<ByteSet>,
+    /// Per nonterminal: the flat positions where its productions start.
+    pub(crate) alts: Vec<Vec<u32>>,
+    pub(crate) nullable: Vec<bool>,
+    /// Position of the augmented start production `S' → root`.
+    pub(crate) start_pos: u32,
+    /// Position of the END of `S' → root` (an item there with origin 0 means "accepted").
+    pub(crate) accept_pos: u32,
+    pub(crate) loops: Vec<Loop>,
+    names: Vec<String>,
+    report: GrammarReport,
+}
+
+/// Decoded view of a packed symbol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sym {
+    Nt(u32),
+    T(u32),
+    End(u32),
+}
+
+#[inline(always)]
+pub(crate) fn decode(s: u32) -> Sym {
+    if s & T_FLAG != 0 {
+        Sym::T(s & ID_MASK)
+    } else if s & END_FLAG != 0 {
+        Sym::End(s & ID_MASK)
+    } else {
+        Sym::Nt(s)
+    }
+}
+
+struct Lowerer<'a> {
+    defs: Vec<NtDef>,
+    ids: FxHashMap<&'a str, u32>,
+    sets: Vec<ByteSet>,
+    set_ids: FxHashMap<ByteSet, u32>,
+    class_nts: FxHashMap<Vec<(u32, u32)>, RSym>,
+    loops: Vec<(u32, usize, RSym)>,
+    symbols: usize,
+    limit: usize,
+}
+
+fn normalize(mut ranges: Vec<(u32, u32)>, negated: bool) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::new();
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let merged = if negated {
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        for (lo, hi) in merged {
+            if lo > next {
+                out.push((next, lo - 1));
+            }
+            next = hi + 1;
+        }
+        if next <= 0x10FFFF {
+            out.push((next, 0x10FFFF));
+        }
+        out
+    } else {
+        merged
+    };
+    // Surrogates are not characters: cut them out.
+    let mut out = Vec::new();
+    for (lo, hi) in merged {
+        let hi = hi.min(0x10FFFF);
+        if lo > hi {
+            continue;
+        }
+        if hi < 0xD800 || lo > 0xDFFF {
+            out.push((lo, hi));
+        } else {
+            if lo < 0xD800 {
+                out.push((lo, 0xD7FF));
+            }
+            if hi > 0xDFFF {
+                out.push((0xE000, hi));
+            }
+        }
+    }
+    out
+}
+
+impl<'a> Lowerer<'a> {
+    fn count(&mut self, n: usize) -> Result<(), CfgError> {
+        self.symbols += n;
+        if self.symbols > self.limit {
+            return Err(CfgError::new(CfgErrorKind::TooBig {
+                symbols: self.symbols,
+                limit: self.limit,
+            }));
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, s: ByteSet) -> RSym {
+        let n = self.sets.len() as u32;
+        let id = *self.set_ids.entry(s).or_insert_with(|| n);
+        if id == n {
+            self.sets.push(s);
+        }
+        RSym::T(id)
+    }
+
+    fn helper(&mut self, name: String, alts: Vec<Vec<RSym>>) -> Result<u32, CfgError> {
+        let n: usize = alts.iter().map(|a| a.len() + 1).sum();
+        self.count(n)?;
+        self.defs.push(NtDef { name, alts, class: None });
+        Ok(self.defs.len() as u32 - 1)
+    }
+
+    fn class(&mut self, ranges: Vec<(u32, u32)>) -> Result<RSym, CfgError> {
+        if let Some(&s) = self.class_nts.get(&ranges) {
+            return Ok(s);
+        }
+        let mut ascii: ByteSet = [0; 4];
+        let mut multi: Vec<Vec<RSym>> = Vec::new();
+        for &(lo, hi) in &ranges {
+            let (lo, hi) =
+                (char::from_u32(lo).expect("normalized"), char::from_u32(hi).expect("normalized"));
+            for seq in Utf8Sequences::new(lo, hi) {
+                let rs = seq.as_slice();
+                if rs.len() == 1 {
+                    for b in rs[0].start..=rs[0].end {
+                        set_add(&mut ascii, b);
+                    }
+                } else {
+                    let mut alt = Vec::with_capacity(rs.len());
+                    for r in rs {
+                        let mut s: ByteSet = [0; 4];
+                        for b in r.start..=r.end {
+                            set_add(&mut s, b);
+                        }
+                        alt.push(self.set(s));
+                    }
+                    multi.push(alt);
+                }
+            }
+        }
+        let sym = if multi.is_empty() && ascii != [0; 4] {
+            self.count(1)?;
+            self.set(ascii)
+        } else {
+            let mut alts = Vec::new();
+            if ascii != [0; 4] {
+                alts.push(vec![self.set(ascii)]);
+            }
+            alts.extend(multi);
+            let id = self.helper(format!("<class{}>", self.defs.len()), alts)?;
+            self.defs[id as usize].class = Some(ranges.clone());
+            RSym::Nt(id)
+        };
+        self.class_nts.insert(ranges, sym);
+        Ok(sym)
+    }
+
+    /// Lower `e` to a sequence of symbols.
+    fn seq(&mut self, e: &Expr, owner: &str) -> Result<Vec<RSym>, CfgError> {
+        Ok(match e {
+            Expr::Seq(items) => {
+                let mut out = Vec::new();
+                for i in items {
+                    out.extend(self.seq(i, owner)?);
+                }
+                out
+            }
+            Expr::Alt(alts) => {
+                let mut lowered = Vec::new();
+                for a in alts {
+                    lowered.push(self.seq(a, owner)?);
+                }
+                vec![RSym::Nt(self.helper(format!("<{owner}-group>"), lowered)?)]
+            }
+            Expr::Literal(bytes) => {
+                self.count(bytes.len())?;
+                bytes
+                    .iter()
+                    .map(|&b| {
+                        let mut s = [0; 4];
+                        set_add(&mut s, b);
+                        self.set(s)
+                    })
+                    .collect()
+            }
+            Expr::Class { ranges, negated } => {
+                let r = normalize(ranges.clone(), *negated);
+                if r.is_empty() {
+                    // An empty class matches nothing: an unproductive helper.
+                    vec![RSym::Nt(self.helper(format!("<{owner}-empty-class>"), Vec::new())?)]
+                } else {
+                    vec![self.class(r)?]
+                }
+            }
+            Expr::Any => vec![self.class(vec![(0, 0xD7FF), (0xE000, 0x10FFFF)])?],
+            Expr::Ref { name, pos } => match self.ids.get(name.as_str()) {
+                Some(&id) => vec![RSym::Nt(id)],
+                None => {
+                    return Err(CfgError::new(CfgErrorKind::UndefinedRule {
+                        name: name.clone(),
+                        line: pos.line,
+                        column: pos.column,
+                    }))
+                }
+            },
+            Expr::Repeat { expr, min, max } => {
+                let inner = self.seq(expr, owner)?;
+                let x = if inner.len() == 1 {
+                    inner[0]
+                } else {
+                    RSym::Nt(self.helper(format!("<{owner}-item>"), vec![inner])?)
+                };
+                let (min, max) = (*min as usize, max.map(|m| m as usize));
+                let mut out = Vec::new();
+                match max {
+                    None => {
+                        let fixed = min.saturating_sub(1);
+                        self.count(fixed)?;
+                        out.extend(std::iter::repeat_n(x, fixed));
+                        let id = self.defs.len() as u32;
+                        let first = if min == 0 { Vec::new() } else { vec![x] };
+                        let id2 = self
+                            .helper(format!("<{owner}-rep>"), vec![first, vec![RSym::Nt(id), x]])?;
+                        debug_assert_eq!(id, id2);
+                        self.loops.push((id, 1, x));
+                        out.push(RSym::Nt(id));
+                    }
+                    Some(max) => {
+                        self.count(min)?;
+                        out.extend(std::iter::repeat_n(x, min));
+                        // Optional chain: O_1 ::= ε | x ; O_k ::= ε | x O_{k-1}.
+                        let mut tail: Option<u32> = None;
+                        for _ in 0..max - min {
+                            let mut alt = vec![x];
+                            if let Some(t) = tail {
+                                alt.push(RSym::Nt(t));
+                            }
+                            tail =
+                                Some(self.helper(format!("<{owner}-opt>"), vec![Vec::new(), alt])?);
+                        }
+                        if let Some(t) = tail {
+                            out.push(RSym::Nt(t));
+                        }
+                    }
+                }
+                out
+            }
+        })
+    }
+}
+
+fn class_of(defs: &[NtDef], sets: &[ByteSet], s: RSym, depth: u32) -> Vec<(u32, u32)> {
+    match s {
+        RSym::T(id) => {
+            let set = &sets[id as usize];
+            let mut out: Vec<(u32, u32)> = Vec::new();
+            for b in 0..0x80u8 {
+                if set_has(set, b) {
+                    out.push((b as u32, b as u32));
+                }
+            }
+            normalize(out, false)
+        }
+        RSym::Nt(id) => {
+            let d = &defs[id as usize];
+            if let Some(c) = &d.class {
+                return c.clone();
+            }
+            if depth == 0 {
+                return Vec::new();
+            }
+            let mut out = Vec::new();
+            for a in &d.alts {
+                if a.len() == 1 {
+                    out.extend(class_of(defs, sets, a[0], depth - 1));
+                }
+            }
+            normalize(out, false)
+        }
+    }
+}
+
+impl CfgGrammar {
+    /// Parse and compile GBNF text.
+    ///
+    /// # Errors
+    /// Syntax errors, undefined or duplicate rules, no `root`, an unproductive `root`, a lowered
+    /// grammar above [`CfgConfig::max_grammar_symbols`].
+    pub fn from_gbnf(text: &str, config: &CfgConfig) -> Result<CfgGrammar, CfgError> {
+        let rules = gbnf::parse(text)?;
+        Self::from_rules(&rules, config)
+    }
+
+    /// Compile parsed rules.
+    ///
+    /// # Errors
+    /// As [`CfgGrammar::from_gbnf`], syntax aside.
+    pub fn from_rules(rules: &[Rule], config: &CfgConfig) -> Result<CfgGrammar, CfgError> {
+        let root = rules
+            .iter()
+            .position(|r| r.name == "root")
+            .ok_or(CfgError::new(CfgErrorKind::NoRoot))?;
+        let mut lw = Lowerer {
+            defs: rules
+                .iter()
+                .map(|r| NtDef { name: r.name.clone(), alts: Vec::new(), class: None })
+                .collect(),
+            ids: rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i as u32)).collect(),
+            sets: Vec::new(),
+            set_ids: FxHashMap::default(),
+            class_nts: FxHashMap::default(),
+            loops: Vec::new(),
+            symbols: 0,
+            limit: config.max_grammar_symbols,
+        };
+        for (i, r) in rules.iter().enumerate() {
+            let alts: Vec<&Expr> = match &r.expr {
+                Expr::Alt(a) => a.iter().collect(),
+                e => vec![e],
+            };
+            let mut lowered = Vec::new();
+            for a in alts {
+                let s = lw.seq(a, &r.name)?;
+                lw.count(s.len() + 1)?;
+                lowered.push(s);
+            }
+            lw.defs[i].alts = lowered;
+        }
+        let n_user = rules.len();
+        let Lowerer { mut defs, sets, loops, .. } = lw;
+        let n = defs.len();
+
+        // Productive nonterminals (least fixpoint).
+        let mut productive = vec![false; n];
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if !productive[i]
+                    && defs[i].alts.iter().any(|a| {
+                        a.iter().all(|s| match s {
+                            RSym::T(_) => true,
+                            RSym::Nt(j) => productive[*j as usize],
+                        })
+                    })
+                {
+                    productive[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !productive[root] {
+            return Err(CfgError::new(CfgErrorKind::RootUnproductive));
+        }
+        let unproductive: Vec<String> =
+            (0..n_user).filter(|&i| !productive[i]).map(|i| defs[i].name.clone()).collect();
+        // Remove alternatives that mention an unproductive symbol (remembering loop indices).
+        let mut loop_alive: FxHashMap<(u32, usize), bool> = FxHashMap::default();
+        let mut alt_map: Vec<Vec<Option<usize>>> = Vec::with_capacity(n);
+        for d in defs.iter_mut() {
+            let mut map = Vec::with_capacity(d.alts.len());
+            let mut kept = Vec::new();
+            for a in std::mem::take(&mut d.alts) {
+                if a.iter().all(|s| match s {
+                    RSym::T(_) => true,
+                    RSym::Nt(j) => productive[*j as usize],
+                }) {
+                    map.push(Some(kept.len()));
+                    kept.push(a);
+                } else {
+                    map.push(None);
+                }
+            }
+            d.alts = kept;
+            alt_map.push(map);
+        }
+        for &(nt, alt, _) in &loops {
+            loop_alive
+                .insert((nt, alt), alt_map[nt as usize].get(alt).copied().flatten().is_some());
+        }
+
+        // Reachability from root.
+        let mut reachable = vec![false; n];
+        let mut work = vec![root];
+        reachable[root] = true;
+        while let Some(i) = work.pop() {
+            for a in &defs[i].alts {
+                for s in a {
+                    if let RSym::Nt(j) = *s {
+                        if !reachable[j as usize] {
+                            reachable[j as usize] = true;
+                            work.push(j as usize);
+                        }
+                    }
+                }
+            }
+        }
+        let unreachable: Vec<String> = (0..n_user)
+            .filter(|&i| !reachable[i] && productive[i])
+            .map(|i| defs[i].name.clone())
+            .collect();
+
+        // Nullable nonterminals.
+        let mut nullable = vec![false; n + 1];
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if !nullable[i]
+                    && defs[i].alts.iter().any(|a| {
+                        a.iter().all(|s| matches!(s, RSym::Nt(j) if nullable[*j as usize]))
+                    })
+                {
+                    nullable[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        nullable[n] = nullable[root];
+
+        // Flatten. Nonterminal n is the augmented start S' → root.
+        let mut syms = Vec::new();
+        let mut alts: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
+        let pack = |s: &RSym| match *s {
+            RSym::Nt(j) => j,
+            RSym::T(t) => T_FLAG | t,
+        };
+        let mut alt_pos: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, d) in defs.iter().enumerate() {
+            for a in &d.alts {
+                let p = syms.len() as u32;
+                alts[i].push(p);
+                alt_pos[i].push(p);
+                syms.extend(a.iter().map(pack));
+                syms.push(END_FLAG | i as u32);
+            }
+        }
+        let start_pos = syms.len() as u32;
+        alts[n].push(start_pos);
+        syms.push(root as u32);
+        syms.push(END_FLAG | n as u32);
+        let accept_pos = start_pos + 1;
+
+        let mut flat_loops = Vec::new();
+        for &(nt, alt, x) in &loops {
+            if !loop_alive[&(nt, alt)] || !reachable[nt as usize] {
+                continue;
+            }
+            let Some(k) = alt_map[nt as usize][alt] else { continue };
+            let class = class_of(&defs, &sets, x, 2);
+            if class.is_empty() {
+                continue;
+            }
+            flat_loops.push(Loop { pos: alt_pos[nt as usize][k] + 1, class });
+        }
+
+        let productions: usize = alts.iter().map(Vec::len).sum();
+        let report = GrammarReport {
+            rules: rules
+                .iter()
+                .map(|r| RuleInfo {
+                    name: r.name.clone(),
+                    definition: r.expr.to_string(),
+                    line: r.pos.line,
+                })
+                .collect(),
+            unreachable,
+            unproductive,
+            nonterminals: n + 1,
+            productions,
+            symbols: syms.len() - productions,
+        };
+        let mut names: Vec<String> = defs.into_iter().map(|d| d.name).collect();
+        names.push("<start>".into());
+        Ok(CfgGrammar {
+            syms,
+            sets,
+            alts,
+            nullable,
+            start_pos,
+            accept_pos,
+            loops: flat_loops,
+            names,
+            report,
+        })
+    }
+
+    /// The analysis report (rules, unreachable, unproductive, sizes).
+    pub fn report(&self) -> &GrammarReport {
+        &self.report
+    }
+
+    /// Name of nonterminal `id` (helper rules are named `<…>`).
+    pub fn nonterminal_name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    /// Number of terminal byte sets.
+    pub fn terminal_count(&self) -> usize {
+        self.sets.len()
+    }
+}

@@ -1,0 +1,176 @@
+//! Context-free grammars: GBNF in, an exact Earley-based constraint engine out.
+//!
+//! - [`gbnf`] parses llama.cpp's GBNF format into an AST ([`gbnf::Rule`]).
+//! - [`grammar`] lowers the AST to a flat byte-level CFG ([`CfgGrammar`]): repetitions become
+//!   left-recursive helper rules, character classes become UTF-8 byte-range sequences, and the
+//!   analysis finds undefined rules (error), unreachable rules (warning) and unproductive rules
+//!   (warning; they are removed, which is what keeps masks exact).
+//! - [`earley`] is a scannerless Earley recogniser over bytes (Earley 1970, with Aycock &
+//!   Horspool 2002's handling of nullable symbols) that implements
+//!   [`crate::recognizer::Recognizer`] with an undo log, so the shared trie walker drives it.
+//! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: mask cache keyed by a
+//!   structural signature of the chart, lexical slices for character-class loops, rollback by
+//!   truncating the chart.
+//!
+//! # Why Earley over bytes
+//! Earley handles every CFG — left recursion, ambiguity, empty rules — with no grammar
+//! rewriting, and its sets answer exactly the question a mask asks: after these bytes, is some
+//! sentence still possible? (Yes iff the set is non-empty, once unproductive symbols are gone.)
+//! A scannerless design needs no lexer with its own ambiguities (GBNF has none: terminals are
+//! literals and classes inside rules). The cost is one Earley set per byte; the trie walk pays it
+//! for every trie node it visits, which is why masks are cached by chart signature and why
+//! character-class loops (string bodies, free text) are answered by precomputed slices. See
+//! `docs/grammars.md` for the numbers.
+//!
+//! # Example
+//! ```
+//! use grammask::{CfgConfig, CfgConstraint, ConstraintEngine, TokenMask, Vocabulary};
+//! let vocab = Vocabulary::embedded().unwrap();
+//! let gbnf = r#"root ::= expr
+//! expr ::= expr "+" term | term
+//! term ::= [0-9]+"#;
+//! let mut engine = CfgConstraint::from_gbnf(&vocab, gbnf, &CfgConfig::default()).unwrap();
+//! let mut mask = TokenMask::new(vocab.n_vocab());
+//! for t in vocab.encode("12+3+45").unwrap() {
+//!     engine.fill_mask(&mut mask).unwrap();
+//!     assert!(mask.contains(t));
+//!     engine.advance(t).unwrap();
+//! }
+//! assert!(engine.is_accepting());
+//! ```
+
+pub mod earley;
+pub mod engine;
+pub mod gbnf;
+pub mod grammar;
+
+pub use engine::CfgConstraint;
+pub use grammar::{CfgGrammar, GrammarReport};
+
+use crate::copy_engine::EngineOptions;
+use std::fmt;
+
+/// Limits and options of the CFG engine.
+#[derive(Clone, Debug)]
+pub struct CfgConfig {
+    /// Most symbols in the lowered grammar (all right-hand sides together; default 200,000).
+    /// Large `{m,n}` bounds and wide Unicode classes count here.
+    pub max_grammar_symbols: usize,
+    /// Most Earley items in one set (default 20,000). A byte whose set would exceed it is
+    /// refused, and [`CfgConstraint::overflowed`] reports it.
+    pub max_items_per_set: usize,
+    /// Engine limits: rollback history and the number of cached masks (default 64 / 32).
+    pub engine: EngineOptions,
+    /// Precompute lexical slices for character-class loops whose class allows at least this
+    /// many tokens (default 1,000; `usize::MAX` disables slices).
+    pub slice_min_tokens: usize,
+}
+
+impl Default for CfgConfig {
+    fn default() -> Self {
+        CfgConfig {
+            max_grammar_symbols: 200_000,
+            max_items_per_set: 20_000,
+            engine: EngineOptions { history: 64, mask_cache: 32 },
+            slice_min_tokens: 1_000,
+        }
+    }
+}
+
+/// A grammar that could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CfgError {
+    kind: CfgErrorKind,
+}
+
+/// Why a grammar could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CfgErrorKind {
+    /// The text is not GBNF.
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What was expected.
+        message: String,
+    },
+    /// A rule is defined twice.
+    DuplicateRule {
+        /// The rule.
+        name: String,
+        /// The line of the second definition.
+        line: usize,
+        /// The line of the first.
+        first_line: usize,
+    },
+    /// A rule is referenced but never defined.
+    UndefinedRule {
+        /// The rule.
+        name: String,
+        /// Where it is referenced.
+        line: usize,
+        /// Column of the reference.
+        column: usize,
+    },
+    /// There is no `root` rule.
+    NoRoot,
+    /// `root` derives no finite string (every alternative recurses forever or hits an empty
+    /// class), so no output could ever be accepted.
+    RootUnproductive,
+    /// The lowered grammar exceeds [`CfgConfig::max_grammar_symbols`].
+    TooBig {
+        /// Symbols needed (so far).
+        symbols: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl CfgError {
+    pub(crate) fn new(kind: CfgErrorKind) -> Self {
+        CfgError { kind }
+    }
+    /// What went wrong.
+    pub fn kind(&self) -> &CfgErrorKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for CfgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            CfgErrorKind::Syntax { line, column, message } => {
+                write!(f, "grammar syntax error at line {line}, column {column}: {message}")
+            }
+            CfgErrorKind::DuplicateRule { name, line, first_line } => write!(
+                f,
+                "rule '{name}' is defined twice (line {first_line} and line {line})"
+            ),
+            CfgErrorKind::UndefinedRule { name, line, column } => write!(
+                f,
+                "undefined rule '{name}' referenced at line {line}, column {column}"
+            ),
+            CfgErrorKind::NoRoot => f.write_str("the grammar has no 'root' rule"),
+            CfgErrorKind::RootUnproductive => {
+                f.write_str("rule 'root' derives no finite string: the grammar accepts nothing")
+            }
+            CfgErrorKind::TooBig { symbols, limit } => write!(
+                f,
+                "grammar too big: {symbols} symbols after lowering repetitions and classes (limit {limit})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CfgError {}
+
+/// Validate a GBNF grammar and describe it (what `grammask check` prints): its rules, the
+/// unreachable and unproductive ones, and the size of the lowered grammar.
+///
+/// # Errors
+/// Any compile error of [`CfgGrammar::from_gbnf`].
+pub fn check(text: &str, config: &CfgConfig) -> Result<GrammarReport, CfgError> {
+    Ok(CfgGrammar::from_gbnf(text, config)?.report().clone())
+}

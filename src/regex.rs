@@ -1,0 +1,409 @@
+//! The regex constraint: the output must fully match a regular expression (outlines-style).
+//!
+//! [`RegexConstraint`] runs [`RegexGrammar`], a [`ByteDfa`] with only live states, through a
+//! [`CopyStateEngine`]: the per-request state is one `u32`, EOS is allowed exactly at accepting
+//! states, and `rollback` restores earlier states from a bounded history. A mask is a cache hit
+//! (by DFA state), or a precomputed slice (tokens made only of the state's safe bytes) plus
+//! a pruned trie walk over the other tokens, or a full pruned trie walk.
+//!
+//! # Supported syntax
+//! Everything `regex-syntax` 0.8 parses (Rust `regex` syntax: classes, Unicode properties,
+//! repetitions with bounds, non-capturing groups, flags), matched as a whole against the output
+//! bytes. Not supported: Unicode word boundaries `\b`/`\B` (refused with a typed error), back-
+//! references and look-around (not regular; refused as syntax errors by the parser).
+//!
+//! # Size limits
+//! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states;
+//! a pattern that would exceed them is refused with [`RegexErrorKind::TooBig`](crate::automaton::RegexErrorKind::TooBig).
+//!
+//! # Example
+//! ```
+//! use grammask::{ConstraintEngine, RegexConfig, RegexConstraint, TokenMask, Vocabulary};
+//! let vocab = Vocabulary::embedded().unwrap();
+//! let mut engine = RegexConstraint::new(&vocab, r"\d{3}-\d{4}", &RegexConfig::default()).unwrap();
+//! let mut mask = TokenMask::new(vocab.n_vocab());
+//! for t in vocab.encode("555-1234").unwrap() {
+//!     engine.fill_mask(&mut mask).unwrap();
+//!     assert!(mask.contains(t));
+//!     engine.advance(t).unwrap();
+//! }
+//! assert!(engine.can_only_end());
+//! ```
+
+use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, RegexError};
+use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
+use crate::engine::{allow_eos, check_mask_len, ConstraintEngine, EngineError};
+use crate::mask::TokenMask;
+use crate::recognizer::{ByteLogic, CopyStack};
+use crate::token::TokenId;
+use crate::vocab::{TokTrie, TokenKind, Vocabulary};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// Options of the regex constraint.
+#[derive(Clone, Debug)]
+pub struct RegexConfig {
+    /// Size limits of the compiled DFA.
+    pub dfa: DfaConfig,
+    /// Engine limits (rollback history, mask cache). The default keeps 32 masks: regex DFAs
+    /// revisit few states, so many steps are cache hits.
+    pub engine: EngineOptions,
+    /// Build a slice for a safe byte set only if it covers at least this many tokens
+    /// (default 1,000; `usize::MAX` disables slices).
+    pub slice_min_tokens: usize,
+    /// Most distinct slices per regex (default 16; each costs a vocabulary pass at build time
+    /// and a bitset plus a partial trie in memory).
+    pub max_slices: usize,
+}
+
+impl Default for RegexConfig {
+    fn default() -> Self {
+        RegexConfig {
+            dfa: DfaConfig::default(),
+            engine: EngineOptions { history: 64, mask_cache: 32 },
+            slice_min_tokens: 1_000,
+            max_slices: 16,
+        }
+    }
+}
+
+/// A compiled regex as a [`CopyGrammar`].
+#[derive(Clone, Debug)]
+pub struct RegexGrammar {
+    dfa: ByteDfa,
+}
+
+impl RegexGrammar {
+    /// Compile `pattern`.
+    ///
+    /// # Errors
+    /// See [`ByteDfa::from_regex`].
+    pub fn new(pattern: &str, config: &DfaConfig) -> Result<RegexGrammar, RegexError> {
+        Ok(RegexGrammar { dfa: ByteDfa::from_regex(pattern, config)? })
+    }
+
+    /// The underlying DFA.
+    pub fn dfa(&self) -> &ByteDfa {
+        &self.dfa
+    }
+}
+
+impl ByteLogic for RegexGrammar {
+    type State = DfaStateId;
+    #[inline(always)]
+    fn step(&self, state: &DfaStateId, byte: u8) -> Option<DfaStateId> {
+        self.dfa.next(*state, byte)
+    }
+}
+
+impl CopyGrammar for RegexGrammar {
+    fn initial(&self) -> DfaStateId {
+        self.dfa.start()
+    }
+    fn is_accepting(&self, s: &DfaStateId) -> bool {
+        self.dfa.is_accepting(*s)
+    }
+    fn can_continue(&self, s: &DfaStateId) -> bool {
+        self.dfa.can_continue(*s)
+    }
+}
+
+/// Tokens made only of a state's safe bytes (see [`safe_set`]), and the trie of the rest.
+struct Slice {
+    safe: TokenMask,
+    rest: TokTrie,
+}
+
+struct Shared {
+    grammar: Arc<RegexGrammar>,
+    slices: Vec<Slice>,
+    /// Per DFA state: index of its slice, or `u32::MAX`.
+    state_slice: Vec<u32>,
+    config: RegexConfig,
+}
+
+/// A large byte set `C` such that from `s`, every string over `C` runs through the DFA:
+/// start from the bytes `s` accepts twice in a row, then drop every byte some state reachable from `s` by
+/// `C`-bytes refuses, until stable (the set only shrinks, so this terminates). Every token made
+/// only of `C`-bytes is then allowed at `s` (all DFA states are live). Gives up (empty set) when
+/// the reachable region exceeds `limit` states or the shared work `budget` runs out.
+fn safe_set(dfa: &ByteDfa, s: DfaStateId, limit: usize, budget: &mut usize) -> [bool; 256] {
+    // Candidates: bytes that can follow `s` twice in a row. (Without this, one byte that leads
+    // somewhere narrow, like `(` before a phone number, would make the fixpoint drop everything.)
+    let mut set = [false; 256];
+    for b in 0..=255u8 {
+        set[b as usize] = dfa.next(s, b).and_then(|n| dfa.next(n, b)).is_some();
+    }
+    let mut seen: FxHashMap<DfaStateId, ()> = FxHashMap::default();
+    loop {
+        seen.clear();
+        seen.insert(s, ());
+        let mut work = vec![s];
+        let mut changed = false;
+        while let Some(r) = work.pop() {
+            // Bound the total analysis work of a regex: past the budget, no more slices.
+            *budget = budget.saturating_sub(256);
+            if *budget == 0 {
+                return [false; 256];
+            }
+            for b in 0..=255u8 {
+                if !set[b as usize] {
+                    continue;
+                }
+                match dfa.next(r, b) {
+                    None => {
+                        set[b as usize] = false;
+                        changed = true;
+                    }
+                    Some(n) => {
+                        if seen.insert(n, ()).is_none() {
+                            if seen.len() > limit {
+                                return [false; 256];
+                            }
+                            work.push(n);
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            return set;
+        }
+    }
+}
+
+fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexConfig) -> Shared {
+    let dfa = grammar.dfa();
+    let mut state_slice = vec![u32::MAX; dfa.state_count()];
+    let mut slices = Vec::new();
+    if config.slice_min_tokens != usize::MAX {
+        let mut by_set: FxHashMap<[bool; 256], u32> = FxHashMap::default();
+        // About 20M table reads (tens of milliseconds) at most for the whole analysis.
+        let mut budget = 20_000_000usize;
+        for (i, slot) in state_slice.iter_mut().enumerate() {
+            let set = safe_set(dfa, DfaStateId::from_index(i), 1024, &mut budget);
+            if !set.iter().any(|&x| x) {
+                continue;
+            }
+            if let Some(&k) = by_set.get(&set) {
+                *slot = k;
+                continue;
+            }
+            if by_set.len() >= config.max_slices {
+                continue;
+            }
+            let mut safe = TokenMask::new(vocab.n_vocab());
+            let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut count = 0;
+            for t in 0..vocab.n_tokens() {
+                let t = TokenId::from_index(t);
+                if vocab.kind(t) != TokenKind::Text {
+                    continue;
+                }
+                let b = vocab.token_bytes(t);
+                if !b.is_empty() && b.iter().all(|&x| set[x as usize]) {
+                    safe.insert(t);
+                    count += 1;
+                } else {
+                    rest.push((t, b));
+                }
+            }
+            let k = if count >= config.slice_min_tokens {
+                slices.push(Slice { safe, rest: TokTrie::build(rest) });
+                slices.len() as u32 - 1
+            } else {
+                u32::MAX
+            };
+            by_set.insert(set, k);
+            *slot = k;
+        }
+    }
+    Shared { grammar, slices, state_slice, config: config.clone() }
+}
+
+struct CacheEntry {
+    state: DfaStateId,
+    mask: TokenMask,
+    stamp: u64,
+}
+
+/// The regex engine: a [`CopyStateEngine`] over [`RegexGrammar`] for state, `advance`, EOS and
+/// `rollback`, with its own mask path — a state whose *safe bytes* (every string over them runs
+/// through the DFA from it, e.g. `[a-z0-9._%+-]` inside an e-mail local part) cover many tokens
+/// allows those tokens as a precomputed block and walks only the others (llguidance's "slices",
+/// derived here from the DFA itself).
+pub struct RegexConstraint {
+    inner: CopyStateEngine<RegexGrammar>,
+    shared: Arc<Shared>,
+    cache: Vec<CacheEntry>,
+    clock: u64,
+    stack: Vec<DfaStateId>,
+    bools: Vec<bool>,
+    scratch: TokenMask,
+}
+
+impl std::fmt::Debug for RegexConstraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegexConstraint").field("state", self.inner.state()).finish()
+    }
+}
+
+impl RegexConstraint {
+    /// A regex engine over `vocab` for `pattern`.
+    ///
+    /// # Errors
+    /// See [`ByteDfa::from_regex`].
+    pub fn new(
+        vocab: &Vocabulary,
+        pattern: &str,
+        config: &RegexConfig,
+    ) -> Result<Self, RegexError> {
+        Ok(Self::from_grammar(Arc::new(RegexGrammar::new(pattern, &config.dfa)?), vocab, config))
+    }
+
+    /// An engine over an already compiled regex. Builds the vocabulary slices (one pass over
+    /// the vocabulary per distinct self-loop byte set); use [`RegexConstraint::fork`] for more
+    /// requests.
+    pub fn from_grammar(
+        grammar: Arc<RegexGrammar>,
+        vocab: &Vocabulary,
+        config: &RegexConfig,
+    ) -> Self {
+        let shared = Arc::new(build_shared(grammar, vocab, config));
+        Self::with_shared(vocab, shared)
+    }
+
+    fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
+        RegexConstraint {
+            inner: CopyStateEngine::with_grammar(
+                shared.grammar.clone(),
+                vocab,
+                shared.config.engine.clone(),
+            ),
+            shared,
+            cache: Vec::new(),
+            clock: 0,
+            stack: Vec::new(),
+            bools: Vec::new(),
+            scratch: TokenMask::new(0),
+        }
+    }
+
+    /// A fresh engine (new request) sharing the compiled regex and its slices.
+    pub fn fork(&self) -> Self {
+        Self::with_shared(self.inner.vocab(), self.shared.clone())
+    }
+
+    /// The current DFA state.
+    pub fn state(&self) -> &DfaStateId {
+        self.inner.state()
+    }
+
+    /// The compiled regex.
+    pub fn grammar(&self) -> &Arc<RegexGrammar> {
+        &self.shared.grammar
+    }
+
+    /// Number of vocabulary slices built.
+    pub fn slice_count(&self) -> usize {
+        self.shared.slices.len()
+    }
+
+    /// Feed raw bytes (not tokens); see [`CopyStateEngine::advance_bytes`].
+    ///
+    /// # Errors
+    /// The index of the first refused byte (the state is then unchanged).
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        self.inner.advance_bytes(bytes)
+    }
+
+    fn compute(&mut self, mask: &mut TokenMask) {
+        mask.clear();
+        let state = *self.inner.state();
+        let g = &*self.shared.grammar;
+        let vocab = self.inner.vocab();
+        let k = self.shared.state_slice[state.index()];
+        let trie = if k != u32::MAX {
+            let s = &self.shared.slices[k as usize];
+            mask.copy_from(&s.safe);
+            &s.rest
+        } else {
+            vocab.trie()
+        };
+        let mut rec = CopyStack::new(g, state, &mut self.stack, trie.max_depth());
+        trie.walk(&mut rec, mask);
+        if g.dfa().is_accepting(state) {
+            allow_eos(vocab, mask);
+        }
+    }
+}
+
+impl ConstraintEngine for RegexConstraint {
+    fn vocab(&self) -> &Vocabulary {
+        self.inner.vocab()
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+        check_mask_len(self.inner.vocab(), mask.len())?;
+        if self.inner.is_finished() {
+            mask.clear();
+            return Ok(());
+        }
+        self.clock += 1;
+        let state = *self.inner.state();
+        if let Some(e) = self.cache.iter_mut().find(|e| e.state == state) {
+            e.stamp = self.clock;
+            mask.copy_from(&e.mask);
+            return Ok(());
+        }
+        self.compute(mask);
+        let cap = self.shared.config.engine.mask_cache;
+        if cap > 0 {
+            if self.cache.len() < cap {
+                self.cache.push(CacheEntry { state, mask: mask.clone(), stamp: self.clock });
+            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
+                e.state = state;
+                e.mask.copy_from(mask);
+                e.stamp = self.clock;
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+        self.inner.advance(token)
+    }
+
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    fn can_only_end(&self) -> bool {
+        self.inner.can_only_end()
+    }
+
+    fn allows(&self, token: TokenId) -> bool {
+        self.inner.allows(token)
+    }
+
+    fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
+        check_mask_len(self.inner.vocab(), vocab_size)?;
+        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
+        if m.len() != vocab_size {
+            m = TokenMask::new(vocab_size);
+        }
+        self.fill_mask(&mut m)?;
+        self.bools.resize(vocab_size, false);
+        m.write_bools(&mut self.bools);
+        self.scratch = m;
+        Ok(&self.bools)
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
+        self.inner.rollback(n)
+    }
+}
