@@ -272,6 +272,7 @@ fn near_uniform_152k_exercises_the_cap_and_counts_fallbacks() {
             assert!(want[t] > 0.0, "{cfg:?}: token {t} outside the support");
         }
         let s = scratch.stats();
+        eprintln!("near-uniform {N}, {cfg:?}: {s:?}");
         assert_eq!(s.rows, rows as u64);
         assert!(s.rounds >= s.rows && s.rounds <= s.rows * 32, "{s:?}");
         // A tight cap forces the sort-based fallback: counted, and the sample is still valid.

@@ -206,7 +206,12 @@ fn candidate_path_follows_the_full_path_token_for_token() {
         (&big, cand(6).with_top_k(32).with_top_p(0.9).with_min_p(0.01)),
         (&small, cand(7).with_top_k(8).with_top_p(0.3)),
     ] {
-        let steps = if RELEASE { 2000 } else { 200 };
+        // The sort-based full path costs milliseconds per step at 152k: few steps there.
+        let steps = match (RELEASE, row.len() > 1000) {
+            (true, true) => 400,
+            (true, false) => 4000,
+            (false, _) => 100,
+        };
         let stream = |a: FilterAlgorithm| {
             let mut s =
                 Sampler::new(cfg.clone().with_filter_algorithm(a), PenaltyConfig::default())
@@ -215,6 +220,7 @@ fn candidate_path_follows_the_full_path_token_for_token() {
         };
         let (fast, full) = (stream(FilterAlgorithm::Candidates), stream(FilterAlgorithm::Sort));
         let same = fast.iter().zip(&full).filter(|(a, b)| a == b).count();
-        assert!(same * 1000 >= steps * 999, "{cfg:?}: {same}/{steps} identical tokens");
+        // At most one step in 400 may differ (a uniform within rounding of a CDF boundary).
+        assert!((steps - same) * 400 <= steps, "{cfg:?}: {same}/{steps} identical tokens");
     }
 }

@@ -32,9 +32,9 @@
 //! one more scan. So top-k ties are resolved *exactly* as the sort-based filter does.
 //!
 //! # Where the support can differ from the sort-based chain
-//! Only at the top-p boundary, and only by rounding: the sort-based filter accumulates the mass
-//! above each tie group in `f32` from the top, this module sums it in `f64` in index order. The
-//! two agree unless `mass{p > v}` of the boundary group lies within about `n · 2⁻²⁴ · total` of
+//! Only at the top-p boundary, and only by rounding: both compare with the same `f32` threshold
+//! `top_p × total`, but the sort-based filter accumulates the mass above each tie group in `f32`
+//! from the top, this module sums it in `f64` in index order. The two agree unless `mass{p > v}` of the boundary group lies within about `n · 2⁻²⁴ · total` of
 //! `top_p × total`, in which case one of them may keep that group and the other not. Top-k
 //! (including ties, by id) and min-p (the same `f32` product and comparison) select exactly the
 //! sort-based sets. `tests/sampler_rejection.rs` checks both statements.
@@ -184,8 +184,11 @@ pub fn rejection_sample(
     // Top-k is a no-op when k is 0 or covers the row (the sort-based filter's rule).
     let k = if cfg.top_k == 0 || cfg.top_k >= n { usize::MAX } else { cfg.top_k };
     // The sort-based filter skips top-p when `top_p × total` underflows `f32`; so do we.
-    let top_p_on = cfg.top_p > 0.0 && cfg.top_p < 1.0 && cfg.top_p * (total as f32) > 0.0;
-    let threshold = if top_p_on { f64::from(cfg.top_p) * total } else { f64::INFINITY };
+    // The threshold is the sort-based filter's `f32` product `top_p × total`, so its rounding
+    // (coarse for subnormal-scale rows) is the same on both paths.
+    let threshold32 = cfg.top_p * (total as f32);
+    let top_p_on = cfg.top_p > 0.0 && cfg.top_p < 1.0 && threshold32 > 0.0;
+    let threshold = if top_p_on { f64::from(threshold32) } else { f64::INFINITY };
     // Min-p: `p >= max × min_p` survives, i.e. `p > the float just below the cut`.
     let mut low = 0.0f32;
     if cfg.min_p > 0.0 {
