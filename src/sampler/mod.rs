@@ -281,18 +281,29 @@ fn sample_sorting_free(
         check_mask(m, n)?;
     }
     let SamplerScratch { work, rejection, topk, .. } = scratch;
+    let mut candidates =
+        algorithm == FilterAlgorithm::Candidates && cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES;
+    if candidates && mask.is_none() && !penalties.penalties_active() {
+        if let Logits::F32(row) = logits {
+            // Nothing to apply to the row: the selector reads the caller's slice, no copy.
+            if let Some(t) = sample_candidates(row, cfg, rng, topk)? {
+                rejection.count_candidate_row();
+                return Ok(t);
+            }
+            candidates = false;
+        }
+    }
     let work = load_masked(work, logits, mask);
     if penalties.penalties_active() {
         apply_penalties(work, recent, penalties, mask);
     }
-    if algorithm == FilterAlgorithm::Candidates && cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES {
+    if candidates {
         if let Some(t) = sample_candidates(work, cfg, rng, topk)? {
             rejection.count_candidate_row();
             return Ok(t);
         }
     }
-    softmax_in_place(work, 1.0 / cfg.temperature)?;
-    rejection_sample(work, cfg, rng, rejection)
+    rejection::sample_logits(work, cfg, rng, rejection)?
         .map(TokenId::from_index)
         .ok_or_else(SampleError::all_forbidden)
 }

@@ -53,7 +53,12 @@
 //! fallback consumes one more.
 
 use super::config::SamplerConfig;
-use super::filters::{draw_index, min_p_in_place, renormalise, top_k_in_place, top_p_in_place};
+use super::error::SampleError;
+use super::exp::exp;
+use super::filters::{
+    draw_index, max_checked, min_p_in_place, renormalise, softmax_in_place, top_k_in_place,
+    top_p_in_place,
+};
 use super::pcg::Pcg32;
 
 /// Default cap on rejection rounds per row before the sort-based fallback.
@@ -84,6 +89,7 @@ pub struct RejectionStats {
 #[derive(Clone, Debug)]
 pub struct RejectionScratch {
     sums: Vec<f64>,
+    sums1: Vec<f64>,
     row: Vec<f32>,
     keys: Vec<u64>,
     max_rounds: usize,
@@ -101,6 +107,7 @@ impl RejectionScratch {
     pub fn new() -> RejectionScratch {
         RejectionScratch {
             sums: Vec::new(),
+            sums1: Vec::new(),
             row: Vec::new(),
             keys: Vec::new(),
             max_rounds: MAX_REJECTION_ROUNDS,
@@ -112,6 +119,7 @@ impl RejectionScratch {
     pub fn with_capacity(vocab: usize) -> RejectionScratch {
         let mut s = RejectionScratch::new();
         s.sums.reserve(vocab.div_ceil(BLOCK));
+        s.sums1.reserve(vocab.div_ceil(BLOCK));
         s
     }
 
@@ -175,39 +183,113 @@ pub fn rejection_sample(
     rng: &mut Pcg32,
     scratch: &mut RejectionScratch,
 ) -> Option<usize> {
+    let (max, total) = max_and_sum(probs);
+    let low = min_p_low(max, cfg.min_p);
+    block_sums_above(probs, low, &mut scratch.sums);
+    sample_prepared(probs, max, total, low, cfg, rng, scratch)
+}
+
+/// The min-p cut as an exclusive lower bound: `p >= max × min_p` iff `p > low`.
+fn min_p_low(max: f32, min_p: f32) -> f32 {
+    let cut = max * min_p;
+    if min_p > 0.0 && cut > 0.0 {
+        f32::from_bits(cut.to_bits() - 1)
+    } else {
+        0.0
+    }
+}
+
+/// The pipeline's entry: `logits` (masked, penalised) become unnormalised probabilities
+/// `e = exp(x/T − max/T)` in place (no division: the sampler only needs ratios), and the same
+/// pass records the block sums of the first round; then [`rejection_sample`]'s loop runs.
+/// Saves the softmax's scale pass and the separate max/sum pass.
+///
+/// # Errors
+/// A NaN logit, or every logit `-inf`.
+pub(crate) fn sample_logits(
+    logits: &mut [f32],
+    cfg: &SamplerConfig,
+    rng: &mut Pcg32,
+    scratch: &mut RejectionScratch,
+) -> Result<Option<usize>, SampleError> {
+    let inv_t = 1.0 / cfg.temperature;
+    let max = max_checked(logits)?;
+    if max == f32::NEG_INFINITY {
+        return Err(SampleError::all_forbidden());
+    }
+    let m = max * inv_t;
+    if m.is_infinite() || inv_t.is_infinite() {
+        // The limit distribution (uniform over the maxima): the softmax's own special case.
+        softmax_in_place(logits, inv_t)?;
+        return Ok(rejection_sample(logits, cfg, rng, scratch));
+    }
+    // `max` maps to exactly this value (the same expression as every other entry's).
+    let e_max = exp(max * inv_t - m);
+    let low = min_p_low(e_max, cfg.min_p);
+    let sums = &mut scratch.sums;
+    sums.clear();
+    let mut total = 0.0f64;
+    for block in logits.chunks_mut(BLOCK) {
+        let mut all = [0.0f64; 8];
+        let mut hi = [0.0f64; 8];
+        let mut chunks = block.chunks_exact_mut(8);
+        for c in &mut chunks {
+            for j in 0..8 {
+                let e = exp(c[j] * inv_t - m);
+                c[j] = e;
+                all[j] += f64::from(e);
+                hi[j] += f64::from(if e > low { e } else { 0.0 });
+            }
+        }
+        for v in chunks.into_remainder() {
+            let e = exp(*v * inv_t - m);
+            *v = e;
+            all[0] += f64::from(e);
+            hi[0] += f64::from(if e > low { e } else { 0.0 });
+        }
+        sums.push(lanes_sum(&hi));
+        total += lanes_sum(&all);
+    }
+    Ok(sample_prepared(logits, e_max, total, low, cfg, rng, scratch))
+}
+
+/// The rejection loop. `scratch.sums` holds the block sums of `p > low`; `max` is the row
+/// maximum and `total` its mass.
+fn sample_prepared(
+    probs: &[f32],
+    max: f32,
+    total: f64,
+    mut low: f32,
+    cfg: &SamplerConfig,
+    rng: &mut Pcg32,
+    scratch: &mut RejectionScratch,
+) -> Option<usize> {
     let n = probs.len();
     scratch.stats.rows += 1;
-    let (max, total) = max_and_sum(probs);
     if !(max > 0.0) {
         return None;
     }
     // Top-k is a no-op when k is 0 or covers the row (the sort-based filter's rule).
     let k = if cfg.top_k == 0 || cfg.top_k >= n { usize::MAX } else { cfg.top_k };
-    // The sort-based filter skips top-p when `top_p × total` underflows `f32`; so do we.
     // The threshold is the sort-based filter's `f32` product `top_p × total`, so its rounding
     // (coarse for subnormal-scale rows) is the same on both paths.
     let threshold32 = cfg.top_p * (total as f32);
     let top_p_on = cfg.top_p > 0.0 && cfg.top_p < 1.0 && threshold32 > 0.0;
     let threshold = if top_p_on { f64::from(threshold32) } else { f64::INFINITY };
-    // Min-p: `p >= max × min_p` survives, i.e. `p > the float just below the cut`.
-    let mut low = 0.0f32;
-    if cfg.min_p > 0.0 {
-        let cut = max * cfg.min_p;
-        if cut > 0.0 {
-            low = f32::from_bits(cut.to_bits() - 1);
-        }
-    }
     let mut high = max;
+    let RejectionScratch { sums, sums1, .. } = scratch;
     for _ in 0..scratch.max_rounds {
         scratch.stats.rounds += 1;
-        let c = draw_above(probs, low, rng.next_f32(), &mut scratch.sums)?;
+        let c = draw_in_blocks(probs, low, sums, rng.next_f32())?;
         if k == usize::MAX && !top_p_on {
             return Some(c); // min-p alone (or nothing): every candidate above the cut is in S.
         }
         let p0 = probs[c];
         // Round-to-nearest keeps the midpoint inside [p0, high], subnormals included.
         let p1 = p0 + (high - p0) * 0.5;
-        let s = pivot_stats(probs, p0, p1);
+        // The pass also leaves the block sums above each pivot: the next round's draw needs
+        // no pass of its own.
+        let s = pivot_stats(probs, p0, p1, sums, sums1);
         let fails0 = s.gt0 >= k || s.mass0 >= threshold;
         if !fails0 {
             if s.ge0 <= k {
@@ -225,6 +307,7 @@ pub fn rejection_sample(
         let fails1 = s.gt1 >= k || s.mass1 >= threshold;
         if fails1 {
             low = p1;
+            std::mem::swap(sums, sums1);
         } else {
             low = p0;
             high = p1;
@@ -298,18 +381,18 @@ fn sum_above(x: &[f32], low: f32) -> f64 {
     s
 }
 
-/// One inverse-CDF draw from the row restricted to `p > low`: block sums (one vectorised pass)
-/// locate the block holding `r × Σ`, one sequential walk inside it finds the index. On
-/// floating-point drift (the walk does not cross the target) the block's last entry above
-/// `low` is taken. `None` when nothing lies above `low`.
-fn draw_above(probs: &[f32], low: f32, r: f32, sums: &mut Vec<f64>) -> Option<usize> {
+/// Block sums of `p > low` (one vectorised pass) into `sums`.
+fn block_sums_above(probs: &[f32], low: f32, sums: &mut Vec<f64>) {
     sums.clear();
-    let mut total = 0.0f64;
-    for block in probs.chunks(BLOCK) {
-        let s = sum_above(block, low);
-        sums.push(s);
-        total += s;
-    }
+    sums.extend(probs.chunks(BLOCK).map(|b| sum_above(b, low)));
+}
+
+/// One inverse-CDF draw from the row restricted to `p > low`, given that row's block sums:
+/// the block sums locate the block holding `r × Σ`, one sequential walk inside it finds the
+/// index. On floating-point drift (the walk does not cross the target) the block's last entry
+/// above `low` is taken. `None` when nothing lies above `low`.
+fn draw_in_blocks(probs: &[f32], low: f32, sums: &[f64], r: f32) -> Option<usize> {
+    let total: f64 = sums.iter().sum();
     if !(total > 0.0) {
         return None;
     }
@@ -360,16 +443,25 @@ fn draw_tie_cut(probs: &[f32], v: f32, keep: usize, r: f32) -> Option<usize> {
     last
 }
 
-/// Count and mass above both pivots, and the count at or above `p0`, in one pass.
-fn pivot_stats(x: &[f32], p0: f32, p1: f32) -> PivotStats {
-    let mut gt0 = [0u32; 8];
-    let mut ge0 = [0u32; 8];
-    let mut gt1 = [0u32; 8];
-    let mut m0 = [0.0f64; 8];
-    let mut m1 = [0.0f64; 8];
+/// Count and mass above both pivots, and the count at or above `p0`, in one pass; the
+/// per-block masses above `p0` and `p1` go to `sums0` and `sums1`.
+fn pivot_stats(
+    x: &[f32],
+    p0: f32,
+    p1: f32,
+    sums0: &mut Vec<f64>,
+    sums1: &mut Vec<f64>,
+) -> PivotStats {
     let mut out = PivotStats { gt0: 0, ge0: 0, gt1: 0, mass0: 0.0, mass1: 0.0 };
+    sums0.clear();
+    sums1.clear();
     // Blocks keep the u32 lane counters far from overflow and the sums in a fixed order.
     for block in x.chunks(BLOCK) {
+        let mut gt0 = [0u32; 8];
+        let mut ge0 = [0u32; 8];
+        let mut gt1 = [0u32; 8];
+        let mut m0 = [0.0f64; 8];
+        let mut m1 = [0.0f64; 8];
         let chunks = block.chunks_exact(8);
         let tail = chunks.remainder();
         for c in chunks {
@@ -385,22 +477,21 @@ fn pivot_stats(x: &[f32], p0: f32, p1: f32) -> PivotStats {
             }
         }
         for &v in tail {
-            out.gt0 += usize::from(v > p0);
-            out.ge0 += usize::from(v >= p0);
-            out.gt1 += usize::from(v > p1);
-            if v > p0 {
-                m0[0] += f64::from(v);
-            }
-            if v > p1 {
-                m1[0] += f64::from(v);
-            }
+            gt0[0] += u32::from(v > p0);
+            ge0[0] += u32::from(v >= p0);
+            gt1[0] += u32::from(v > p1);
+            m0[0] += f64::from(if v > p0 { v } else { 0.0 });
+            m1[0] += f64::from(if v > p1 { v } else { 0.0 });
         }
+        out.gt0 += gt0.iter().map(|&c| c as usize).sum::<usize>();
+        out.ge0 += ge0.iter().map(|&c| c as usize).sum::<usize>();
+        out.gt1 += gt1.iter().map(|&c| c as usize).sum::<usize>();
+        let (b0, b1) = (lanes_sum(&m0), lanes_sum(&m1));
+        sums0.push(b0);
+        sums1.push(b1);
+        out.mass0 += b0;
+        out.mass1 += b1;
     }
-    out.gt0 += gt0.iter().map(|&c| c as usize).sum::<usize>();
-    out.ge0 += ge0.iter().map(|&c| c as usize).sum::<usize>();
-    out.gt1 += gt1.iter().map(|&c| c as usize).sum::<usize>();
-    out.mass0 = lanes_sum(&m0);
-    out.mass1 = lanes_sum(&m1);
     out
 }
 
@@ -437,7 +528,7 @@ mod tests {
     #[test]
     fn pivot_stats_counts() {
         let x: Vec<f32> = (0..3000).map(|i| (i % 10) as f32).collect();
-        let s = pivot_stats(&x, 5.0, 7.5);
+        let s = pivot_stats(&x, 5.0, 7.5, &mut Vec::new(), &mut Vec::new());
         assert_eq!((s.gt0, s.ge0, s.gt1), (1200, 1500, 600));
         assert_eq!(s.mass0, 300.0 * (6.0 + 7.0 + 8.0 + 9.0));
         assert_eq!(s.mass1, 300.0 * (8.0 + 9.0));
