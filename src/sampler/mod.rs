@@ -293,6 +293,15 @@ fn sample_sorting_free(
             candidates = false;
         }
     }
+    if mask.is_none() && !penalties.penalties_active() {
+        if let Logits::F32(row) = logits {
+            // Nothing to apply: the exp pass reads the caller's row, no copy.
+            work.resize(n, 0.0);
+            return rejection::sample_logits(Some(row), work, cfg, rng, rejection)?
+                .map(TokenId::from_index)
+                .ok_or_else(SampleError::all_forbidden);
+        }
+    }
     let work = load_masked(work, logits, mask);
     if penalties.penalties_active() {
         apply_penalties(work, recent, penalties, mask);
@@ -303,7 +312,7 @@ fn sample_sorting_free(
             return Ok(t);
         }
     }
-    rejection::sample_logits(work, cfg, rng, rejection)?
+    rejection::sample_logits(None, work, cfg, rng, rejection)?
         .map(TokenId::from_index)
         .ok_or_else(SampleError::all_forbidden)
 }

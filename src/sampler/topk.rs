@@ -50,6 +50,8 @@ pub struct Candidate {
 #[derive(Clone, Debug, Default)]
 pub struct TopKScratch {
     group: Vec<u64>,
+    maxima: Vec<f32>,
+    sel: Vec<f32>,
     merged: Vec<u64>,
     out: Vec<Candidate>,
     e: Vec<f32>,
@@ -87,16 +89,18 @@ fn key_value(k: u64) -> f32 {
 /// Exact top-`k` of one group, appended to `out` (unsorted). Returns the group's count of
 /// finite entries and whether it holds a NaN.
 ///
-/// Entries enter a buffer of up to `2k` keys only when they beat the current K-th best; a full
-/// buffer is cut back to its best `k` by selection. A chunk of 16 whose maximum cannot enter is
-/// skipped after one vectorised max.
+/// A first pass takes the maximum of every chunk of 16; the K-th largest of those maxima is a
+/// lower bound for the group's K-th value, so only chunks reaching it are walked. Entries enter
+/// a buffer of up to `2k` keys only when they beat the current K-th best; a full buffer is cut
+/// back to its best `k` by selection.
 fn group_top_k(
     x: &[f32],
     base: usize,
     k: usize,
-    buf: &mut Vec<u64>,
+    bufs: (&mut Vec<u64>, &mut Vec<f32>, &mut Vec<f32>),
     out: &mut Vec<u64>,
 ) -> (usize, bool) {
+    let (buf, maxima, sel) = bufs;
     buf.clear();
     let mut thr_val = f32::NEG_INFINITY;
     let mut thr_key = u64::MAX;
@@ -119,7 +123,9 @@ fn group_top_k(
             }
         }
     };
-    for (ci, c) in chunks.enumerate() {
+    // Phase 1: the maximum of every chunk of 16 (plus the finite count and the NaN flag).
+    maxima.clear();
+    for c in chunks {
         let mut m = [f32::NEG_INFINITY; 8];
         let mut fin = [0u32; 8];
         let mut bad = [0u32; 8];
@@ -131,9 +137,20 @@ fn group_top_k(
         }
         finite += fin.iter().sum::<u32>() as usize;
         nan |= bad.iter().any(|&b| b != 0);
-        let mx = m.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+        maxima.push(m.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a }));
+    }
+    // The K-th largest chunk maximum bounds the group's K-th value from below (K distinct
+    // entries reach it), so chunks whose maximum is below it cannot contribute.
+    if maxima.len() >= k {
+        sel.clear();
+        sel.extend_from_slice(maxima);
+        sel.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+        thr_val = sel[k - 1];
+    }
+    // Phase 2: only the chunks that can still enter (the group is L1-resident by now).
+    for (ci, &mx) in maxima.iter().enumerate() {
         if mx > f32::NEG_INFINITY && mx >= thr_val {
-            for (j, &v) in c.iter().enumerate() {
+            for (j, &v) in x[ci * 16..ci * 16 + 16].iter().enumerate() {
                 visit(ci * 16 + j, v, buf, &mut thr_val, &mut thr_key);
             }
         }
@@ -190,7 +207,7 @@ pub fn top_k_candidates_grouped<'s>(
     scratch: &'s mut TopKScratch,
 ) -> Result<&'s [Candidate], SampleError> {
     assert!(group > 0, "group length must be positive");
-    let TopKScratch { group: buf, merged, out, finite, .. } = scratch;
+    let TopKScratch { group: buf, maxima, sel, merged, out, finite, .. } = scratch;
     merged.clear();
     out.clear();
     *finite = 0;
@@ -199,7 +216,7 @@ pub fn top_k_candidates_grouped<'s>(
     }
     let mut nan = false;
     for (g, x) in values.chunks(group).enumerate() {
-        let (f, bad) = group_top_k(x, g * group, k, buf, merged);
+        let (f, bad) = group_top_k(x, g * group, k, (buf, maxima, sel), merged);
         *finite += f;
         nan |= bad;
     }
