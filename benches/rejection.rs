@@ -35,12 +35,15 @@ fn logits(n: usize, seed: u64) -> Vec<f32> {
     v
 }
 
+/// The algorithms a configuration is measured with, by name.
+type Algorithms = &'static [(&'static str, FilterAlgorithm)];
+
 fn bench(c: &mut Criterion) {
     let t = SamplerConfig::default().with_temperature(0.8).with_seed(1);
-    let matrix: [(&str, SamplerConfig, &[(&str, FilterAlgorithm)]); 6] = {
-        const BASE: &[(&str, FilterAlgorithm)] =
+    let matrix: [(&str, SamplerConfig, Algorithms); 6] = {
+        const BASE: Algorithms =
             &[("sort", FilterAlgorithm::Sort), ("rejection", FilterAlgorithm::Rejection)];
-        const CANDS: &[(&str, FilterAlgorithm)] = &[
+        const CANDS: Algorithms = &[
             ("sort", FilterAlgorithm::Sort),
             ("rejection", FilterAlgorithm::Rejection),
             ("candidates", FilterAlgorithm::Candidates),

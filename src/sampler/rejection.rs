@@ -277,7 +277,7 @@ fn sample_prepared(
 ) -> Option<usize> {
     let n = probs.len();
     scratch.stats.rows += 1;
-    if !(max > 0.0) {
+    if max.is_nan() || max <= 0.0 {
         return None;
     }
     // Top-k is a no-op when k is 0 or covers the row (the sort-based filter's rule).
@@ -404,7 +404,7 @@ fn block_sums_above(probs: &[f32], low: f32, sums: &mut Vec<f64>) {
 /// above `low` is taken. `None` when nothing lies above `low`.
 fn draw_in_blocks(probs: &[f32], low: f32, sums: &[f64], r: f32) -> Option<usize> {
     let total: f64 = sums.iter().sum();
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return None;
     }
     let target = f64::from(r) * total;
