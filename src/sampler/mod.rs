@@ -23,10 +23,19 @@
 //! distribution and divides by the temperature only inside the final categorical draw). The
 //! two agree at temperature 1. See `docs/sampler.md`.
 //!
-//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; the sampler's
-//! draw is exactly `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative
-//! helper ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its
-//! distributions with it.
+//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; with
+//! [`FilterAlgorithm::Sort`] the sampler's draw is exactly
+//! `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative helper
+//! ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its distributions with it.
+//!
+//! # Sorting-free filters
+//! By default ([`FilterAlgorithm::Auto`]) a step with an active filter draws from the same
+//! distribution without sorting: the top-k candidate path ([`sample_candidates`], seed 003) when
+//! `0 < top_k ≤ 32`, else dual-pivot rejection sampling ([`rejection_sample`], seed 002) after
+//! an unnormalised exp pass. [`FilterAlgorithm::Sort`], or `GRAMMASK_SAMPLING_REJECTION=0` in the
+//! environment, restores steps 7–11 as listed. Counters (rejection rounds, cap-overflow
+//! fallbacks) are in [`Sampler::rejection_stats`]. `docs/sampler.md` states where the supports
+//! can differ (rounding at the top-p cut only).
 //!
 //! # Zero overhead when off
 //! Penalties at identity, no mask and `top_logprobs_k == 0` cost nothing: the greedy path is
