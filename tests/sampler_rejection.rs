@@ -390,3 +390,27 @@ fn kill_switch_child() {
     }
     println!("kill switch active");
 }
+
+/// The documented difference, made visible: 65,536 tokens of 2⁻²⁶ under one token of 0.5. The
+/// sort-based filter accumulates in `f32` from the top, where each 2⁻²⁶ is below half an ulp of
+/// 0.5 and vanishes: its total and its mass above the small group are both 0.5, so top-p 0.999
+/// keeps only the big token. The `f64` sums see the small group's 2⁻¹⁰ of mass and keep it
+/// (mass above it, 0.5, is below 0.999 × 0.500977). This is the only kind of disagreement:
+/// the cut of one tie group, decided by rounding of the mass above it.
+#[test]
+fn top_p_rounding_difference_is_the_documented_one() {
+    let t = 2f32.powi(-26);
+    let mut row = vec![t; 1 << 16];
+    row.insert(0, 0.5);
+    let cfg = base().with_top_p(0.999);
+    let sort_support = oracle(&row, &cfg).iter().filter(|&&p| p > 0.0).count();
+    assert_eq!(sort_support, 1, "the f32 accumulation absorbs the small group");
+    let mut rng = Pcg32::new(1);
+    let mut scratch = RejectionScratch::new();
+    let draws = if RELEASE { 8000 } else { 2000 };
+    let small = (0..draws)
+        .filter(|_| rejection_sample(&row, &cfg, &mut rng, &mut scratch).unwrap() != 0)
+        .count();
+    // Expected draws × 2⁻¹⁰ / 0.500977 ≈ draws / 513.
+    assert!(small > 0 && small < draws / 100, "{small} of {draws} draws from the small group");
+}

@@ -83,7 +83,7 @@ pub struct RejectionStats {
     pub tie_resolutions: u64,
     /// Rows that hit the round cap and were finished by the sort-based chain.
     pub fallbacks: u64,
-    /// Rows sampled on the top-k candidate path ([`super::topk`]).
+    /// Rows sampled on the top-k candidate path ([`sample_candidates`](super::sample_candidates)).
     pub candidate_rows: u64,
 }
 

@@ -21,7 +21,7 @@
 //! probabilities round to the same `f32` at the K-th boundary are kept by lower id there and by
 //! larger logit here. The top-p and min-p cuts compare `f64` sums of the same `exp` values that
 //! the full path normalises in `f32`, so a group whose mass lies within rounding of the cut may
-//! be decided differently (the same caveat as [`super::rejection`]).
+//! be decided differently (the same caveat as `sampler::rejection`).
 
 use super::config::SamplerConfig;
 use super::error::SampleError;
