@@ -41,10 +41,12 @@
 //!
 //! # Numerical contract
 //! Pivots are single IEEE `f32` operations (`max × min_p`, the midpoint), masses are `f64`
-//! sums. Rust never enables flush-to-zero or denormals-are-zero, and every `f32` subnormal is a
-//! normal `f64`, so rows of subnormal-scale probabilities keep their exact order and mass (a
-//! test covers it). Every sum runs in a fixed order (eight lanes per block of 1,024, blocks in
-//! order), so the same row and the same [`Pcg32`] stream give the same token on every run.
+//! sums (the per-round pivot pass adds `f32` partial sums of 16 entries per lane into them, a
+//! relative error below 2⁻²⁰ that keeps the pass in 4-wide SIMD). Rust never enables
+//! flush-to-zero or denormals-are-zero, and every `f32` subnormal is a normal `f64`, so rows of
+//! subnormal-scale probabilities keep their exact order and mass (a test covers it). Every sum
+//! runs in a fixed order (eight lanes per block of 1,024, blocks in order), so the same row and
+//! the same [`Pcg32`] stream give the same token on every run.
 //!
 //! # Convergence cap
 //! A row that needs more than [`MAX_REJECTION_ROUNDS`] rounds (adversarial near-uniform rows
