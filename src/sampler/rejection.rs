@@ -167,8 +167,9 @@ struct PivotStats {
 /// `top_k_in_place`, `renormalise`, `draw_index`), see the module docs for the one rounding-level
 /// difference at the top-p boundary.
 ///
-/// `probs` holds non-negative probabilities (they need not sum to one; zero entries are never
-/// drawn). Temperature is not applied here. Returns `None` only when no entry is positive.
+/// `probs` holds finite non-negative probabilities (they need not sum to one, but entries
+/// should stay below `f32::MAX / 16`, the headroom of the pass's `f32` partial sums; zero
+/// entries are never drawn). Temperature is not applied here. Returns `None` only when no entry is positive.
 ///
 /// # Example
 /// ```
