@@ -70,7 +70,10 @@ fn warmed_up_steps_do_not_allocate() {
         (hot.clone(), PenaltyConfig::default()),
         (hot.clone().with_top_p(0.9), PenaltyConfig::default()),
         (hot.clone().with_min_p(0.05), PenaltyConfig::default()),
-        (hot.clone().with_top_k(40).with_top_p(0.9), pen),
+        (hot.clone().with_top_k(40).with_top_p(0.9), pen.clone()),
+        // The top-k candidate path (issue 7), with and without the copy into scratch.
+        (hot.clone().with_top_k(20).with_top_p(0.9), PenaltyConfig::default()),
+        (hot.clone().with_top_k(32).with_min_p(0.05), pen),
     ];
     for (cfg, pen) in configs {
         let label = format!("{cfg:?} {pen:?}");

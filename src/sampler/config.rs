@@ -20,6 +20,40 @@ pub const PENALTY_WINDOW: usize = 20;
 /// seeds.
 pub const DEFAULT_SEED: u64 = 0xA7A7;
 
+/// Name of the environment kill switch: `GRAMMASK_SAMPLING_REJECTION=0` makes every sampler of
+/// the process use the sort-based filter chain ([`FilterAlgorithm::Sort`]), whatever its
+/// config says. Read once per process.
+pub const REJECTION_ENV: &str = "GRAMMASK_SAMPLING_REJECTION";
+
+/// How the host pipeline applies top-k / top-p / min-p when it draws a token.
+///
+/// Every algorithm samples from the same distribution (see `docs/sampler.md` for the
+/// rounding-level exceptions); they differ in cost and in how they consume the random stream.
+/// Greedy and temperature-only steps never depend on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilterAlgorithm {
+    /// [`Candidates`](FilterAlgorithm::Candidates), unless the environment kill switch
+    /// [`REJECTION_ENV`]` = 0` is set, then [`Sort`](FilterAlgorithm::Sort).
+    #[default]
+    Auto,
+    /// The sort-based chain: softmax, top-p → min-p → top-k by sorting, renormalise, one
+    /// inverse-CDF draw (seed 000; one `next_f32` per step).
+    Sort,
+    /// Softmax, then dual-pivot rejection sampling without sorting
+    /// ([`rejection_sample`](super::rejection_sample); one `next_f32` per round).
+    Rejection,
+    /// The top-k candidate path ([`sample_candidates`](super::sample_candidates)) when
+    /// `0 < top_k ≤ 32`, otherwise [`Rejection`](FilterAlgorithm::Rejection).
+    Candidates,
+}
+
+/// True unless the process runs with [`REJECTION_ENV`]` = 0`.
+fn env_allows_rejection() -> bool {
+    static ALLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOW.get_or_init(|| std::env::var_os(REJECTION_ENV).is_none_or(|v| v != "0"))
+}
+
 /// Temperature, filters, seed and logprob capture for one request.
 ///
 /// The default is greedy decoding (temperature 0, like mlx-lm's `make_sampler`) with every
@@ -47,6 +81,8 @@ pub struct SamplerConfig {
     /// How many alternative logprobs to report per step, at most [`MAX_TOP_LOGPROBS`]; `0` (the
     /// default) disables logprob capture entirely.
     pub top_logprobs_k: usize,
+    /// Which implementation applies the filters ([`FilterAlgorithm::Auto`] by default).
+    pub filter_algorithm: FilterAlgorithm,
 }
 
 impl Default for SamplerConfig {
@@ -58,6 +94,7 @@ impl Default for SamplerConfig {
             min_p: 0.0,
             seed: None,
             top_logprobs_k: 0,
+            filter_algorithm: FilterAlgorithm::Auto,
         }
     }
 }
@@ -97,6 +134,32 @@ impl SamplerConfig {
     pub fn with_top_logprobs(mut self, k: usize) -> Self {
         self.top_logprobs_k = k;
         self
+    }
+
+    /// Choose the filter implementation.
+    pub fn with_filter_algorithm(mut self, a: FilterAlgorithm) -> Self {
+        self.filter_algorithm = a;
+        self
+    }
+
+    /// The algorithm a step uses: the kill switch [`REJECTION_ENV`]` = 0` forces
+    /// [`FilterAlgorithm::Sort`]; [`FilterAlgorithm::Auto`] means
+    /// [`FilterAlgorithm::Candidates`].
+    pub fn effective_filter_algorithm(&self) -> FilterAlgorithm {
+        if !env_allows_rejection() {
+            return FilterAlgorithm::Sort;
+        }
+        match self.filter_algorithm {
+            FilterAlgorithm::Auto => FilterAlgorithm::Candidates,
+            a => a,
+        }
+    }
+
+    /// True when some filter can remove a token from a row of `n`: top-p below 1, min-p above
+    /// 0, or `0 < top_k < n`.
+    #[inline]
+    pub(crate) fn filters_active(&self, n: usize) -> bool {
+        self.top_p_active() || self.min_p > 0.0 || (self.top_k > 0 && self.top_k < n)
     }
 
     /// True when a random draw happens, i.e. `temperature > 0`. When false the decode step is

@@ -23,10 +23,19 @@
 //! distribution and divides by the temperature only inside the final categorical draw). The
 //! two agree at temperature 1. See `docs/sampler.md`.
 //!
-//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; the sampler's
-//! draw is exactly `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative
-//! helper ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its
-//! distributions with it.
+//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; with
+//! [`FilterAlgorithm::Sort`] the sampler's draw is exactly
+//! `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative helper
+//! ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its distributions with it.
+//!
+//! # Sorting-free filters
+//! By default ([`FilterAlgorithm::Auto`]) a step with an active filter draws from the same
+//! distribution without sorting: the top-k candidate path ([`sample_candidates`], seed 003) when
+//! `0 < top_k ≤ 32`, else dual-pivot rejection sampling ([`rejection_sample`], seed 002) after
+//! an unnormalised exp pass. [`FilterAlgorithm::Sort`], or `GRAMMASK_SAMPLING_REJECTION=0` in the
+//! environment, restores steps 7–11 as listed. Counters (rejection rounds, cap-overflow
+//! fallbacks) are in [`Sampler::rejection_stats`]. `docs/sampler.md` states where the supports
+//! can differ (rounding at the top-p cut only).
 //!
 //! # Zero overhead when off
 //! Penalties at identity, no mask and `top_logprobs_k == 0` cost nothing: the greedy path is
@@ -61,9 +70,14 @@ mod logits;
 mod logprobs;
 mod pcg;
 mod penalties;
+mod rejection;
 mod speculative;
+mod topk;
 
-pub use config::{PenaltyConfig, SamplerConfig, DEFAULT_SEED, MAX_TOP_LOGPROBS, PENALTY_WINDOW};
+pub use config::{
+    FilterAlgorithm, PenaltyConfig, SamplerConfig, DEFAULT_SEED, MAX_TOP_LOGPROBS, PENALTY_WINDOW,
+    REJECTION_ENV,
+};
 pub use error::{SampleError, SampleErrorKind};
 pub use filters::{
     draw_index, min_p_in_place, renormalise, softmax_in_place, top_k_in_place, top_p_in_place,
@@ -73,13 +87,19 @@ pub use logits::{bf16_to_f32, f32_to_bf16, Logits};
 pub use logprobs::{compute_top_logprobs, compute_top_logprobs_into, TokenLogprobs};
 pub use pcg::{Pcg32, DEFAULT_STREAM};
 pub use penalties::apply_penalties;
+pub use rejection::{rejection_sample, RejectionScratch, RejectionStats, MAX_REJECTION_ROUNDS};
 pub use speculative::{speculative_accept, Verdict};
+pub use topk::{
+    sample_candidates, top_k_candidates, top_k_candidates_grouped, Candidate, TopKScratch,
+    CANDIDATE_GROUP, MAX_CANDIDATES,
+};
 
 use crate::mask::{TokenMask, WORD_BITS};
 use crate::token::TokenId;
 use greedy::{argmax_f32, check_mask};
 
-/// Reusable buffers for one decode stream: the working row and the sort keys of top-p/top-k.
+/// Reusable buffers for one decode stream: the working row, the sort keys of top-p/top-k, the
+/// rejection sampler's block sums (with its counters) and the top-k candidate buffers.
 ///
 /// Keep one per request (or per thread) and pass it to every step; buffers grow to the
 /// vocabulary size once and are reused.
@@ -87,6 +107,8 @@ use greedy::{argmax_f32, check_mask};
 pub struct SamplerScratch {
     work: Vec<f32>,
     keys: Vec<u64>,
+    rejection: RejectionScratch,
+    topk: TopKScratch,
 }
 
 impl SamplerScratch {
@@ -97,7 +119,24 @@ impl SamplerScratch {
 
     /// Buffers pre-sized for `vocab` tokens, so even the first step does not allocate.
     pub fn with_capacity(vocab: usize) -> SamplerScratch {
-        SamplerScratch { work: Vec::with_capacity(vocab), keys: Vec::with_capacity(vocab) }
+        SamplerScratch {
+            work: Vec::with_capacity(vocab),
+            keys: Vec::with_capacity(vocab),
+            rejection: RejectionScratch::with_capacity(vocab),
+            topk: TopKScratch::new(),
+        }
+    }
+
+    /// Counters of the sorting-free paths used with this scratch: rows, rejection rounds,
+    /// cap-overflow fallbacks to the sort-based chain, candidate-path rows.
+    pub fn rejection_stats(&self) -> RejectionStats {
+        self.rejection.stats()
+    }
+
+    /// Replace the rejection sampler's buffers (e.g. to set a different round cap with
+    /// [`RejectionScratch::with_max_rounds`]).
+    pub fn set_rejection_scratch(&mut self, rejection: RejectionScratch) {
+        self.rejection = rejection;
     }
 
     /// Copy (widening) `logits` into the working row and return it.
@@ -161,7 +200,7 @@ pub fn sampling_distribution<'s>(
     if let Some(m) = mask {
         check_mask(m, n)?;
     }
-    let SamplerScratch { work, keys } = scratch;
+    let SamplerScratch { work, keys, .. } = scratch;
     let work = load_masked(work, logits, mask);
     if penalties.penalties_active() {
         apply_penalties(work, recent, penalties, mask);
@@ -195,6 +234,14 @@ pub fn sampling_distribution<'s>(
 /// Choose the next token: greedy when `temperature == 0` (no random draw), else one draw from
 /// [`sampling_distribution`] with `rng`.
 ///
+/// When a filter is active (top-p < 1, min-p > 0, `0 < top_k < vocab`) the draw goes through
+/// the config's [`FilterAlgorithm`]: by default the top-k candidate path for `top_k ≤ 32`
+/// ([`sample_candidates`]) and sorting-free rejection otherwise ([`rejection_sample`]); the
+/// distribution is the same, the random stream is consumed differently (see
+/// `docs/sampler.md`). [`FilterAlgorithm::Sort`] or `GRAMMASK_SAMPLING_REJECTION=0` restores
+/// the sort-based chain. Greedy and temperature-only steps take the same path whatever the
+/// algorithm.
+///
 /// # Errors
 /// As [`sampling_distribution`].
 pub fn sample_token(
@@ -210,8 +257,71 @@ pub fn sample_token(
         cfg.validate()?;
         return argmax_with_penalties(logits, penalties, recent, mask, scratch);
     }
+    let algorithm = cfg.effective_filter_algorithm();
+    if algorithm != FilterAlgorithm::Sort && cfg.filters_active(logits.len()) {
+        return sample_sorting_free(cfg, penalties, logits, mask, recent, rng, scratch, algorithm);
+    }
     let probs = sampling_distribution(cfg, penalties, logits, mask, recent, scratch)?;
     draw_index(probs, rng.next_f32())
+        .map(TokenId::from_index)
+        .ok_or_else(SampleError::all_forbidden)
+}
+
+/// Steps 1–11 with the sorting-free filters: the same checks, mask and penalties as
+/// [`sampling_distribution`], then the candidate path or softmax + rejection.
+#[allow(clippy::too_many_arguments)]
+fn sample_sorting_free(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+    recent: &[TokenId],
+    rng: &mut Pcg32,
+    scratch: &mut SamplerScratch,
+    algorithm: FilterAlgorithm,
+) -> Result<TokenId, SampleError> {
+    cfg.validate()?;
+    penalties.validate()?;
+    let n = logits.len();
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if let Some(m) = mask {
+        check_mask(m, n)?;
+    }
+    let SamplerScratch { work, rejection, topk, .. } = scratch;
+    let mut candidates =
+        algorithm == FilterAlgorithm::Candidates && cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES;
+    if candidates && mask.is_none() && !penalties.penalties_active() {
+        if let Logits::F32(row) = logits {
+            // Nothing to apply to the row: the selector reads the caller's slice, no copy.
+            if let Some(t) = sample_candidates(row, cfg, rng, topk)? {
+                rejection.count_candidate_row();
+                return Ok(t);
+            }
+            candidates = false;
+        }
+    }
+    if mask.is_none() && !penalties.penalties_active() {
+        if let Logits::F32(row) = logits {
+            // Nothing to apply: the exp pass reads the caller's row, no copy.
+            work.resize(n, 0.0);
+            return rejection::sample_logits(Some(row), work, cfg, rng, rejection)?
+                .map(TokenId::from_index)
+                .ok_or_else(SampleError::all_forbidden);
+        }
+    }
+    let work = load_masked(work, logits, mask);
+    if penalties.penalties_active() {
+        apply_penalties(work, recent, penalties, mask);
+    }
+    if candidates {
+        if let Some(t) = sample_candidates(work, cfg, rng, topk)? {
+            rejection.count_candidate_row();
+            return Ok(t);
+        }
+    }
+    rejection::sample_logits(None, work, cfg, rng, rejection)?
         .map(TokenId::from_index)
         .ok_or_else(SampleError::all_forbidden)
 }
@@ -274,6 +384,12 @@ impl Sampler {
     /// The request's random stream.
     pub fn rng_mut(&mut self) -> &mut Pcg32 {
         &mut self.rng
+    }
+
+    /// Counters of the sorting-free paths (rejection rounds, cap-overflow fallbacks,
+    /// candidate-path rows) over this sampler's steps.
+    pub fn rejection_stats(&self) -> RejectionStats {
+        self.scratch.rejection_stats()
     }
 
     /// One decode step: the next token given the logits, the optional allow-mask and the
