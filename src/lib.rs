@@ -2,6 +2,7 @@
 //!
 //! (The full manual lands with the foundation; see README.md.)
 
+pub mod bench;
 pub mod copy_engine;
 pub mod engine;
 pub mod json;

@@ -1,0 +1,130 @@
+//! Walk one tokenized document through a constraint engine, mask by mask, as a decode loop
+//! would, timing every mask: the measurement both harnesses (MaskBench, the JSON Schema Test
+//! Suite) are built on.
+//!
+//! At each token the engine fills a mask (timed: only `fill_mask`), the token must be in it, and
+//! then the engine advances by it; after the last token one more mask is filled (timed too) and
+//! some EOS id must be in it. The walk also cross-checks the engine against itself: a token the
+//! mask allows must be accepted by `advance`, a token it refuses must be refused by `advance`,
+//! and the final mask's EOS must agree with `is_accepting`. A disagreement is an engine bug and
+//! is reported as such, never folded silently into a verdict.
+
+use crate::engine::{ConstraintEngine, EngineError};
+use crate::mask::TokenMask;
+use crate::token::TokenId;
+use std::time::Instant;
+
+/// Where a walk stopped, or that it went through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// Every token was allowed and EOS was allowed at the end: the engine accepts the document.
+    Accepted,
+    /// The token at `index` was not in the mask.
+    RefusedToken {
+        /// Position of the refused token in the token sequence.
+        index: usize,
+        /// The token.
+        token: TokenId,
+    },
+    /// Every token was allowed but EOS was not allowed after the last one.
+    RefusedEos,
+}
+
+/// The result of [`walk`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Walk {
+    /// How the walk ended.
+    pub end: WalkEnd,
+    /// Engine self-inconsistencies seen on the way (mask vs `advance` vs `is_accepting`).
+    pub inconsistencies: Vec<String>,
+}
+
+impl Walk {
+    /// Did the engine accept the whole document?
+    pub fn accepted(&self) -> bool {
+        self.end == WalkEnd::Accepted
+    }
+}
+
+/// Walk `tokens` through `engine` (fresh, at its initial state), appending the duration of every
+/// mask computation in nanoseconds to `mask_ns`. `mask` is a reusable buffer of the engine's
+/// logits width.
+///
+/// # Errors
+/// Only a harness error from `fill_mask` (a mask buffer of the wrong width); refusals are not
+/// errors but [`WalkEnd`]s.
+pub fn walk(
+    engine: &mut dyn ConstraintEngine,
+    tokens: &[TokenId],
+    mask: &mut TokenMask,
+    mask_ns: &mut Vec<u64>,
+) -> Result<Walk, EngineError> {
+    let mut inconsistencies = Vec::new();
+    for (index, &token) in tokens.iter().enumerate() {
+        let t0 = Instant::now();
+        engine.fill_mask(mask)?;
+        mask_ns.push(t0.elapsed().as_nanos() as u64);
+        if !mask.contains(token) {
+            if engine.advance(token).is_ok() {
+                inconsistencies.push(format!(
+                    "token {index} {} is refused by the mask but accepted by advance",
+                    describe(engine, token)
+                ));
+            }
+            return Ok(Walk { end: WalkEnd::RefusedToken { index, token }, inconsistencies });
+        }
+        if let Err(e) = engine.advance(token) {
+            inconsistencies.push(format!(
+                "token {index} {} is allowed by the mask but advance refuses it: {e}",
+                describe(engine, token)
+            ));
+            return Ok(Walk { end: WalkEnd::RefusedToken { index, token }, inconsistencies });
+        }
+    }
+    let t0 = Instant::now();
+    engine.fill_mask(mask)?;
+    mask_ns.push(t0.elapsed().as_nanos() as u64);
+    let eos_allowed = engine.vocab().eos_ids().iter().any(|&e| mask.contains(e));
+    if eos_allowed != engine.is_accepting() {
+        inconsistencies.push(format!(
+            "at the end the mask {} EOS but is_accepting() is {}",
+            if eos_allowed { "allows" } else { "refuses" },
+            engine.is_accepting()
+        ));
+    }
+    let end = if eos_allowed { WalkEnd::Accepted } else { WalkEnd::RefusedEos };
+    Ok(Walk { end, inconsistencies })
+}
+
+fn describe(engine: &dyn ConstraintEngine, token: TokenId) -> String {
+    engine.vocab().describe(token)
+}
+
+/// Tokenize `text` and check that the tokens' bytes spell it exactly (a tokenizer that adds a
+/// prefix space or normalises text would make the harness measure a different document).
+///
+/// # Errors
+/// A message when the tokenizer fails or does not round-trip.
+pub fn tokenize(vocab: &crate::vocab::Vocabulary, text: &str) -> Result<Vec<TokenId>, String> {
+    let tokens = vocab.encode(text).map_err(|e| format!("tokenizer: {e}"))?;
+    let mut bytes = Vec::with_capacity(text.len());
+    for &t in &tokens {
+        bytes.extend_from_slice(vocab.token_bytes(t));
+    }
+    if bytes != text.as_bytes() {
+        return Err(format!(
+            "the tokenizer does not round-trip this text: {:?} became {:?}",
+            truncate(text, 80),
+            truncate(&String::from_utf8_lossy(&bytes), 80)
+        ));
+    }
+    Ok(tokens)
+}
+
+/// At most `n` characters of `s`, with `…` when cut.
+pub(crate) fn truncate(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
