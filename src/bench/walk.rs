@@ -158,3 +158,102 @@ pub(crate) fn truncate(s: &str, n: usize) -> String {
         None => s.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineErrorKind;
+
+    /// Accepts exactly the token sequence `0 1` then EOS (token 2); can be told to lie in its
+    /// mask (allow everything) or in `is_accepting`.
+    struct Scripted {
+        vocab: Vocabulary,
+        pos: usize,
+        lying_mask: bool,
+        lying_accept: bool,
+    }
+
+    impl ConstraintEngine for Scripted {
+        fn vocab(&self) -> &Vocabulary {
+            &self.vocab
+        }
+        fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+            mask.clear();
+            if self.lying_mask {
+                mask.set_all();
+            } else if self.pos < 2 {
+                mask.insert(TokenId(self.pos as u32));
+            } else {
+                mask.insert(TokenId(2));
+            }
+            Ok(())
+        }
+        fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+            if token.index() == self.pos && self.pos < 2 {
+                self.pos += 1;
+                Ok(())
+            } else {
+                Err(EngineError::new(EngineErrorKind::Refused {
+                    token,
+                    text: String::new(),
+                    accepted_bytes: 0,
+                }))
+            }
+        }
+        fn is_accepting(&self) -> bool {
+            (self.pos == 2) != self.lying_accept
+        }
+        fn is_finished(&self) -> bool {
+            false
+        }
+        fn can_only_end(&self) -> bool {
+            self.pos == 2
+        }
+        fn allows(&self, token: TokenId) -> bool {
+            token.index() == self.pos
+        }
+        fn step_mask(&mut self, _: usize) -> Result<&[bool], EngineError> {
+            unimplemented!("not used by the walk")
+        }
+        fn rollback(&mut self, _: usize) -> Result<(), EngineError> {
+            unimplemented!("not used by the walk")
+        }
+    }
+
+    fn engine(lying_mask: bool, lying_accept: bool) -> Scripted {
+        let vocab = Vocabulary::from_token_bytes(&[Some(b"a"), Some(b"b"), None], &[2], None)
+            .expect("a valid tiny vocabulary");
+        Scripted { vocab, pos: 0, lying_mask, lying_accept }
+    }
+
+    #[test]
+    fn verdicts_and_timings() {
+        let mut mask = TokenMask::new(3);
+        let mut ns = Vec::new();
+        let w = walk(&mut engine(false, false), &[TokenId(0), TokenId(1)], &mut mask, &mut ns)
+            .expect("right mask width");
+        assert_eq!(w, Walk { end: WalkEnd::Accepted, inconsistencies: vec![] });
+        assert_eq!(ns.len(), 3, "one mask per token plus the EOS mask");
+
+        let w = walk(&mut engine(false, false), &[TokenId(0)], &mut mask, &mut ns).unwrap();
+        assert_eq!(w.end, WalkEnd::RefusedEos);
+        let w = walk(&mut engine(false, false), &[TokenId(1)], &mut mask, &mut ns).unwrap();
+        assert_eq!(w.end, WalkEnd::RefusedToken { index: 0, token: TokenId(1) });
+        assert!(w.inconsistencies.is_empty());
+    }
+
+    #[test]
+    fn engine_self_contradictions_are_reported() {
+        let mut mask = TokenMask::new(3);
+        let mut ns = Vec::new();
+        let w = walk(&mut engine(true, false), &[TokenId(1)], &mut mask, &mut ns).unwrap();
+        assert_eq!(w.end, WalkEnd::RefusedToken { index: 0, token: TokenId(1) });
+        assert_eq!(w.inconsistencies.len(), 1, "{w:?}");
+        assert!(w.inconsistencies[0].contains("advance refuses"), "{w:?}");
+
+        let w =
+            walk(&mut engine(false, true), &[TokenId(0), TokenId(1)], &mut mask, &mut ns).unwrap();
+        assert!(w.accepted());
+        assert!(w.inconsistencies[0].contains("is_accepting"), "{w:?}");
+    }
+}
