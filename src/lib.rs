@@ -8,6 +8,7 @@ pub mod engine;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
+pub mod schema;
 pub mod token;
 pub mod vocab;
 
@@ -15,5 +16,6 @@ pub use copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
+pub use schema::{CompiledSchema, SchemaConstraint, SchemaError, SchemaErrorKind, SchemaOptions};
 pub use token::TokenId;
 pub use vocab::Vocabulary;
