@@ -1,5 +1,5 @@
 //! The official JSON Schema Test Suite (draft 2020-12, copied into
-//! `tests/data/json-schema-test-suite/`) run through the schema engine, against the committed
+//! `tests/data/json-schema-test-suite/`) run through the schema engine ([`SchemaCompiler`], default options), against the committed
 //! expected outcomes in `tests/data/json-schema-test-suite-expected.json` — a ratchet: the test
 //! fails when any case's outcome differs from the file, in either direction, so every behaviour
 //! change shows in the diff. `GRAMMASK_BLESS=1 cargo test --release --test json_schema_suite`
@@ -8,8 +8,8 @@
 //! Instances are serialised compactly and walked token by token with the embedded Qwen3
 //! vocabulary; the verdict (every token allowed, EOS allowed at the end) must equal `valid`.
 
+use grammask::bench::schema::SchemaCompiler;
 use grammask::bench::suite::run_suite;
-use grammask::bench::FreeJsonCompiler;
 use grammask::Vocabulary;
 use std::path::Path;
 
@@ -20,7 +20,7 @@ const EXPECTED: &str = "tests/data/json-schema-test-suite-expected.json";
 fn json_schema_test_suite_matches_expected() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let vocab = Vocabulary::embedded().unwrap();
-    let report = run_suite(&root.join(SUITE), &vocab, &FreeJsonCompiler::default()).unwrap();
+    let report = run_suite(&root.join(SUITE), &vocab, &SchemaCompiler::default()).unwrap();
     println!("{report}");
     let expected_path = root.join(EXPECTED);
     if std::env::var_os("GRAMMASK_BLESS").is_some_and(|v| v == "1") {

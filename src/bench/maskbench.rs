@@ -17,20 +17,20 @@
 //!
 //! # Example
 //! ```no_run
-//! use grammask::bench::maskbench::{run_maskbench_with, MaskbenchOptions};
-//! use grammask::bench::FreeJsonCompiler;
+//! use grammask::bench::maskbench::{run_maskbench, MaskbenchOptions};
 //! use grammask::Vocabulary;
 //! let vocab = Vocabulary::from_file("../shared/tokenizers/llama3.json").unwrap();
-//! let opts = MaskbenchOptions { jobs: 1, ..MaskbenchOptions::default() };
-//! let summary = run_maskbench_with(
-//!     "../shared/maskbench-dev".as_ref(), &vocab, &opts, &FreeJsonCompiler::default()).unwrap();
+//! let opts = MaskbenchOptions { out: Some("results.jsonl".into()), ..MaskbenchOptions::default() };
+//! let summary = run_maskbench("../shared/maskbench-dev".as_ref(), &vocab, &opts).unwrap();
 //! println!("{summary}");
 //! ```
 
+use super::schema::SchemaCompiler;
 use super::stats::{fmt_us, LatencySummary};
 use super::walk::{tokenize, truncate, walk, WalkEnd};
 use super::{CompileFailure, ConstraintCompiler};
 use crate::mask::TokenMask;
+use crate::schema::SchemaOptions;
 use crate::vocab::Vocabulary;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -53,13 +53,32 @@ pub struct MaskbenchOptions {
     pub filter: Option<String>,
     /// Only the first `limit` files (by name, after `filter`; default: all).
     pub limit: Option<usize>,
+    /// Only every `stride`-th file (by name, after `filter`, before `limit`; default 1: all) —
+    /// an evenly spread sample of every subset when the whole folder takes too long.
+    pub stride: usize,
+    /// Stop starting new files after this much wall time (default: none); the summary then
+    /// says how many files were left out ([`MaskbenchSummary::skipped`]).
+    pub time_limit: Option<Duration>,
     /// Print a progress line to stderr every this many schemas (default 0: silent).
     pub progress_every: usize,
+    /// The schema engine's options, for [`run_maskbench`] (default: flexible whitespace, which
+    /// accepts Python's `", "`/`": "`, and any property order). Set `property_order` to
+    /// [`crate::schema::PropertyOrder::Schema`] to score the schema-order mode.
+    pub schema: SchemaOptions,
 }
 
 impl Default for MaskbenchOptions {
     fn default() -> Self {
-        MaskbenchOptions { jobs: 1, out: None, filter: None, limit: None, progress_every: 0 }
+        MaskbenchOptions {
+            jobs: 1,
+            out: None,
+            filter: None,
+            limit: None,
+            stride: 1,
+            time_limit: None,
+            progress_every: 0,
+            schema: SchemaOptions::default(),
+        }
     }
 }
 
@@ -274,6 +293,8 @@ pub struct MaskbenchSummary {
     pub compile: LatencySummary,
     /// Tokens walked.
     pub tokens: usize,
+    /// Files not run because [`MaskbenchOptions::time_limit`] passed (0 for a complete run).
+    pub skipped: usize,
     /// Worker threads used.
     pub jobs: usize,
     /// Wall-clock time of the whole run.
@@ -310,6 +331,9 @@ impl fmt::Display for MaskbenchSummary {
             self.jobs,
             self.wall.as_secs_f64()
         )?;
+        if self.skipped > 0 {
+            writeln!(f, "  STOPPED by the time limit: {} files not run", self.skipped)?;
+        }
         writeln!(
             f,
             "  passed:            {} / {} ({:.1}%)",
@@ -395,6 +419,9 @@ pub fn list_files(dir: &Path, opts: &MaskbenchOptions) -> Result<Vec<PathBuf>, M
         files.push(path);
     }
     files.sort();
+    if opts.stride > 1 {
+        files = files.into_iter().step_by(opts.stride).collect();
+    }
     if let Some(limit) = opts.limit {
         files.truncate(limit);
     }
@@ -402,6 +429,20 @@ pub fn list_files(dir: &Path, opts: &MaskbenchOptions) -> Result<Vec<PathBuf>, M
         return Err(MaskbenchError { kind: MaskbenchErrorKind::NoFiles { path: dir.into() } });
     }
     Ok(files)
+}
+
+/// Run MaskBench over the files of `dir` with the schema engine ([`SchemaCompiler`] with
+/// `opts.schema`), writing JSONL to `opts.out` if set: what `grammask maskbench` calls.
+///
+/// # Errors
+/// An unreadable folder, no files, an unwritable output file. Problems with single files
+/// (unreadable, compile errors, false verdicts) are recorded in the summary instead.
+pub fn run_maskbench(
+    dir: &Path,
+    vocab: &Vocabulary,
+    opts: &MaskbenchOptions,
+) -> Result<MaskbenchSummary, MaskbenchError> {
+    run_maskbench_with(dir, vocab, opts, &SchemaCompiler { options: opts.schema.clone() })
 }
 
 /// Run MaskBench over the files of `dir` with `compiler`, writing JSONL to `opts.out` if set.
@@ -436,6 +477,9 @@ pub fn run_maskbench_with<C: ConstraintCompiler>(
             scope.spawn(move || {
                 let mut mask = TokenMask::new(vocab.n_vocab());
                 loop {
+                    if opts.time_limit.is_some_and(|l| started.elapsed() >= l) {
+                        break;
+                    }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
                     let run = run_file(path, vocab, compiler, &mut mask);
@@ -471,6 +515,7 @@ pub fn run_maskbench_with<C: ConstraintCompiler>(
         w.flush().map_err(|e| MaskbenchError::io(path, e))?;
     }
     let mut summary = acc.finish();
+    summary.skipped = files.len() - summary.schemas;
     summary.jobs = jobs;
     summary.wall = started.elapsed();
     Ok(summary)

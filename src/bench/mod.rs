@@ -2,7 +2,8 @@
 //! Test Suite runner.
 //!
 //! Both harnesses drive any constraint that compiles from a JSON Schema through the
-//! [`ConstraintCompiler`] trait, so they run the schema engine and, in their own tests, the
+//! [`ConstraintCompiler`] trait, so they run the schema engine ([`schema::SchemaCompiler`])
+//! and, in their own tests, the
 //! free-form JSON engine as a stand-in ([`FreeJsonCompiler`]). Each document is tokenized with a
 //! real tokenizer and walked token by token through the engine exactly as a decode loop would
 //! ([`walk`]), timing every mask.
@@ -12,11 +13,13 @@
 //!   false rejections/acceptances, mask and compile latency percentiles).
 //! - [`suite`]: the official JSON Schema Test Suite → one outcome per test case, compared with a
 //!   committed expected-results file (a ratchet).
+//! - [`schema`]: the schema engine as a [`ConstraintCompiler`] ([`schema::SchemaCompiler`]).
 //! - [`pyjson`]: Python's `json.dumps(…, ensure_ascii=False)`, the serialisation MaskBench uses.
 //! - [`stats`]: nearest-rank percentiles, shared with the CLI.
 
 pub mod maskbench;
 pub mod pyjson;
+pub mod schema;
 pub mod stats;
 pub mod suite;
 pub mod walk;
