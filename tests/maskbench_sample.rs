@@ -81,3 +81,79 @@ fn filter_limit_and_missing_folder() {
     );
     assert!(matches!(e.unwrap_err().kind(), MaskbenchErrorKind::Io { .. }));
 }
+
+const EXPECTED: &str = "tests/data/maskbench-sample-expected.json";
+
+/// The schema engine on the sample, against the committed per-instance outcomes in
+/// `tests/data/maskbench-sample-expected.json` (a ratchet like the JSON Schema Test Suite's:
+/// any change of a schema's compile result or of an instance's verdict fails the test;
+/// `GRAMMASK_BLESS=1` rewrites the file). Each instance's label is `ok`, `false-rejection`,
+/// `false-acceptance`, `not-compiled` or `error`.
+#[test]
+fn schema_engine_on_sample_matches_expected() {
+    use grammask::bench::maskbench::{load_file, run_file, CompileOutcome, SchemaRun};
+    use grammask::bench::schema::SchemaCompiler;
+    use grammask::TokenMask;
+
+    let vocab = Vocabulary::embedded().unwrap();
+    let compiler = SchemaCompiler::default();
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(data_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let label = |run: &SchemaRun| -> serde_json::Value {
+        let compile = match &run.compile {
+            CompileOutcome::Compiled { .. } => "ok".to_string(),
+            CompileOutcome::Failed { failure, .. } => failure.kind.clone(),
+            CompileOutcome::NotLoaded { message } => format!("unreadable: {message}"),
+        };
+        let verdicts: Vec<&str> = run
+            .instances
+            .iter()
+            .map(|i| match (i.accepted(), i.valid) {
+                _ if !i.inconsistencies.is_empty() => "error",
+                (Some(a), v) if a == v => "ok",
+                (Some(_), true) => "false-rejection",
+                (Some(_), false) => "false-acceptance",
+                (None, _) if matches!(run.compile, CompileOutcome::Compiled { .. }) => "error",
+                (None, _) => "not-compiled",
+            })
+            .collect();
+        serde_json::json!({"compile": compile, "verdicts": verdicts})
+    };
+    let mut got = serde_json::Map::new();
+    let mut report = String::new();
+    for path in &files {
+        load_file(path).unwrap();
+        let run = run_file(path, &vocab, &compiler, &mut mask);
+        for i in run.instances.iter().filter(|i| !i.correct() && i.accepted().is_some()) {
+            report += &format!("  {} #{}: {}: {}\n", run.file, i.index, i.detail(), i.text);
+        }
+        got.insert(run.file.clone(), label(&run));
+    }
+    println!("{report}");
+    let got = serde_json::Value::Object(got);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXPECTED);
+    if std::env::var_os("GRAMMASK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+        return;
+    }
+    let want: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).expect("expected file missing: run with GRAMMASK_BLESS=1"),
+    )
+    .unwrap();
+    let mut diffs = Vec::new();
+    for (file, g) in got.as_object().unwrap() {
+        if want.get(file) != Some(g) {
+            diffs.push(format!(
+                "  {file}: expected {}, got {g}",
+                want.get(file).unwrap_or(&"(absent)".into())
+            ));
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "MaskBench sample outcomes changed (GRAMMASK_BLESS=1 to accept):\n{}",
+        diffs.join("\n")
+    );
+}
