@@ -110,7 +110,9 @@ pub(crate) enum Expr {
     And(Vec<ExprId>),
     Or(Vec<ExprId>),
     /// `oneOf`: normalised as a union once the branches are shown disjoint.
-    OneOf(Vec<ExprId>, String),
+    /// `oneOf`: normalised as a union once the branches are shown disjoint, otherwise as
+    /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when every branch can be negated (last field).
+    OneOf(Vec<ExprId>, String, Option<Vec<ExprId>>),
 }
 
 /// Finalised object core, as the runtime reads it.
@@ -135,6 +137,8 @@ pub(crate) struct ObjRt {
 #[derive(Debug)]
 pub(crate) struct PropRt {
     pub node: ExprId,
+    /// The key can never appear (its schema or one of its dependencies is unsatisfiable).
+    pub forbidden: bool,
     pub required: bool,
     pub order: u32,
     pub deps: Vec<u32>,
@@ -199,6 +203,8 @@ pub(crate) struct Compiler<'a> {
     false_e: ExprId,
     any_dfa: u32,
     legacy_ref: bool,
+    draft4: bool,
+    pre_draft7: bool,
     ref_depth: usize,
     dfa_memo: FxHashMap<String, u32>,
 }
@@ -279,6 +285,13 @@ impl<'a> Compiler<'a> {
             false_e: 0,
             any_dfa: 0,
             legacy_ref,
+            pre_draft7: doc.get("$schema").and_then(Value::as_str).is_some_and(|s| {
+                s.contains("draft-04") || s.contains("draft-03") || s.contains("draft-06")
+            }),
+            draft4: doc
+                .get("$schema")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
             ref_depth: 0,
             dfa_memo: FxHashMap::default(),
         };
@@ -572,8 +585,14 @@ impl<'a> Compiler<'a> {
         if let Some(x) = m.get("enum") {
             let a =
                 x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "enum must be an array"))?;
+            // String members become one automaton (one alternative, however many members).
+            let strs: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
             let mut cs = Vec::new();
-            for lit in a {
+            if !strs.is_empty() {
+                let d = self.regex_dfa(&string::literals_regex(strs), "enum", ptr)?;
+                cs.push(self.core(Core::String(StrC { dfa: Some(d), min: 0, max: u32::MAX })));
+            }
+            for lit in a.iter().filter(|v| !v.is_string()) {
                 cs.extend(self.literal(lit, ptr)?);
             }
             parts.push(self.push(Expr::Cores(cs)));
@@ -605,7 +624,24 @@ impl<'a> Compiler<'a> {
             for i in 0..a.len() {
                 alts.push(self.schema_at(&format!("{ptr}/oneOf/{i}"))?);
             }
-            parts.push(self.push(Expr::OneOf(alts, ptr.to_string())));
+            let mut negs = Some(Vec::new());
+            if a.len() <= 8 {
+                for (i, b) in a.iter().enumerate() {
+                    match self.negate(b, &format!("{ptr}/oneOf/{i}"), 0) {
+                        Ok(n) => negs.as_mut().expect("some").push(n),
+                        Err(e)
+                            if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) =>
+                        {
+                            negs = None;
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            } else {
+                negs = None;
+            }
+            parts.push(self.push(Expr::OneOf(alts, ptr.to_string(), negs)));
         }
         if let Some(x) = m.get("not") {
             match self.negate(x, &format!("{ptr}/not"), 0) {
@@ -616,7 +652,8 @@ impl<'a> Compiler<'a> {
                 Err(e) => return Err(e),
             }
         }
-        if let Some(c) = m.get("if") {
+        // `if`/`then`/`else` arrived in draft-07: older drafts ignore them.
+        if let Some(c) = m.get("if").filter(|_| !self.pre_draft7) {
             let then = m.get("then");
             let els = m.get("else");
             if then.is_some() || els.is_some() {
@@ -803,6 +840,7 @@ impl<'a> Compiler<'a> {
     ) -> Result<Option<NumCore>, SchemaError> {
         let mut n = NumCore::any();
         n.integer = integer;
+        n.int_syntax = integer && self.draft4;
         let mut lo_parts: Vec<(Dec, bool)> = Vec::new();
         let mut hi_parts: Vec<(Dec, bool)> = Vec::new();
         if let Some(v) = m.get("minimum") {
@@ -825,12 +863,24 @@ impl<'a> Compiler<'a> {
         }
         for (d, ex) in lo_parts {
             n = n
-                .merge(&NumCore { lo: Some((d, ex)), hi: None, integer: false, multiple: None })
+                .merge(&NumCore {
+                    lo: Some((d, ex)),
+                    hi: None,
+                    integer: false,
+                    multiple: None,
+                    int_syntax: false,
+                })
                 .expect("no multiple");
         }
         for (d, ex) in hi_parts {
             n = n
-                .merge(&NumCore { lo: None, hi: Some((d, ex)), integer: false, multiple: None })
+                .merge(&NumCore {
+                    lo: None,
+                    hi: Some((d, ex)),
+                    integer: false,
+                    multiple: None,
+                    int_syntax: false,
+                })
                 .expect("no multiple");
         }
         if let Some(v) = m.get("multipleOf") {
@@ -1110,7 +1160,12 @@ impl<'a> Compiler<'a> {
                 "title" | "description" | "default" | "examples" | "$comment" | "$id"
                 | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
                 | "deprecated" | "format" => {
-                    if k == "format" && x.as_str().and_then(string::format_regex).is_some() {
+                    if k == "format"
+                        && x.as_str().is_some_and(|f| {
+                            string::format_regex(f).is_some()
+                                || string::UNSUPPORTED_FORMATS.contains(&f)
+                        })
+                    {
                         return Err(SchemaError::unsupported("not", ptr));
                     }
                 }
@@ -1322,11 +1377,18 @@ impl<'a> Compiler<'a> {
                 hi: Some((d.clone(), true)),
                 integer: false,
                 multiple: None,
+                int_syntax: false,
             };
             cs.push(self.core(Core::Number(n)));
             prev = Some(d.clone());
         }
-        let n = NumCore { lo: prev.map(|p| (p, true)), hi: None, integer: false, multiple: None };
+        let n = NumCore {
+            lo: prev.map(|p| (p, true)),
+            hi: None,
+            integer: false,
+            multiple: None,
+            int_syntax: false,
+        };
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);
         cs.extend(arr);
@@ -1380,29 +1442,42 @@ impl<'a> Compiler<'a> {
                 }
                 acc.unwrap_or_default()
             }
-            Expr::OneOf(a, p) => {
+            Expr::OneOf(a, p, negs) => {
                 let mut branches = Vec::new();
                 for &x in &a {
                     branches.push(self.normalize(x, &p)?);
                 }
-                for i in 0..branches.len() {
+                let mut disjoint = true;
+                'outer: for i in 0..branches.len() {
                     for j in i + 1..branches.len() {
                         for &ci in &branches[i] {
                             for &cj in &branches[j] {
                                 if !self.disjoint(ci, cj, 0) {
-                                    self.in_progress[e as usize] = false;
-                                    if self.opts.lenient {
-                                        self.ignored
-                                            .push(format!("oneOf at {p} (treated as anyOf)"));
-                                    } else {
-                                        return Err(SchemaError::unsupported("oneOf", &p));
-                                    }
+                                    disjoint = false;
+                                    break 'outer;
                                 }
                             }
                         }
                     }
                 }
-                branches.concat()
+                if disjoint {
+                    branches.concat()
+                } else if let Some(negs) = negs {
+                    let mut out = Vec::new();
+                    for i in 0..a.len() {
+                        let mut parts = vec![a[i]];
+                        parts.extend((0..a.len()).filter(|&j| j != i).map(|j| negs[j]));
+                        let e2 = self.and(parts);
+                        out.extend(self.normalize(e2, &p)?);
+                    }
+                    out
+                } else if self.opts.lenient {
+                    self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
+                    branches.concat()
+                } else {
+                    self.in_progress[e as usize] = false;
+                    return Err(SchemaError::unsupported("oneOf", &p));
+                }
             }
         };
         let r = self.simplify(r);
@@ -1709,79 +1784,34 @@ impl<'a> Compiler<'a> {
         for ns in nodes.iter_mut() {
             ns.retain(|&c| sat[c as usize]);
         }
-        // Declared names whose node is empty can never appear: drop them from objects.
+        // Declared names whose node is empty can never appear: mark them forbidden (they stay
+        // declared, so the runtime never reads them as undeclared keys), and so are names
+        // whose dependencies are forbidden.
         for c in out_cores.iter_mut() {
             if let CoreRt::Object(o) = c {
-                let keep: Vec<bool> =
-                    o.props.iter().map(|p| !nodes[p.node as usize].is_empty()).collect();
-                if keep.iter().all(|&k| k) {
-                    continue;
+                for p in o.props.iter_mut() {
+                    p.forbidden = nodes[p.node as usize].is_empty();
                 }
-                let mut remap = vec![u32::MAX; keep.len()];
-                let mut names = Vec::new();
-                let mut props = Vec::new();
-                for (i, k) in keep.iter().enumerate() {
-                    if *k {
-                        remap[i] = props.len() as u32;
-                        names.push(o.names[i].clone());
-                        props.push(PropRt {
-                            node: o.props[i].node,
-                            required: o.props[i].required,
-                            order: o.props[i].order,
-                            deps: o.props[i].deps.clone(),
-                        });
-                    }
-                }
-                // A kept key depending on a dropped one can never appear either.
-                let mut i = 0;
-                while i < props.len() {
-                    if props[i].deps.iter().any(|&d| remap[d as usize] == u32::MAX) {
-                        if props[i].required {
-                            // Unsat core; it is already excluded by the fixpoint if required
-                            // names were affected, otherwise keep it and let it be unreachable.
+                loop {
+                    let mut changed = false;
+                    for i in 0..o.props.len() {
+                        if !o.props[i].forbidden
+                            && o.props[i].deps.iter().any(|&d| o.props[d as usize].forbidden)
+                        {
+                            o.props[i].forbidden = true;
+                            changed = true;
                         }
-                        props[i].deps = vec![u32::MAX];
-                    } else {
-                        props[i].deps = props[i].deps.iter().map(|&d| remap[d as usize]).collect();
                     }
-                    i += 1;
-                }
-                o.required = o
-                    .required
-                    .iter()
-                    .map(|&r| remap[r as usize])
-                    .filter(|&r| r != u32::MAX)
-                    .collect();
-                o.names = names;
-                o.props = props;
-            }
-        }
-        for c in out_cores.iter_mut() {
-            if let CoreRt::Object(o) = c {
-                // Keys whose dependencies can never be present are removed (deps == [MAX]).
-                let mut j = 0;
-                while j < o.props.len() {
-                    if o.props[j].deps == [u32::MAX] {
-                        o.names.remove(j);
-                        o.props.remove(j);
-                        for p in o.props.iter_mut() {
-                            for d in p.deps.iter_mut() {
-                                if *d != u32::MAX && *d > j as u32 {
-                                    *d -= 1;
-                                }
-                            }
-                        }
-                        o.required = o
-                            .required
-                            .iter()
-                            .filter(|&&r| r != j as u32)
-                            .map(|&r| if r > j as u32 { r - 1 } else { r })
-                            .collect();
-                    } else {
-                        j += 1;
+                    if !changed {
+                        break;
                     }
                 }
                 o.has_deps = o.props.iter().any(|p| !p.deps.is_empty());
+                if let Some(x) = &o.extra {
+                    if x.combos.iter().all(|&n| nodes[n as usize].is_empty()) {
+                        o.extra = None;
+                    }
+                }
             }
         }
         if nodes[root as usize].is_empty() {
@@ -1844,6 +1874,7 @@ impl<'a> Compiler<'a> {
                 n.as_bytes().to_vec(),
                 PropRt {
                     node,
+                    forbidden: false,
                     required: o.required.contains(n),
                     order: i as u32,
                     deps: Vec::new(),
@@ -1876,6 +1907,31 @@ impl<'a> Compiler<'a> {
         }
         let mut combos = Vec::new();
         let mut lang: Option<u32> = None;
+        if pats.is_empty() && o.names.is_none() {
+            // The common case: undeclared keys are any string but the declared names (the
+            // runtime reads a declared name as declared, never as undeclared), so no automaton
+            // product is needed.
+            let parts: Vec<ExprId> = o.groups.iter().map(|g| g.additional).collect();
+            let node = self.and(parts);
+            let cs = self.normalize(node, "")?;
+            let extra = (!cs.is_empty()).then_some(ExtraRt {
+                dfa: self.any_dfa,
+                patterns: Vec::new(),
+                combos: vec![node],
+            });
+            let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
+                entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
+            return Ok(ObjRt {
+                names,
+                props,
+                extra,
+                min: o.min,
+                max: o.max,
+                n_required: required.len() as u32,
+                required,
+                has_deps: !o.deps.is_empty(),
+            });
+        }
         for mask in 0..(1usize << pats.len()) {
             let mut parts = Vec::new();
             for (gi, g) in o.groups.iter().enumerate() {

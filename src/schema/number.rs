@@ -187,6 +187,9 @@ pub(crate) struct NumCore {
     pub hi: Bound,
     pub integer: bool,
     pub multiple: Option<Dec>,
+    /// Draft-04 `integer`: the text itself must be an integer literal (no fraction, no
+    /// exponent), as Python's `json` module parses `1.0` to a float.
+    pub int_syntax: bool,
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -304,7 +307,7 @@ fn pow10(p: i64) -> Dec {
 impl NumCore {
     /// Any number.
     pub(crate) fn any() -> NumCore {
-        NumCore { lo: None, hi: None, integer: false, multiple: None }
+        NumCore { lo: None, hi: None, integer: false, multiple: None, int_syntax: false }
     }
 
     /// Exactly `v`.
@@ -314,6 +317,7 @@ impl NumCore {
             hi: Some((v, false)),
             integer: false,
             multiple: None,
+            int_syntax: false,
         }
     }
 
@@ -336,6 +340,7 @@ impl NumCore {
             hi: tighter_hi(&self.hi, &o.hi),
             integer: self.integer || o.integer,
             multiple,
+            int_syntax: self.int_syntax || o.int_syntax,
         })
     }
 
@@ -386,7 +391,8 @@ impl NumCore {
 
     /// Does the complete number text satisfy the constraint?
     pub(crate) fn accepts_text(&self, text: &[u8]) -> bool {
-        is_complete(text)
+        (!self.int_syntax || !text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
+            && is_complete(text)
             && std::str::from_utf8(text).ok().and_then(Dec::parse).is_some_and(|v| self.accepts(&v))
     }
 
@@ -394,6 +400,11 @@ impl NumCore {
     /// satisfies the constraint?
     pub(crate) fn live(&self, text: &[u8]) -> bool {
         let Some(p) = parse_prefix(text) else { return false };
+        if self.int_syntax
+            && !matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int)
+        {
+            return false;
+        }
         match p.phase {
             Phase::Empty => {
                 self.accepts(&Dec::zero())
@@ -419,6 +430,7 @@ impl NumCore {
             hi: self.lo.as_ref().map(|(v, e)| (v.negate(), *e)),
             integer: self.integer,
             multiple: self.multiple.clone(),
+            int_syntax: self.int_syntax,
         }
     }
 
@@ -465,7 +477,6 @@ impl NumCore {
         } else {
             Dec::norm(false, up, 0)
         };
-        let _ = n;
         let t_max = hi.0.exp + 1;
         let t_min = match &c.lo {
             Some((l, _)) if !l.neg && !l.is_zero() => l.exp - 1,
@@ -483,6 +494,7 @@ impl NumCore {
                 }
             }
         };
+        let t_min = if c.int_syntax { t_min.max(n) } else { t_min };
         if t_max - t_min > 2000 {
             // A range this wide contains whole scales: some J_t lies inside it.
             return true;
@@ -710,6 +722,7 @@ mod tests {
             hi: hi.map(|(s, e)| (d(s), e)),
             integer,
             multiple: None,
+            int_syntax: false,
         }
     }
 

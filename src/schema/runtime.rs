@@ -302,6 +302,15 @@ impl<'a> Rt<'a> {
             .count() as u32
     }
 
+    /// Has object alt `ai` (in frame `fi`) already seen the undeclared key `key`?
+    fn seen_extra(&self, fi: usize, ai: usize, key: &[u8]) -> bool {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..].iter().any(|x| {
+            x.alt as usize == ai
+                && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == key
+        })
+    }
+
     /// Remaining undeclared keys (`u32::MAX` = unbounded).
     fn extra_supply(&self, fi: usize, ai: usize, o: &ObjRt) -> u32 {
         match &o.extra {
@@ -371,7 +380,10 @@ impl<'a> Rt<'a> {
         if o.min > count {
             let mut avail: u64 = 0;
             for i in 0..n {
-                if !self.seen(&alt, i) && Some(i) != choice && (!schema || o.props[i].order >= last)
+                if !o.props[i].forbidden
+                    && !self.seen(&alt, i)
+                    && Some(i) != choice
+                    && (!schema || o.props[i].order >= last)
                 {
                     avail += 1;
                 }
@@ -391,7 +403,8 @@ impl<'a> Rt<'a> {
     fn name_ok(&self, fi: usize, ai: usize, idx: usize) -> bool {
         let alt = self.st.alts[ai];
         let o = self.obj(alt.core);
-        !self.seen(&alt, idx)
+        !o.props[idx].forbidden
+            && !self.seen(&alt, idx)
             && (!self.schema_order() || o.props[idx].order >= alt.c)
             && self.completable_after(fi, ai, Some(idx))
     }
@@ -1181,16 +1194,17 @@ impl<'a> Rt<'a> {
             let o = self.obj(a.core);
             let objai = a.d as usize;
             if a.b < a.c && o.names[a.b as usize].len() == text.len() {
+                // A declared name: never an undeclared key, even if it cannot be taken now.
                 let idx = a.b as usize;
                 if self.name_ok(oi, objai, idx) {
                     choices.push((objai, Some(idx), o.props[idx].node));
-                    continue;
                 }
+                continue;
             }
             if let Some(x) = &o.extra {
                 if a.a != DEAD
                     && prog.dfas[x.dfa as usize].is_accept(a.a)
-                    && self.seen_extra_with_prefix(oi, objai, &text) == 0
+                    && !self.seen_extra(oi, objai, &text)
                     && self.extra_ok(oi, objai)
                 {
                     let mut m = 0usize;

@@ -621,8 +621,11 @@ pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
     Ok(format!(r"(?s:.)*(?:{out})(?s:.)*"))
 }
 
+/// Formats the specification defines but grammask cannot decide with an automaton.
+pub(crate) const UNSUPPORTED_FORMATS: &[&str] = &["regex", "idn-email", "idn-hostname"];
+
 /// The full-match regex of a known `format`, or `None` for formats that constrain nothing
-/// (unknown formats are annotations in draft 2020-12).
+/// (unknown formats are annotations in draft 2020-12; see also [`UNSUPPORTED_FORMATS`]).
 pub(crate) fn format_regex(name: &str) -> Option<String> {
     const YEAR: &str = r"[0-9]{4}";
     const LEAP: &str =
@@ -640,7 +643,19 @@ pub(crate) fn format_regex(name: &str) -> Option<String> {
     let ipv6 = format!(
         r"(?:(?:{h}:){{6}}{ls32}|::(?:{h}:){{5}}{ls32}|(?:{h})?::(?:{h}:){{4}}{ls32}|(?:(?:{h}:){{0,1}}{h})?::(?:{h}:){{3}}{ls32}|(?:(?:{h}:){{0,2}}{h})?::(?:{h}:){{2}}{ls32}|(?:(?:{h}:){{0,3}}{h})?::{h}:{ls32}|(?:(?:{h}:){{0,4}}{h})?::{ls32}|(?:(?:{h}:){{0,5}}{h})?::{h}|(?:(?:{h}:){{0,6}}{h})?::)"
     );
-    let uric = r#"[^\x00-\x20<>"{}|\\^`\x7F]"#;
+    // RFC 3986 characters: pchar without ':' (NC), pchar (P), query/fragment chars (Q).
+    let pct = r"%[0-9A-Fa-f]{2}";
+    let nc = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|{pct}|{{U}})");
+    let p = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:]|{pct}|{{U}})");
+    let q = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:/?]|{pct}|{{U}})");
+    let auth = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@\[\]]|{pct}|{{U}})*");
+    let tail = format!(r"(?:\?{q}*)?(?:#{q}*)?");
+    let uri =
+        format!(r"[A-Za-z][A-Za-z0-9+.\-]*:(?://{auth}(?:/{p}*)*|/?(?:{p}+(?:/{p}*)*)?){tail}");
+    let rel = format!(r"(?://{auth}(?:/{p}*)*|/(?:{p}+(?:/{p}*)*)?|{nc}+(?:/{p}*)*|){tail}");
+    let ascii = |r: &str| r.replace("{U}", r"[^\x00-\xFF]").replace(r"|[^\x00-\xFF]", "");
+    let intl = |r: &str| r.replace("{U}", r"[^\x00-\x7F]");
+    let jp = r"(?:/(?:[^~/]|~[01])*)*";
     let dur_time = r"T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
     let dur_date = r"(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)";
     Some(match name {
@@ -656,8 +671,13 @@ pub(crate) fn format_regex(name: &str) -> Option<String> {
         "ipv6" => ipv6,
         "uuid" => r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
             .to_string(),
-        "uri" => format!(r"[A-Za-z][A-Za-z0-9+.\-]*:{uric}*"),
-        "uri-reference" => format!(r"{uric}*"),
+        "uri" => ascii(&uri),
+        "uri-reference" => ascii(&format!("(?:{uri}|{rel})")),
+        "iri" => intl(&uri),
+        "iri-reference" => intl(&format!("(?:{uri}|{rel})")),
+        "json-pointer" => jp.to_string(),
+        "relative-json-pointer" => format!(r"(?:0|[1-9][0-9]*)(?:#|{jp})"),
+        "uri-template" => r#"(?:[^{}\x00-\x20"'<>\\^`|]|\{[^{}]*\})*"#.to_string(),
         _ => return None,
     })
 }
