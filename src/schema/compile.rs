@@ -139,6 +139,8 @@ pub(crate) struct PropRt {
     pub node: ExprId,
     /// The key can never appear (its schema or one of its dependencies is unsatisfiable).
     pub forbidden: bool,
+    /// Listed in `required` (kept for diagnostics).
+    #[allow(dead_code)]
     pub required: bool,
     pub order: u32,
     pub deps: Vec<u32>,
@@ -930,6 +932,9 @@ impl<'a> Compiler<'a> {
         if let Some(v) = m.get("format") {
             let f =
                 v.as_str().ok_or_else(|| SchemaError::invalid(ptr, "format must be a string"))?;
+            if string::UNSUPPORTED_FORMATS.contains(&f) {
+                self.unsupported("format", ptr)?;
+            }
             if let Some(re) = string::format_regex(f) {
                 let d = self.regex_dfa(&re, "format", ptr)?;
                 s.dfa = Some(match s.dfa {
@@ -1152,7 +1157,8 @@ impl<'a> Compiler<'a> {
             Value::Object(m) => m,
             _ => return Err(SchemaError::invalid(ptr, "a schema must be an object or a boolean")),
         };
-        // ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …
+        // ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …. A type-specific keyword holds vacuously for other
+        // types, so its negation only admits values of its own type.
         let mut alts: Vec<ExprId> = Vec::new();
         for (k, x) in m {
             let kp = format!("{ptr}/{}", esc_ptr(k));
@@ -1297,7 +1303,7 @@ impl<'a> Compiler<'a> {
                         "exclusiveMinimum" => n.hi = Some((d, false)),
                         _ => n.lo = Some((d, false)),
                     }
-                    let mut cs = self.type_cores(T_ALL & !(T_NUM | T_INT));
+                    let mut cs = Vec::new();
                     cs.push(self.core(Core::Number(n)));
                     alts.push(self.push(Expr::Cores(cs)));
                 }
@@ -1329,7 +1335,7 @@ impl<'a> Compiler<'a> {
                             s.dfa = Some(self.add_dfa(c));
                         }
                     }
-                    let mut cs = self.type_cores(T_ALL & !T_STR);
+                    let mut cs = Vec::new();
                     cs.push(self.core(Core::String(s)));
                     alts.push(self.push(Expr::Cores(cs)));
                 }
