@@ -98,7 +98,7 @@ fn decode(compiled: &Arc<CompiledSchema>, vocab: &Vocabulary, seed: u64, oracle:
 /// Numbers beyond 2^53 in magnitude: the validator's f64 arithmetic is not exact there.
 fn imprecise(v: &serde_json::Value) -> bool {
     match v {
-        serde_json::Value::Number(n) => n.as_f64().is_none_or(|x| x.abs() >= 9.0e15),
+        serde_json::Value::Number(n) => n.as_f64().map_or(true, |x| x.abs() >= 9.0e15),
         serde_json::Value::Array(a) => a.iter().any(imprecise),
         serde_json::Value::Object(m) => m.values().any(imprecise),
         _ => false,

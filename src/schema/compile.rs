@@ -233,7 +233,7 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 0 && i + 2 <= b.len() - 1 {
+        if b[i] == b'%' && i + 2 < b.len() {
             if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
                 out.push(v);
                 i += 3;
@@ -447,11 +447,9 @@ impl<'a> Compiler<'a> {
         // The base URI of the innermost resource containing `ptr`.
         let mut best = (0usize, String::new());
         for (id, p) in &self.ids {
-            if (ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty()) && p.len() >= best.0
-            {
-                if p.len() > best.0 || best.1.is_empty() {
-                    best = (p.len(), id.clone());
-                }
+            let inside = ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty();
+            if inside && (p.len() > best.0 || (p.len() == best.0 && best.1.is_empty())) {
+                best = (p.len(), id.clone());
             }
         }
         best.1
@@ -703,7 +701,7 @@ impl<'a> Compiler<'a> {
             let non_obj = self.type_cores(T_ALL & !T_OBJ);
             let non_obj = self.push(Expr::Cores(non_obj));
             let absent = self.obj_with(&[], &[(k.clone(), self.false_e)]);
-            let present = self.obj_with(&[k.clone()], &[]);
+            let present = self.obj_with(std::slice::from_ref(&k), &[]);
             let with = self.and(vec![present, s]);
             parts.push(self.push(Expr::Or(vec![non_obj, absent, with])));
         }
@@ -1303,8 +1301,7 @@ impl<'a> Compiler<'a> {
                         "exclusiveMinimum" => n.hi = Some((d, false)),
                         _ => n.lo = Some((d, false)),
                     }
-                    let mut cs = Vec::new();
-                    cs.push(self.core(Core::Number(n)));
+                    let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 "minLength" | "maxLength" | "pattern" => {
@@ -1335,8 +1332,7 @@ impl<'a> Compiler<'a> {
                             s.dfa = Some(self.add_dfa(c));
                         }
                     }
-                    let mut cs = Vec::new();
-                    cs.push(self.core(Core::String(s)));
+                    let cs = vec![self.core(Core::String(s))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 _ => return Err(SchemaError::unsupported("not", ptr)),
@@ -1556,7 +1552,7 @@ impl<'a> Compiler<'a> {
                         if nq.is_empty() {
                             return true;
                         }
-                        if q.required.contains(r) || true {
+                        {
                             let all = np
                                 .iter()
                                 .all(|&i| nq.iter().all(|&j| self.disjoint(i, j, depth + 1)));
@@ -1765,7 +1761,7 @@ impl<'a> Compiler<'a> {
                                 let extra_inf = o.extra.as_ref().is_some_and(|x| {
                                     self.dfas[x.dfa as usize]
                                         .finite_count(self.dfas[x.dfa as usize].start())
-                                        .is_none_or(|c| c > 0)
+                                        .map_or(true, |c| c > 0)
                                 });
                                 let extra_n = o.extra.as_ref().map_or(0, |x| {
                                     let d = &self.dfas[x.dfa as usize];

@@ -177,9 +177,9 @@ impl RawDfa {
         }
         let mut live = vec![false; n];
         let mut queue: VecDeque<u32> = VecDeque::new();
-        for s in 0..n {
+        for (s, l) in live.iter_mut().enumerate() {
             if self.accept[s] {
-                live[s] = true;
+                *l = true;
                 queue.push_back(s as u32);
             }
         }
@@ -220,9 +220,8 @@ impl RawDfa {
         let mut accept = vec![false; m];
         for (i, &s) in order.iter().enumerate() {
             accept[i + 1] = self.accept[s as usize];
-            for b in 0..256 {
-                let t = self.trans[s as usize][b];
-                rows[i + 1][b] = if live[t as usize] { map[&t] } else { 0 };
+            for (r, &t) in rows[i + 1].iter_mut().zip(self.trans[s as usize].iter()) {
+                *r = if live[t as usize] { map[&t] } else { 0 };
             }
         }
         // Byte classes: bytes whose columns are identical.
