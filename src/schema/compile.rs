@@ -139,6 +139,8 @@ pub(crate) struct PropRt {
     pub node: ExprId,
     /// The key can never appear (its schema or one of its dependencies is unsatisfiable).
     pub forbidden: bool,
+    /// Listed in `required` (kept for diagnostics).
+    #[allow(dead_code)]
     pub required: bool,
     pub order: u32,
     pub deps: Vec<u32>,
@@ -231,7 +233,7 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 0 && i + 2 <= b.len() - 1 {
+        if b[i] == b'%' && i + 2 < b.len() {
             if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
                 out.push(v);
                 i += 3;
@@ -445,11 +447,9 @@ impl<'a> Compiler<'a> {
         // The base URI of the innermost resource containing `ptr`.
         let mut best = (0usize, String::new());
         for (id, p) in &self.ids {
-            if (ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty()) && p.len() >= best.0
-            {
-                if p.len() > best.0 || best.1.is_empty() {
-                    best = (p.len(), id.clone());
-                }
+            let inside = ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty();
+            if inside && (p.len() > best.0 || (p.len() == best.0 && best.1.is_empty())) {
+                best = (p.len(), id.clone());
             }
         }
         best.1
@@ -701,7 +701,7 @@ impl<'a> Compiler<'a> {
             let non_obj = self.type_cores(T_ALL & !T_OBJ);
             let non_obj = self.push(Expr::Cores(non_obj));
             let absent = self.obj_with(&[], &[(k.clone(), self.false_e)]);
-            let present = self.obj_with(&[k.clone()], &[]);
+            let present = self.obj_with(std::slice::from_ref(&k), &[]);
             let with = self.and(vec![present, s]);
             parts.push(self.push(Expr::Or(vec![non_obj, absent, with])));
         }
@@ -930,6 +930,9 @@ impl<'a> Compiler<'a> {
         if let Some(v) = m.get("format") {
             let f =
                 v.as_str().ok_or_else(|| SchemaError::invalid(ptr, "format must be a string"))?;
+            if string::UNSUPPORTED_FORMATS.contains(&f) {
+                self.unsupported("format", ptr)?;
+            }
             if let Some(re) = string::format_regex(f) {
                 let d = self.regex_dfa(&re, "format", ptr)?;
                 s.dfa = Some(match s.dfa {
@@ -1152,7 +1155,8 @@ impl<'a> Compiler<'a> {
             Value::Object(m) => m,
             _ => return Err(SchemaError::invalid(ptr, "a schema must be an object or a boolean")),
         };
-        // ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …
+        // ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …. A type-specific keyword holds vacuously for other
+        // types, so its negation only admits values of its own type.
         let mut alts: Vec<ExprId> = Vec::new();
         for (k, x) in m {
             let kp = format!("{ptr}/{}", esc_ptr(k));
@@ -1297,8 +1301,7 @@ impl<'a> Compiler<'a> {
                         "exclusiveMinimum" => n.hi = Some((d, false)),
                         _ => n.lo = Some((d, false)),
                     }
-                    let mut cs = self.type_cores(T_ALL & !(T_NUM | T_INT));
-                    cs.push(self.core(Core::Number(n)));
+                    let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 "minLength" | "maxLength" | "pattern" => {
@@ -1329,8 +1332,7 @@ impl<'a> Compiler<'a> {
                             s.dfa = Some(self.add_dfa(c));
                         }
                     }
-                    let mut cs = self.type_cores(T_ALL & !T_STR);
-                    cs.push(self.core(Core::String(s)));
+                    let cs = vec![self.core(Core::String(s))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 _ => return Err(SchemaError::unsupported("not", ptr)),
@@ -1550,7 +1552,7 @@ impl<'a> Compiler<'a> {
                         if nq.is_empty() {
                             return true;
                         }
-                        if q.required.contains(r) || true {
+                        {
                             let all = np
                                 .iter()
                                 .all(|&i| nq.iter().all(|&j| self.disjoint(i, j, depth + 1)));
@@ -1759,7 +1761,7 @@ impl<'a> Compiler<'a> {
                                 let extra_inf = o.extra.as_ref().is_some_and(|x| {
                                     self.dfas[x.dfa as usize]
                                         .finite_count(self.dfas[x.dfa as usize].start())
-                                        .is_none_or(|c| c > 0)
+                                        .map_or(true, |c| c > 0)
                                 });
                                 let extra_n = o.extra.as_ref().map_or(0, |x| {
                                     let d = &self.dfas[x.dfa as usize];

@@ -588,7 +588,7 @@ impl<'a> Rt<'a> {
                     CoreRt::Object(o) => {
                         alt.b = self.st.bits.len() as u32;
                         let words = o.names.len().div_ceil(64).max(1);
-                        self.st.bits.extend(std::iter::repeat_n(0, words));
+                        self.st.bits.resize(self.st.bits.len() + words, 0);
                     }
                     CoreRt::String { dfa, .. } => alt.a = prog.dfas[*dfa as usize].start(),
                     _ => {}

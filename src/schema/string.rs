@@ -177,9 +177,9 @@ impl RawDfa {
         }
         let mut live = vec![false; n];
         let mut queue: VecDeque<u32> = VecDeque::new();
-        for s in 0..n {
+        for (s, l) in live.iter_mut().enumerate() {
             if self.accept[s] {
-                live[s] = true;
+                *l = true;
                 queue.push_back(s as u32);
             }
         }
@@ -220,9 +220,8 @@ impl RawDfa {
         let mut accept = vec![false; m];
         for (i, &s) in order.iter().enumerate() {
             accept[i + 1] = self.accept[s as usize];
-            for b in 0..256 {
-                let t = self.trans[s as usize][b];
-                rows[i + 1][b] = if live[t as usize] { map[&t] } else { 0 };
+            for (r, &t) in rows[i + 1].iter_mut().zip(self.trans[s as usize].iter()) {
+                *r = if live[t as usize] { map[&t] } else { 0 };
             }
         }
         // Byte classes: bytes whose columns are identical.
@@ -618,7 +617,41 @@ pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
     if in_class {
         return Err("unterminated character class".into());
     }
+    if anchored_both_ends(p) {
+        // `^…$` without a top-level alternation: the search is a full match, and the
+        // unanchored wrappers would only make determinization slower.
+        return Ok(format!("(?:{out})"));
+    }
     Ok(format!(r"(?s:.)*(?:{out})(?s:.)*"))
+}
+
+/// Does the ECMA pattern start with `^`, end with an unescaped `$`, and have no `|` outside
+/// groups and classes?
+fn anchored_both_ends(p: &str) -> bool {
+    let b = p.as_bytes();
+    if b.first() != Some(&b'^') || b.last() != Some(&b'$') {
+        return false;
+    }
+    let (mut depth, mut in_class, mut i) = (0i32, false, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                if i + 1 == b.len() - 1 {
+                    // The final `$` is escaped.
+                    return false;
+                }
+                i += 1;
+            }
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'(' if !in_class => depth += 1,
+            b')' if !in_class => depth -= 1,
+            b'|' if !in_class && depth == 0 => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+    !in_class && depth == 0
 }
 
 /// Formats the specification defines but grammask cannot decide with an automaton.
@@ -692,6 +725,11 @@ mod tests {
 
     #[test]
     fn pattern_search_semantics() {
+        assert!(
+            anchored_both_ends("^[a-z]+$")
+                && !anchored_both_ends("^a|b$")
+                && !anchored_both_ends("^a\\$")
+        );
         let d = dfa("^[a-z]+$");
         assert!(d.matches(b"abc"));
         assert!(!d.matches(b"ab1"));
