@@ -68,6 +68,7 @@
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
 pub mod automaton;
+pub mod bench;
 pub mod cfg;
 pub mod copy_engine;
 pub mod decode;
@@ -79,6 +80,7 @@ pub mod mask;
 pub mod recognizer;
 pub mod regex;
 pub mod sampler;
+pub mod schema;
 pub mod stats;
 pub mod token;
 pub mod vocab;
@@ -90,6 +92,7 @@ pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
 pub use regex::{RegexConfig, RegexConstraint};
+pub use schema::{CompiledSchema, SchemaConstraint, SchemaError, SchemaErrorKind, SchemaOptions};
 pub use token::TokenId;
 pub use vocab::Vocabulary;
 

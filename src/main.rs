@@ -3,8 +3,10 @@
 //! per-step mask latency. Errors print one clear line and exit with status 1.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use grammask::bench::maskbench::{run_maskbench, MaskbenchOptions};
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
 use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
+use grammask::schema::{PropertyOrder, SchemaConstraint, SchemaOptions};
 use grammask::stats::Summary;
 use grammask::{
     CfgConfig, CfgConstraint, ConstraintEngine, JsonConfig, JsonObjectConstraint, RegexConfig,
@@ -34,6 +36,35 @@ enum Command {
     Walk(WalkArgs),
     /// Validate a GBNF grammar: print its rules, unreachable and unproductive rules.
     Check(CheckArgs),
+    /// Score the JSON Schema engine on a folder of MaskBench files: compile every schema, walk
+    /// every instance token by token timing each mask, print the summary.
+    Maskbench(MaskbenchArgs),
+}
+
+#[derive(Args)]
+struct MaskbenchArgs {
+    /// Folder of MaskBench JSON files (e.g. ../shared/maskbench-dev).
+    dir: PathBuf,
+    #[command(flatten)]
+    vocab: VocabArgs,
+    /// Worker threads (use 1 for latency figures).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Write one JSON line per schema here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Only files whose name contains this string.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Only the first N files.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Only every N-th file (an evenly spread sample).
+    #[arg(long, default_value_t = 1)]
+    stride: usize,
+    /// Keys in schema order instead of any order.
+    #[arg(long)]
+    schema_order: bool,
 }
 
 #[derive(Args)]
@@ -55,11 +86,14 @@ struct ConstraintArgs {
     #[arg(long, value_enum, default_value_t = WsArg::Flexible)]
     whitespace: WsArg,
     /// A regex the whole output must match.
-    #[arg(long, conflicts_with_all = ["json", "grammar"])]
+    #[arg(long, conflicts_with_all = ["json", "grammar", "schema"])]
     regex: Option<String>,
     /// A GBNF grammar file (llama.cpp format, `root` is the start rule).
-    #[arg(long, conflicts_with_all = ["json", "regex"])]
+    #[arg(long, conflicts_with_all = ["json", "regex", "schema"])]
     grammar: Option<PathBuf>,
+    /// A JSON Schema file the output must validate against.
+    #[arg(long, conflicts_with_all = ["json", "regex", "grammar"])]
+    schema: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -162,6 +196,14 @@ fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn Con
             .map_err(|e| e.to_string())?;
         return Ok(Box::new(engine));
     }
+    if let Some(path) = &c.schema {
+        let text = read_text(path)?;
+        let schema: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        let engine = SchemaConstraint::compile(&schema, vocab, &SchemaOptions::default())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Box::new(engine));
+    }
     if let Some(path) = &c.grammar {
         let text = read_text(path)?;
         let engine = CfgConstraint::from_gbnf(vocab, &text, &CfgConfig::default())
@@ -178,6 +220,25 @@ fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn Con
     };
     let engine = JsonObjectConstraint::new(vocab, &config).map_err(|e| e.to_string())?;
     Ok(Box::new(engine))
+}
+
+fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
+    let vocab = load_vocab(&args.vocab)?;
+    let mut opts = MaskbenchOptions {
+        jobs: args.jobs,
+        out: args.out,
+        filter: args.filter,
+        limit: args.limit,
+        stride: args.stride.max(1),
+        progress_every: 100,
+        ..MaskbenchOptions::default()
+    };
+    if args.schema_order {
+        opts.schema.property_order = PropertyOrder::Schema;
+    }
+    let summary = run_maskbench(&args.dir, &vocab, &opts).map_err(|e| e.to_string())?;
+    say!("{summary}");
+    Ok(())
 }
 
 fn check(args: CheckArgs) -> CliResult<()> {
@@ -324,6 +385,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => generate(a),
         Command::Walk(a) => walk(a),
         Command::Check(a) => check(a),
+        Command::Maskbench(a) => maskbench(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,231 @@
+//! JSON Schema constraints: compile a schema once into an immutable, `Arc`-shared
+//! [`CompiledSchema`]; run one [`SchemaConstraint`] per request.
+//!
+//! Masks are exact: a token is allowed iff the output after it can still be completed to an
+//! instance that validates. Keywords that cannot be decided exactly are refused at compile time
+//! with [`SchemaErrorKind::Unsupported`] naming the keyword and its JSON pointer (or, with
+//! [`SchemaOptions::lenient`], ignored and listed by [`CompiledSchema::ignored_keywords`]).
+//! The keyword-by-keyword support table is in `docs/json-schema.md`.
+//!
+//! # Architecture
+//! - [`compile`](self) turns the schema into a union of typed *cores* per subschema (DNF):
+//!   `allOf` is intersected at compile time, `anyOf` (and `oneOf` whose branches are provably
+//!   disjoint) is a union, `not` is pushed inwards, `$ref` is a cycle in the graph. A
+//!   satisfiability fixpoint removes cores without finite instances.
+//! - `string` builds byte automata (pattern, format, enum, lengths) pruned to live states;
+//!   `number` decides numeric keywords digit by digit with exact decimals.
+//! - `runtime` is the per-request recogniser: a stack of open values, each with the set of
+//!   still-alive alternative cores (and which parent alternatives each serves), with an undo
+//!   log so the trie walk pushes and pops bytes cheaply.
+//!
+//! # Example
+//! ```
+//! use grammask::schema::{SchemaConstraint, SchemaOptions};
+//! use grammask::{ConstraintEngine, TokenMask, Vocabulary};
+//! let vocab = Vocabulary::embedded().unwrap();
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+//!     "required": ["name"],
+//!     "additionalProperties": false
+//! });
+//! let mut engine = SchemaConstraint::compile(&schema, &vocab, &SchemaOptions::default()).unwrap();
+//! let mut mask = TokenMask::new(vocab.n_vocab());
+//! for t in vocab.encode(r#"{"name": "Ada", "age": 36}"#).unwrap() {
+//!     engine.fill_mask(&mut mask).unwrap();
+//!     assert!(mask.contains(t));
+//!     engine.advance(t).unwrap();
+//! }
+//! assert!(engine.is_accepting());
+//! ```
+
+mod compile;
+mod error;
+mod number;
+mod runtime;
+mod string;
+
+pub use error::{SchemaError, SchemaErrorKind};
+pub use runtime::SchemaConstraint;
+
+use crate::copy_engine::EngineOptions;
+use std::sync::Arc;
+
+/// Whitespace the engine allows between JSON tokens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaWhitespace {
+    /// No whitespace at all: `{"a":[1,2]}`.
+    Compact,
+    /// Any JSON whitespace inside the document, in runs of at most `max_run` bytes; none
+    /// before or after the top-level value.
+    Flexible {
+        /// Longest whitespace run (≥ 1).
+        max_run: u8,
+    },
+    /// Exactly these separators and no other whitespace, e.g. Python `json.dumps`'s
+    /// `", "` and `": "`. Each must be `,` (resp. `:`) with optional whitespace around it.
+    Separators {
+        /// Between items and members, e.g. `", "`.
+        item: String,
+        /// Between a key and its value, e.g. `": "`.
+        key: String,
+    },
+}
+
+/// Default longest whitespace run of [`SchemaWhitespace::Flexible`].
+pub const DEFAULT_MAX_WS_RUN: u8 = 4;
+
+impl Default for SchemaWhitespace {
+    /// `Flexible { max_run: 4 }`: accepts compact output and `json.dumps`'s `", "`/`": "`.
+    fn default() -> Self {
+        SchemaWhitespace::Flexible { max_run: DEFAULT_MAX_WS_RUN }
+    }
+}
+
+/// In which order an object's declared properties may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PropertyOrder {
+    /// Any order, as the specification allows (default). Each key at most once.
+    #[default]
+    Any,
+    /// Declared properties in the order of `properties` (as OpenAI and llguidance produce);
+    /// undeclared keys (`additionalProperties`, `patternProperties`) anywhere.
+    Schema,
+}
+
+/// Compile-time size limits: a hostile schema gets a typed [`SchemaErrorKind::Limit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaLimits {
+    /// Expressions plus cores (default 200,000).
+    pub max_nodes: usize,
+    /// Nested `$ref` expansion depth while compiling (default 256).
+    pub max_ref_depth: usize,
+    /// States of one string automaton (default 20,000).
+    pub max_dfa_states: usize,
+    /// Alternatives (typed cores) of one subschema (default 64).
+    pub max_alternatives: usize,
+}
+
+impl Default for SchemaLimits {
+    fn default() -> Self {
+        SchemaLimits {
+            max_nodes: 200_000,
+            max_ref_depth: 256,
+            max_dfa_states: 20_000,
+            max_alternatives: 64,
+        }
+    }
+}
+
+/// Options of the schema compiler and engine.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaOptions {
+    /// Whitespace policy (default [`SchemaWhitespace::Flexible`] with runs of at most 4).
+    pub whitespace: SchemaWhitespace,
+    /// Property order (default [`PropertyOrder::Any`]).
+    pub property_order: PropertyOrder,
+    /// Ignore unsupported keywords instead of failing, and list them in
+    /// [`CompiledSchema::ignored_keywords`] (default `false`). Masks are then exact for the
+    /// schema without those keywords.
+    pub lenient: bool,
+    /// Compile limits.
+    pub limits: SchemaLimits,
+    /// Engine limits (rollback history, mask cache).
+    pub engine: EngineOptions,
+}
+
+/// Resolved whitespace rules the runtime reads.
+#[derive(Clone, Debug)]
+pub(crate) struct WsRules {
+    /// `Some(max_run)` in flexible mode.
+    pub flexible: Option<u8>,
+    pub item_pre: Vec<u8>,
+    pub item_post: Vec<u8>,
+    pub key_pre: Vec<u8>,
+    pub key_post: Vec<u8>,
+}
+
+fn split_sep(s: &str, c: u8, what: &str) -> Result<(Vec<u8>, Vec<u8>), SchemaError> {
+    let b = s.as_bytes();
+    let i = b.iter().position(|&x| x == c).ok_or_else(|| {
+        SchemaError::invalid("", format!("{what} separator {s:?} must contain {:?}", c as char))
+    })?;
+    let (pre, post) = (&b[..i], &b[i + 1..]);
+    if !pre.iter().chain(post).all(|x| matches!(x, b' ' | b'\t' | b'\n' | b'\r')) {
+        return Err(SchemaError::invalid(
+            "",
+            format!("{what} separator {s:?} may only add whitespace"),
+        ));
+    }
+    Ok((pre.to_vec(), post.to_vec()))
+}
+
+impl WsRules {
+    fn new(w: &SchemaWhitespace) -> Result<WsRules, SchemaError> {
+        Ok(match w {
+            SchemaWhitespace::Compact => WsRules {
+                flexible: None,
+                item_pre: vec![],
+                item_post: vec![],
+                key_pre: vec![],
+                key_post: vec![],
+            },
+            SchemaWhitespace::Flexible { max_run } => {
+                if *max_run == 0 {
+                    return Err(SchemaError::invalid("", "flexible whitespace needs max_run >= 1"));
+                }
+                WsRules {
+                    flexible: Some(*max_run),
+                    item_pre: vec![],
+                    item_post: vec![],
+                    key_pre: vec![],
+                    key_post: vec![],
+                }
+            }
+            SchemaWhitespace::Separators { item, key } => {
+                let (item_pre, item_post) = split_sep(item, b',', "item")?;
+                let (key_pre, key_post) = split_sep(key, b':', "key")?;
+                WsRules { flexible: None, item_pre, item_post, key_pre, key_post }
+            }
+        })
+    }
+}
+
+/// A compiled schema: immutable, `Send + Sync`, shared by every request through an `Arc`.
+#[derive(Debug)]
+pub struct CompiledSchema {
+    pub(crate) program: compile::Program,
+    pub(crate) ws: WsRules,
+    pub(crate) order: PropertyOrder,
+    pub(crate) engine: EngineOptions,
+    ignored: Vec<String>,
+}
+
+impl CompiledSchema {
+    /// Compile `schema`.
+    ///
+    /// # Errors
+    /// A typed [`SchemaError`]: an unsupported keyword, an invalid schema, a dangling `$ref`,
+    /// an unsatisfiable schema, or an exceeded [`SchemaLimits`] limit.
+    pub fn compile(
+        schema: &serde_json::Value,
+        options: &SchemaOptions,
+    ) -> Result<Arc<CompiledSchema>, SchemaError> {
+        let ws = WsRules::new(&options.whitespace)?;
+        let mut c = compile::Compiler::new(schema, options)?;
+        let root = c.schema_at("")?;
+        let (program, ignored) = c.finish(root)?;
+        Ok(Arc::new(CompiledSchema {
+            program,
+            ws,
+            order: options.property_order,
+            engine: options.engine.clone(),
+            ignored,
+        }))
+    }
+
+    /// Keywords ignored in lenient mode, as `"keyword at /pointer"` (empty otherwise).
+    pub fn ignored_keywords(&self) -> &[String] {
+        &self.ignored
+    }
+}

@@ -1,0 +1,1592 @@
+//! The per-request schema recogniser and its [`ConstraintEngine`].
+//!
+//! State: a stack of open values ([`Frame`]s: the root, objects, arrays, strings, keys,
+//! numbers, literals). Each frame owns a slice of [`Alt`]s in one arena: the alternative cores
+//! still alive for that value, with their progress (seen keys, item index, automaton state,
+//! character count) and a bitmask of the parent's alternatives they serve. A value that
+//! completes tells its parent which of the parent's alternatives survive.
+//!
+//! Every mutation goes through helpers that append to an undo log, and each pushed byte starts
+//! with a mark, so `pop_bytes` restores exactly the previous state whatever the nesting depth;
+//! values that close move their arena tails to graveyards, so undo never allocates.
+//!
+//! Exactness: a byte is accepted only if some alternative stays alive, and an alternative is
+//! alive only while its value can still be completed (live automaton states, numeric families
+//! from [`super::number`], object feasibility checks, satisfiable child cores), so the trie walk
+//! computes exact masks.
+
+use super::compile::{CoreRt, ObjRt, Program};
+use super::number;
+use super::string::DEAD;
+use super::{CompiledSchema, PropertyOrder, SchemaError};
+use crate::copy_engine::EngineOptions;
+use crate::engine::{
+    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+};
+use crate::mask::TokenMask;
+use crate::recognizer::Recognizer;
+use crate::token::TokenId;
+use crate::vocab::Vocabulary;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Alt {
+    core: u32,
+    parents: u64,
+    a: u32,
+    b: u32,
+    c: u32,
+    d: u32,
+    alive: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Kind {
+    Root,
+    Obj,
+    Arr,
+    Str,
+    Key,
+    Num,
+    Lit,
+}
+
+// String escape modes.
+const E_NORMAL: u8 = 0;
+const E_BS: u8 = 1;
+const E_HEX: u8 = 2;
+const E_NEED_BS: u8 = 3;
+const E_NEED_U: u8 = 4;
+const E_HEX_LOW: u8 = 5;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Frame {
+    kind: Kind,
+    phase: u8,
+    ws: u8,
+    esc: u8,
+    hexn: u8,
+    hexv: u16,
+    high: u16,
+    alts: u32,
+    buf: u32,
+    bits: u32,
+    xk: u32,
+    xtext: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct XKey {
+    alt: u32,
+    start: u32,
+    len: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    Mark,
+    Frame(u32, Frame),
+    Alt(u32, Alt),
+    Bit(u32, u64),
+    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
+    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
+}
+
+/// The runtime state (what the mask is a function of).
+#[derive(Clone, Default, PartialEq, Eq, Hash, Debug)]
+struct St {
+    frames: Vec<Frame>,
+    alts: Vec<Alt>,
+    buf: Vec<u8>,
+    bits: Vec<u64>,
+    xk: Vec<XKey>,
+    xtext: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Graves {
+    frames: Vec<Frame>,
+    alts: Vec<Alt>,
+    buf: Vec<u8>,
+    bits: Vec<u64>,
+    xk: Vec<XKey>,
+    xtext: Vec<u8>,
+}
+
+/// The recogniser: state plus undo log, over a compiled schema.
+struct Rt<'a> {
+    cs: &'a CompiledSchema,
+    st: &'a mut St,
+    log: &'a mut Vec<Undo>,
+    graves: &'a mut Graves,
+}
+
+const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn hex_val(b: u8) -> Option<u16> {
+    match b {
+        b'0'..=b'9' => Some(u16::from(b - b'0')),
+        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+fn utf8(cp: u32, out: &mut [u8; 4]) -> &[u8] {
+    match char::from_u32(cp) {
+        Some(c) => c.encode_utf8(out).as_bytes(),
+        None => &out[..0],
+    }
+}
+
+/// Decode the code point of `s` starting at byte `i` (valid UTF-8 assumed).
+fn cp_at(s: &[u8], i: usize) -> Option<u32> {
+    std::str::from_utf8(&s[i..]).ok().and_then(|t| t.chars().next()).map(|c| c as u32)
+}
+
+impl<'a> Rt<'a> {
+    #[inline]
+    fn prog(&self) -> &'a Program {
+        &self.cs.program
+    }
+
+    // ---- logged mutations ----
+
+    fn lens(&self) -> Undo {
+        Undo::Len {
+            frames: self.st.frames.len() as u32,
+            alts: self.st.alts.len() as u32,
+            buf: self.st.buf.len() as u32,
+            bits: self.st.bits.len() as u32,
+            xk: self.st.xk.len() as u32,
+            xtext: self.st.xtext.len() as u32,
+        }
+    }
+
+    fn set_frame(&mut self, i: usize, f: Frame) {
+        self.log.push(Undo::Frame(i as u32, self.st.frames[i]));
+        self.st.frames[i] = f;
+    }
+
+    fn set_alt(&mut self, i: usize, a: Alt) {
+        self.log.push(Undo::Alt(i as u32, self.st.alts[i]));
+        self.st.alts[i] = a;
+    }
+
+    fn kill(&mut self, i: usize) {
+        let mut a = self.st.alts[i];
+        a.alive = false;
+        self.set_alt(i, a);
+    }
+
+    fn set_bit(&mut self, w: usize, v: u64) {
+        self.log.push(Undo::Bit(w as u32, self.st.bits[w]));
+        self.st.bits[w] = v;
+    }
+
+    /// Log current lengths (before appending anything this step).
+    fn note_lens(&mut self) {
+        let l = self.lens();
+        self.log.push(l);
+    }
+
+    /// Remove the top frame and its arena tails (to the graveyards).
+    fn pop_frame(&mut self) {
+        let f = self.st.frames.pop().expect("frame");
+        self.graves.frames.push(f);
+        let na = self.st.alts.len() - f.alts as usize;
+        self.graves.alts.extend(self.st.alts.drain(f.alts as usize..));
+        let nb = self.st.buf.len() - f.buf as usize;
+        self.graves.buf.extend(self.st.buf.drain(f.buf as usize..));
+        let nw = self.st.bits.len() - f.bits as usize;
+        self.graves.bits.extend(self.st.bits.drain(f.bits as usize..));
+        let nx = self.st.xk.len() - f.xk as usize;
+        self.graves.xk.extend(self.st.xk.drain(f.xk as usize..));
+        let nt = self.st.xtext.len() - f.xtext as usize;
+        self.graves.xtext.extend(self.st.xtext.drain(f.xtext as usize..));
+        self.log.push(Undo::Restore {
+            alts: na as u32,
+            buf: nb as u32,
+            bits: nw as u32,
+            xk: nx as u32,
+            xtext: nt as u32,
+        });
+    }
+
+    fn undo_one(&mut self) -> bool {
+        let u = self.log.pop().expect("undo log");
+        match u {
+            Undo::Mark => return true,
+            Undo::Frame(i, f) => self.st.frames[i as usize] = f,
+            Undo::Alt(i, a) => self.st.alts[i as usize] = a,
+            Undo::Bit(i, w) => self.st.bits[i as usize] = w,
+            Undo::Len { frames, alts, buf, bits, xk, xtext } => {
+                self.st.frames.truncate(frames as usize);
+                self.st.alts.truncate(alts as usize);
+                self.st.buf.truncate(buf as usize);
+                self.st.bits.truncate(bits as usize);
+                self.st.xk.truncate(xk as usize);
+                self.st.xtext.truncate(xtext as usize);
+            }
+            Undo::Restore { alts, buf, bits, xk, xtext } => {
+                fn back<T>(dst: &mut Vec<T>, src: &mut Vec<T>, n: u32) {
+                    let at = src.len() - n as usize;
+                    dst.extend(src.drain(at..));
+                }
+                back(&mut self.st.alts, &mut self.graves.alts, alts);
+                back(&mut self.st.buf, &mut self.graves.buf, buf);
+                back(&mut self.st.bits, &mut self.graves.bits, bits);
+                back(&mut self.st.xk, &mut self.graves.xk, xk);
+                back(&mut self.st.xtext, &mut self.graves.xtext, xtext);
+                let f = self.graves.frames.pop().expect("grave frame");
+                self.st.frames.push(f);
+            }
+        }
+        false
+    }
+
+    fn undo_byte(&mut self) {
+        while !self.undo_one() {}
+    }
+
+    // ---- helpers ----
+
+    fn top(&self) -> usize {
+        self.st.frames.len() - 1
+    }
+
+    fn alt_range(&self, fi: usize) -> std::ops::Range<usize> {
+        let start = self.st.frames[fi].alts as usize;
+        let end = if fi + 1 < self.st.frames.len() {
+            self.st.frames[fi + 1].alts as usize
+        } else {
+            self.st.alts.len()
+        };
+        start..end
+    }
+
+    fn obj(&self, core: u32) -> &'a ObjRt {
+        match &self.prog().cores[core as usize] {
+            CoreRt::Object(o) => o,
+            _ => unreachable!("object core expected"),
+        }
+    }
+
+    fn seen(&self, alt: &Alt, idx: usize) -> bool {
+        (self.st.bits[alt.b as usize + idx / 64] >> (idx % 64)) & 1 == 1
+    }
+
+    fn schema_order(&self) -> bool {
+        self.cs.order == PropertyOrder::Schema
+    }
+
+    /// Seen undeclared keys of object alt `ai` (in frame `fi`) that start with `prefix`.
+    fn seen_extra_with_prefix(&self, fi: usize, ai: usize, prefix: &[u8]) -> u32 {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..]
+            .iter()
+            .filter(|x| {
+                x.alt as usize == ai
+                    && self.st.xtext[x.start as usize..(x.start + x.len) as usize]
+                        .starts_with(prefix)
+            })
+            .count() as u32
+    }
+
+    /// Has object alt `ai` (in frame `fi`) already seen the undeclared key `key`?
+    fn seen_extra(&self, fi: usize, ai: usize, key: &[u8]) -> bool {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..].iter().any(|x| {
+            x.alt as usize == ai
+                && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == key
+        })
+    }
+
+    /// Remaining undeclared keys (`u32::MAX` = unbounded).
+    fn extra_supply(&self, fi: usize, ai: usize, o: &ObjRt) -> u32 {
+        match &o.extra {
+            None => 0,
+            Some(x) => {
+                let d = &self.prog().dfas[x.dfa as usize];
+                match d.finite_count(d.start()) {
+                    None => u32::MAX,
+                    Some(n) => n.saturating_sub(self.seen_extra_with_prefix(fi, ai, &[])),
+                }
+            }
+        }
+    }
+
+    /// Can the object still be completed after adding key `choice` (declared index, or `None`
+    /// for an undeclared key)?
+    fn completable_after(&self, fi: usize, ai: usize, choice: Option<usize>) -> bool {
+        let alt = self.st.alts[ai];
+        let o = self.obj(alt.core);
+        let schema = self.schema_order();
+        if !o.has_deps && o.max == u32::MAX && !schema && o.min == 0 {
+            return true;
+        }
+        let count = alt.a + 1;
+        let last = match choice {
+            Some(i) if schema => o.props[i].order + 1,
+            _ => alt.c,
+        };
+        let n = o.names.len();
+        let mut need: smallvec::SmallVec<[bool; 64]> = smallvec::smallvec![false; n];
+        let is_in = |i: usize, need: &[bool]| self.seen(&alt, i) || Some(i) == choice || need[i];
+        for &r in &o.required {
+            if !is_in(r as usize, &need) {
+                need[r as usize] = true;
+            }
+        }
+        if o.has_deps {
+            loop {
+                let mut changed = false;
+                for i in 0..n {
+                    if is_in(i, &need) {
+                        for &d in &o.props[i].deps {
+                            if !is_in(d as usize, &need) {
+                                need[d as usize] = true;
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+        }
+        let mut needed = 0u32;
+        for (i, &nd) in need.iter().enumerate() {
+            if nd {
+                needed += 1;
+                if schema && o.props[i].order < last {
+                    return false;
+                }
+            }
+        }
+        if u64::from(count) + u64::from(needed) > u64::from(o.max) {
+            return false;
+        }
+        if o.min > count {
+            let mut avail: u64 = 0;
+            for i in 0..n {
+                if !o.props[i].forbidden
+                    && !self.seen(&alt, i)
+                    && Some(i) != choice
+                    && (!schema || o.props[i].order >= last)
+                {
+                    avail += 1;
+                }
+            }
+            let sup = self.extra_supply(fi, ai, o);
+            let sup = if choice.is_none() && sup != u32::MAX { sup.saturating_sub(1) } else { sup };
+            if sup != u32::MAX {
+                avail += u64::from(sup);
+                if u64::from(count) + avail < u64::from(o.min) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn name_ok(&self, fi: usize, ai: usize, idx: usize) -> bool {
+        let alt = self.st.alts[ai];
+        let o = self.obj(alt.core);
+        !o.props[idx].forbidden
+            && !self.seen(&alt, idx)
+            && (!self.schema_order() || o.props[idx].order >= alt.c)
+            && self.completable_after(fi, ai, Some(idx))
+    }
+
+    fn extra_ok(&self, fi: usize, ai: usize) -> bool {
+        let o = self.obj(self.st.alts[ai].core);
+        o.extra.is_some()
+            && self.extra_supply(fi, ai, o) > 0
+            && self.completable_after(fi, ai, None)
+    }
+
+    fn more_keys_possible(&self, fi: usize, ai: usize) -> bool {
+        let o = self.obj(self.st.alts[ai].core);
+        self.extra_ok(fi, ai) || (0..o.names.len()).any(|i| self.name_ok(fi, ai, i))
+    }
+
+    fn can_close_obj(&self, alt: &Alt) -> bool {
+        let o = self.obj(alt.core);
+        if alt.a < o.min || o.required.iter().any(|&r| !self.seen(alt, r as usize)) {
+            return false;
+        }
+        if o.has_deps {
+            for i in 0..o.names.len() {
+                if self.seen(alt, i) && o.props[i].deps.iter().any(|&d| !self.seen(alt, d as usize))
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn arr_node(&self, core: u32, idx: u32) -> Option<u32> {
+        match &self.prog().cores[core as usize] {
+            CoreRt::Array { prefix, items, max, .. } => {
+                if idx >= *max {
+                    return None;
+                }
+                let n = prefix.get(idx as usize).copied().unwrap_or(*items);
+                (!self.prog().nodes[n as usize].is_empty()).then_some(n)
+            }
+            _ => None,
+        }
+    }
+
+    // ---- whitespace ----
+
+    /// `Some(accepted)` when `b` is consumed as whitespace/separator padding.
+    fn ws(&mut self, fi: usize, b: u8, expect: &[u8]) -> Option<bool> {
+        let f = self.st.frames[fi];
+        match self.cs.ws.flexible {
+            Some(max) => {
+                if !is_ws(b) {
+                    return None;
+                }
+                if f.ws >= max {
+                    return Some(false);
+                }
+                self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
+                Some(true)
+            }
+            None => {
+                if (f.ws as usize) < expect.len() && expect[f.ws as usize] == b {
+                    self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
+                    return Some(true);
+                }
+                if is_ws(b) {
+                    return Some(false);
+                }
+                None
+            }
+        }
+    }
+
+    /// Is the separator padding before a structural byte complete?
+    fn pad_done(&self, fi: usize, expect: &[u8]) -> bool {
+        self.cs.ws.flexible.is_some() || self.st.frames[fi].ws as usize == expect.len()
+    }
+
+    // ---- the byte step ----
+
+    fn step(&mut self, b: u8) -> bool {
+        loop {
+            let fi = self.top();
+            let f = self.st.frames[fi];
+            return match f.kind {
+                Kind::Root => f.phase == 0 && self.value_start(fi, b),
+                Kind::Obj => self.obj_byte(fi, b),
+                Kind::Arr => self.arr_byte(fi, b),
+                Kind::Str | Kind::Key => self.str_byte(fi, b),
+                Kind::Lit => self.lit_byte(fi, b),
+                Kind::Num => {
+                    if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                        self.num_extend(fi, b)
+                    } else {
+                        if !self.num_close(fi) {
+                            return false;
+                        }
+                        continue;
+                    }
+                }
+            };
+        }
+    }
+
+    fn child_done(&mut self, mask: u64) {
+        let pi = self.top();
+        let pf = self.st.frames[pi];
+        let r = self.alt_range(pi);
+        for (li, ai) in r.enumerate() {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            if (mask >> li) & 1 == 0 {
+                self.kill(ai);
+            } else if pf.kind == Kind::Arr {
+                self.set_alt(ai, Alt { a: a.a + 1, ..a });
+            }
+        }
+        let phase = match pf.kind {
+            Kind::Obj => 4,
+            Kind::Arr => 2,
+            _ => 1,
+        };
+        self.set_frame(pi, Frame { phase, ws: 0, ..pf });
+    }
+
+    fn value_start(&mut self, pi: usize, b: u8) -> bool {
+        let kind = match b {
+            b'{' => Kind::Obj,
+            b'[' => Kind::Arr,
+            b'"' => Kind::Str,
+            b'-' | b'0'..=b'9' => Kind::Num,
+            b't' | b'f' | b'n' => Kind::Lit,
+            _ => return false,
+        };
+        let prog = self.prog();
+        self.note_lens();
+        let start = self.st.alts.len();
+        let bits0 = self.st.bits.len() as u32;
+        let pkind = self.st.frames[pi].kind;
+        let r = self.alt_range(pi);
+        for (li, ai) in r.enumerate() {
+            let pa = self.st.alts[ai];
+            if !pa.alive || li >= 64 {
+                continue;
+            }
+            let node = match pkind {
+                Kind::Root => prog.root,
+                Kind::Obj => pa.d,
+                Kind::Arr => match self.arr_node(pa.core, pa.a) {
+                    Some(n) => n,
+                    None => continue,
+                },
+                _ => unreachable!("value in a scalar"),
+            };
+            for &c in &prog.nodes[node as usize] {
+                let core = &prog.cores[c as usize];
+                let ok = match (kind, core) {
+                    (Kind::Obj, CoreRt::Object(_))
+                    | (Kind::Arr, CoreRt::Array { .. })
+                    | (Kind::Str, CoreRt::String { .. }) => true,
+                    (Kind::Num, CoreRt::Number(n)) => n.live(&[b]),
+                    (Kind::Lit, CoreRt::Null) => b == b'n',
+                    (Kind::Lit, CoreRt::Bool(m)) => {
+                        (b == b't' && m & 2 != 0) || (b == b'f' && m & 1 != 0)
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    continue;
+                }
+                if let Some(e) = self.st.alts[start..].iter_mut().find(|e| e.core == c) {
+                    e.parents |= 1 << li;
+                    continue;
+                }
+                let mut alt =
+                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true };
+                match core {
+                    CoreRt::Object(o) => {
+                        alt.b = self.st.bits.len() as u32;
+                        let words = o.names.len().div_ceil(64).max(1);
+                        self.st.bits.resize(self.st.bits.len() + words, 0);
+                    }
+                    CoreRt::String { dfa, .. } => alt.a = prog.dfas[*dfa as usize].start(),
+                    _ => {}
+                }
+                self.st.alts.push(alt);
+            }
+        }
+        if self.st.alts.len() == start {
+            return false;
+        }
+        if self.st.alts.len() - start > 64 {
+            // More alternatives than the parent masks can address: refuse (documented limit).
+            return false;
+        }
+        let buf = self.st.buf.len() as u32;
+        let (phase, ws) = match kind {
+            Kind::Lit => (
+                match b {
+                    b't' => 0,
+                    b'f' => 1,
+                    _ => 2,
+                },
+                1,
+            ),
+            _ => (0, 0),
+        };
+        self.st.frames.push(Frame {
+            kind,
+            phase,
+            ws,
+            esc: E_NORMAL,
+            hexn: 0,
+            hexv: 0,
+            high: 0,
+            alts: start as u32,
+            buf,
+            bits: bits0,
+            xk: self.st.xk.len() as u32,
+            xtext: self.st.xtext.len() as u32,
+        });
+        if kind == Kind::Num {
+            self.st.buf.push(b);
+        }
+        true
+    }
+
+    fn obj_byte(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        let w = &self.cs.ws;
+        match f.phase {
+            0 => {
+                if let Some(ok) = self.ws(fi, b, &[]) {
+                    return ok;
+                }
+                match b {
+                    b'"' if self.pad_done(fi, &[]) => self.key_start(fi),
+                    b'}' if self.pad_done(fi, &[]) => self.obj_close(fi),
+                    _ => false,
+                }
+            }
+            1 => {
+                if let Some(ok) = self.ws(fi, b, &w.item_post) {
+                    return ok;
+                }
+                b == b'"' && self.pad_done(fi, &w.item_post) && self.key_start(fi)
+            }
+            2 => {
+                if let Some(ok) = self.ws(fi, b, &w.key_pre) {
+                    return ok;
+                }
+                if b == b':' && self.pad_done(fi, &w.key_pre) {
+                    self.set_frame(fi, Frame { phase: 3, ws: 0, ..f });
+                    return true;
+                }
+                false
+            }
+            3 => {
+                if let Some(ok) = self.ws(fi, b, &w.key_post) {
+                    return ok;
+                }
+                self.pad_done(fi, &w.key_post) && self.value_start(fi, b)
+            }
+            _ => {
+                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
+                    return ok;
+                }
+                match b {
+                    b',' if self.pad_done(fi, &w.item_pre) => {
+                        let mut any = false;
+                        for ai in self.alt_range(fi) {
+                            if !self.st.alts[ai].alive {
+                                continue;
+                            }
+                            if self.more_keys_possible(fi, ai) {
+                                any = true;
+                            } else {
+                                self.kill(ai);
+                            }
+                        }
+                        if any {
+                            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
+                        }
+                        any
+                    }
+                    b'}' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.obj_close(fi),
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn obj_close(&mut self, fi: usize) -> bool {
+        let mut mask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if a.alive && self.can_close_obj(&a) {
+                mask |= a.parents;
+            }
+        }
+        if mask == 0 {
+            return false;
+        }
+        self.pop_frame();
+        self.child_done(mask);
+        true
+    }
+
+    fn key_start(&mut self, fi: usize) -> bool {
+        self.note_lens();
+        let start = self.st.alts.len();
+        for (li, ai) in self.alt_range(fi).enumerate() {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let o = self.obj(a.core);
+            let extra = match &o.extra {
+                Some(x) if self.extra_ok(fi, ai) => self.prog().dfas[x.dfa as usize].start(),
+                _ => DEAD,
+            };
+            let names_live = (0..o.names.len()).any(|i| self.name_ok(fi, ai, i));
+            if extra == DEAD && !names_live {
+                self.kill(ai);
+                continue;
+            }
+            // `c` holds the name range end; `d` the arena index of the object alternative.
+            self.st.alts.push(Alt {
+                core: a.core,
+                parents: 1 << li,
+                a: extra,
+                b: 0,
+                c: o.names.len() as u32,
+                d: ai as u32,
+                alive: true,
+            });
+        }
+        if self.st.alts.len() == start {
+            return false;
+        }
+        self.st.frames.push(Frame {
+            kind: Kind::Key,
+            phase: 0,
+            ws: 0,
+            esc: E_NORMAL,
+            hexn: 0,
+            hexv: 0,
+            high: 0,
+            alts: start as u32,
+            buf: self.st.buf.len() as u32,
+            bits: self.st.bits.len() as u32,
+            xk: self.st.xk.len() as u32,
+            xtext: self.st.xtext.len() as u32,
+        });
+        true
+    }
+
+    fn arr_byte(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        let w = &self.cs.ws;
+        match f.phase {
+            0 => {
+                if let Some(ok) = self.ws(fi, b, &[]) {
+                    return ok;
+                }
+                if !self.pad_done(fi, &[]) {
+                    return false;
+                }
+                if b == b']' {
+                    self.arr_close(fi)
+                } else {
+                    self.value_start(fi, b)
+                }
+            }
+            1 => {
+                if let Some(ok) = self.ws(fi, b, &w.item_post) {
+                    return ok;
+                }
+                self.pad_done(fi, &w.item_post) && self.value_start(fi, b)
+            }
+            _ => {
+                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
+                    return ok;
+                }
+                match b {
+                    b',' if self.pad_done(fi, &w.item_pre) => {
+                        let mut any = false;
+                        for ai in self.alt_range(fi) {
+                            let a = self.st.alts[ai];
+                            if !a.alive {
+                                continue;
+                            }
+                            if self.arr_node(a.core, a.a).is_some() {
+                                any = true;
+                            } else {
+                                self.kill(ai);
+                            }
+                        }
+                        if any {
+                            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
+                        }
+                        any
+                    }
+                    b']' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.arr_close(fi),
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn arr_close(&mut self, fi: usize) -> bool {
+        let mut mask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if let CoreRt::Array { min, .. } = &self.prog().cores[a.core as usize] {
+                if a.alive && a.a >= *min {
+                    mask |= a.parents;
+                }
+            }
+        }
+        if mask == 0 {
+            return false;
+        }
+        self.pop_frame();
+        self.child_done(mask);
+        true
+    }
+
+    fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        let lit = LITS[f.phase as usize];
+        if lit[f.ws as usize] != b {
+            return false;
+        }
+        if f.ws as usize + 1 < lit.len() {
+            self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
+            return true;
+        }
+        let mut mask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if a.alive {
+                mask |= a.parents;
+            }
+        }
+        self.pop_frame();
+        self.child_done(mask);
+        true
+    }
+
+    fn num_extend(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        self.note_lens();
+        self.st.buf.push(b);
+        let text = &self.st.buf[f.buf as usize..];
+        if !number::syntax_ok(text) {
+            return false;
+        }
+        let prog = self.prog();
+        let mut any = false;
+        let r = self.alt_range(fi);
+        for ai in r {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let live = match &prog.cores[a.core as usize] {
+                CoreRt::Number(n) => n.live(&self.st.buf[f.buf as usize..]),
+                _ => false,
+            };
+            if live {
+                any = true;
+            } else {
+                self.kill(ai);
+            }
+        }
+        any
+    }
+
+    /// The parents mask of number alternatives accepting the complete text (0: none).
+    fn num_mask(&self, fi: usize) -> u64 {
+        let f = self.st.frames[fi];
+        let text = &self.st.buf[f.buf as usize..];
+        if !number::is_complete(text) {
+            return 0;
+        }
+        let mut mask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
+                if a.alive && n.accepts_text(text) {
+                    mask |= a.parents;
+                }
+            }
+        }
+        mask
+    }
+
+    fn num_close(&mut self, fi: usize) -> bool {
+        let mask = self.num_mask(fi);
+        if mask == 0 {
+            return false;
+        }
+        self.pop_frame();
+        self.child_done(mask);
+        true
+    }
+
+    // ---- strings and keys ----
+
+    fn str_byte(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        match f.esc {
+            E_NORMAL => match b {
+                b'"' => {
+                    if f.kind == Kind::Key {
+                        self.key_close(fi)
+                    } else {
+                        self.str_close(fi)
+                    }
+                }
+                b'\\' => {
+                    if !self.range_live(fi, 0, 0x10FFFF) {
+                        return false;
+                    }
+                    self.set_frame(fi, Frame { esc: E_BS, ..f });
+                    true
+                }
+                0..=0x1F => false,
+                _ => self.feed(fi, b),
+            },
+            E_BS => {
+                let cp = match b {
+                    b'"' => 0x22,
+                    b'\\' => 0x5C,
+                    b'/' => 0x2F,
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => 0x0A,
+                    b'r' => 0x0D,
+                    b't' => 0x09,
+                    b'u' => {
+                        self.set_frame(fi, Frame { esc: E_HEX, hexn: 0, hexv: 0, ..f });
+                        return true;
+                    }
+                    _ => return false,
+                };
+                self.set_frame(fi, Frame { esc: E_NORMAL, ..f });
+                self.feed_cp(fi, cp)
+            }
+            E_HEX | E_HEX_LOW => {
+                let Some(d) = hex_val(b) else { return false };
+                let v = (f.hexv << 4) | d;
+                let n = f.hexn + 1;
+                let low = f.esc == E_HEX_LOW;
+                if n < 4 {
+                    let shift = 4 * (4 - u32::from(n));
+                    let lo = u32::from(v) << shift;
+                    let hi = lo + (1 << shift) - 1;
+                    let ok = if low {
+                        self.low_range_live(fi, f.high, lo, hi)
+                    } else {
+                        self.hex_range_live(fi, lo, hi)
+                    };
+                    if !ok {
+                        return false;
+                    }
+                    self.set_frame(fi, Frame { hexn: n, hexv: v, ..f });
+                    return true;
+                }
+                let v = u32::from(v);
+                if low {
+                    if !(0xDC00..0xE000).contains(&v) {
+                        return false;
+                    }
+                    let cp = 0x10000 + ((u32::from(f.high) - 0xD800) << 10) + (v - 0xDC00);
+                    self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, high: 0, ..f });
+                    return self.feed_cp(fi, cp);
+                }
+                if (0xD800..0xDC00).contains(&v) {
+                    if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
+                        return false;
+                    }
+                    self.set_frame(
+                        fi,
+                        Frame { esc: E_NEED_BS, hexn: 0, hexv: 0, high: v as u16, ..f },
+                    );
+                    return true;
+                }
+                if (0xDC00..0xE000).contains(&v) {
+                    return false;
+                }
+                self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, ..f });
+                self.feed_cp(fi, v)
+            }
+            E_NEED_BS => {
+                if b != b'\\' {
+                    return false;
+                }
+                self.set_frame(fi, Frame { esc: E_NEED_U, ..f });
+                true
+            }
+            _ => {
+                if b != b'u' {
+                    return false;
+                }
+                self.set_frame(fi, Frame { esc: E_HEX_LOW, hexn: 0, hexv: 0, ..f });
+                true
+            }
+        }
+    }
+
+    /// A partial `\u` escape covering `lo..=hi` (BMP values; high surrogates lead on).
+    fn hex_range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
+        if self.range_live(fi, lo, hi.min(0xD7FF)) || self.range_live(fi, lo.max(0xE000), hi) {
+            return true;
+        }
+        let (a, b) = (lo.max(0xD800), hi.min(0xDBFF));
+        a <= b
+            && self.range_live(
+                fi,
+                0x10000 + ((a - 0xD800) << 10),
+                0x10000 + ((b - 0xD800) << 10) + 0x3FF,
+            )
+    }
+
+    fn low_range_live(&self, fi: usize, high: u16, lo: u32, hi: u32) -> bool {
+        let (a, b) = (lo.max(0xDC00), hi.min(0xDFFF));
+        let base = 0x10000 + ((u32::from(high) - 0xD800) << 10);
+        a <= b && self.range_live(fi, base + (a - 0xDC00), base + (b - 0xDC00))
+    }
+
+    /// Can some code point in `lo..=hi` continue the string/key in frame `fi`?
+    fn range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
+        if lo > hi {
+            return false;
+        }
+        let f = self.st.frames[fi];
+        let prog = self.prog();
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            if f.kind == Kind::Str {
+                if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] {
+                    if a.b < *max && prog.dfas[*dfa as usize].range_live(a.a, lo, hi) {
+                        return true;
+                    }
+                }
+            } else {
+                if let Some(x) = &self.obj(a.core).extra {
+                    if a.a != DEAD && prog.dfas[x.dfa as usize].range_live(a.a, lo, hi) {
+                        return true;
+                    }
+                }
+                let o = self.obj(a.core);
+                let pos = self.st.buf.len() - f.buf as usize;
+                for i in a.b as usize..a.c as usize {
+                    let n = &o.names[i];
+                    if n.len() > pos {
+                        if let Some(cp) = cp_at(n, pos) {
+                            if (lo..=hi).contains(&cp) && self.name_ok(fi - 1, a.d as usize, i) {
+                                return true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
+        let mut tmp = [0u8; 4];
+        let bytes: smallvec::SmallVec<[u8; 4]> = utf8(cp, &mut tmp).iter().copied().collect();
+        if bytes.is_empty() {
+            return false;
+        }
+        bytes.iter().all(|&b| self.feed(fi, b))
+    }
+
+    /// One decoded content byte into every alternative of a string or key frame.
+    fn feed(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        let prog = self.prog();
+        let lead = b & 0xC0 != 0x80;
+        let mut any = false;
+        if f.kind == Kind::Str {
+            for ai in self.alt_range(fi) {
+                let a = self.st.alts[ai];
+                if !a.alive {
+                    continue;
+                }
+                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] else {
+                    continue;
+                };
+                let n = prog.dfas[*dfa as usize].next(a.a, b);
+                let count = a.b + u32::from(lead);
+                if n == DEAD || count > *max {
+                    self.kill(ai);
+                } else {
+                    if n != a.a || count != a.b {
+                        self.set_alt(ai, Alt { a: n, b: count, ..a });
+                    }
+                    any = true;
+                }
+            }
+            return any;
+        }
+        // A key: extend the decoded text, narrow name ranges, step the undeclared automaton.
+        let pos = self.st.buf.len() - f.buf as usize;
+        self.note_lens();
+        self.st.buf.push(b);
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let o = self.obj(a.core);
+            let names = &o.names[a.b as usize..a.c as usize];
+            let lo = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
+            let hi = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
+            let ex = match &o.extra {
+                Some(x) if a.a != DEAD => prog.dfas[x.dfa as usize].next(a.a, b),
+                _ => DEAD,
+            };
+            let objai = a.d as usize;
+            let text = &self.st.buf[f.buf as usize..];
+            let names_live = (lo..hi).any(|i| self.name_ok(fi - 1, objai, i));
+            let extra_live = ex != DEAD && {
+                let d = &prog.dfas[o.extra.as_ref().expect("extra").dfa as usize];
+                match d.finite_count(ex) {
+                    None => true,
+                    Some(cnt) => cnt > self.seen_extra_with_prefix(fi - 1, objai, text),
+                }
+            };
+            if !names_live && !extra_live {
+                self.kill(ai);
+            } else {
+                self.set_alt(ai, Alt { a: ex, b: lo as u32, c: hi as u32, ..a });
+                any = true;
+            }
+        }
+        any
+    }
+
+    fn str_close(&mut self, fi: usize) -> bool {
+        let prog = self.prog();
+        let mut mask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
+                if prog.dfas[*dfa as usize].is_accept(a.a) && a.b >= *min {
+                    mask |= a.parents;
+                }
+            }
+        }
+        if mask == 0 {
+            return false;
+        }
+        self.pop_frame();
+        self.child_done(mask);
+        true
+    }
+
+    fn key_close(&mut self, fi: usize) -> bool {
+        let prog = self.prog();
+        let f = self.st.frames[fi];
+        let text: smallvec::SmallVec<[u8; 64]> =
+            self.st.buf[f.buf as usize..].iter().copied().collect();
+        let oi = fi - 1;
+        // Decide, per object alternative, what the key is.
+        let mut choices: smallvec::SmallVec<[(usize, Option<usize>, u32); 8]> =
+            smallvec::SmallVec::new();
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let o = self.obj(a.core);
+            let objai = a.d as usize;
+            if a.b < a.c && o.names[a.b as usize].len() == text.len() {
+                // A declared name: never an undeclared key, even if it cannot be taken now.
+                let idx = a.b as usize;
+                if self.name_ok(oi, objai, idx) {
+                    choices.push((objai, Some(idx), o.props[idx].node));
+                }
+                continue;
+            }
+            if let Some(x) = &o.extra {
+                if a.a != DEAD
+                    && prog.dfas[x.dfa as usize].is_accept(a.a)
+                    && !self.seen_extra(oi, objai, &text)
+                    && self.extra_ok(oi, objai)
+                {
+                    let mut m = 0usize;
+                    for (i, &p) in x.patterns.iter().enumerate() {
+                        if prog.dfas[p as usize].matches(&text) {
+                            m |= 1 << i;
+                        }
+                    }
+                    let node = x.combos[m];
+                    if !prog.nodes[node as usize].is_empty() {
+                        choices.push((objai, None, node));
+                    }
+                }
+            }
+        }
+        if choices.is_empty() {
+            return false;
+        }
+        self.pop_frame();
+        // Object alternatives without a valid reading of the key die.
+        for ai in self.alt_range(oi) {
+            let a = self.st.alts[ai];
+            if a.alive && !choices.iter().any(|c| c.0 == ai) {
+                self.kill(ai);
+            }
+        }
+        self.note_lens();
+        for &(ai, idx, node) in &choices {
+            let a = self.st.alts[ai];
+            let o = self.obj(a.core);
+            let mut na = Alt { a: a.a + 1, d: node, ..a };
+            match idx {
+                Some(i) => {
+                    let w = a.b as usize + i / 64;
+                    let v = self.st.bits[w] | (1 << (i % 64));
+                    self.set_bit(w, v);
+                    if self.schema_order() {
+                        na.c = o.props[i].order + 1;
+                    }
+                }
+                None => {
+                    let start = self.st.xtext.len() as u32;
+                    self.st.xtext.extend_from_slice(&text);
+                    self.st.xk.push(XKey { alt: ai as u32, start, len: text.len() as u32 });
+                }
+            }
+            self.set_alt(ai, na);
+        }
+        let of = self.st.frames[oi];
+        self.set_frame(oi, Frame { phase: 2, ws: 0, ..of });
+        true
+    }
+}
+
+impl Recognizer for Rt<'_> {
+    fn try_push_byte(&mut self, b: u8) -> bool {
+        self.log.push(Undo::Mark);
+        if self.step(b) {
+            true
+        } else {
+            self.undo_byte();
+            false
+        }
+    }
+
+    fn pop_bytes(&mut self, n: usize) {
+        for _ in 0..n {
+            self.undo_byte();
+        }
+    }
+}
+
+impl St {
+    fn initial() -> St {
+        let mut st = St::default();
+        st.frames.push(Frame {
+            kind: Kind::Root,
+            phase: 0,
+            ws: 0,
+            esc: 0,
+            hexn: 0,
+            hexv: 0,
+            high: 0,
+            alts: 0,
+            buf: 0,
+            bits: 0,
+            xk: 0,
+            xtext: 0,
+        });
+        st.alts.push(Alt { core: NONE, parents: 1, a: 0, b: 0, c: 0, d: NONE, alive: true });
+        st
+    }
+}
+
+struct CacheEntry {
+    hash: u64,
+    state: St,
+    mask: TokenMask,
+    stamp: u64,
+}
+
+/// A per-request JSON Schema engine. See the [module docs](super).
+pub struct SchemaConstraint {
+    schema: Arc<CompiledSchema>,
+    vocab: Vocabulary,
+    st: St,
+    finished: bool,
+    log: Vec<Undo>,
+    graves: Graves,
+    history: VecDeque<(St, bool)>,
+    options: EngineOptions,
+    cache: Vec<CacheEntry>,
+    clock: u64,
+    bools: Vec<bool>,
+    scratch: TokenMask,
+}
+
+impl std::fmt::Debug for SchemaConstraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaConstraint")
+            .field("frames", &self.st.frames.len())
+            .field("finished", &self.finished)
+            .finish()
+    }
+}
+
+impl SchemaConstraint {
+    /// A fresh engine for `schema` over `vocab`.
+    pub fn new(schema: Arc<CompiledSchema>, vocab: &Vocabulary) -> SchemaConstraint {
+        let options = schema.engine.clone();
+        SchemaConstraint {
+            schema,
+            vocab: vocab.clone(),
+            st: St::initial(),
+            finished: false,
+            log: Vec::new(),
+            graves: Graves::default(),
+            history: VecDeque::new(),
+            options,
+            cache: Vec::new(),
+            clock: 0,
+            bools: Vec::new(),
+            scratch: TokenMask::new(0),
+        }
+    }
+
+    /// Compile `schema` and start an engine.
+    ///
+    /// # Errors
+    /// Any compile error (see [`CompiledSchema::compile`]).
+    pub fn compile(
+        schema: &serde_json::Value,
+        vocab: &Vocabulary,
+        options: &super::SchemaOptions,
+    ) -> Result<SchemaConstraint, SchemaError> {
+        Ok(SchemaConstraint::new(CompiledSchema::compile(schema, options)?, vocab))
+    }
+
+    /// The compiled schema.
+    pub fn schema(&self) -> &Arc<CompiledSchema> {
+        &self.schema
+    }
+
+    fn rt(&mut self) -> Rt<'_> {
+        Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves }
+    }
+
+    /// Feed raw bytes (not tokens). `Ok(())` if all are accepted (state advanced); otherwise
+    /// the index of the first refused byte, with the state unchanged.
+    ///
+    /// # Errors
+    /// The index of the refused byte.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        let mut rt = self.rt();
+        for (i, &b) in bytes.iter().enumerate() {
+            if !rt.try_push_byte(b) {
+                rt.pop_bytes(i);
+                return Err(i);
+            }
+        }
+        self.log.clear();
+        self.graves = Graves::default();
+        Ok(())
+    }
+
+    /// Would `bytes` be accepted from the current state? (State unchanged.)
+    pub fn accepts_bytes(&mut self, bytes: &[u8]) -> bool {
+        let mut rt = self.rt();
+        let mut n = 0;
+        let mut ok = true;
+        for &b in bytes {
+            if !rt.try_push_byte(b) {
+                ok = false;
+                break;
+            }
+            n += 1;
+        }
+        rt.pop_bytes(n);
+        self.log.clear();
+        ok
+    }
+
+    fn accepting_state(&self) -> bool {
+        let st = &self.st;
+        match st.frames.len() {
+            1 => st.frames[0].phase == 1,
+            2 if st.frames[1].kind == Kind::Num => {
+                let rt = Rt {
+                    cs: &self.schema,
+                    st: &mut self.st.clone(),
+                    log: &mut Vec::new(),
+                    graves: &mut Graves::default(),
+                };
+                rt.num_mask(1) != 0
+            }
+            _ => false,
+        }
+    }
+
+    /// Inside an unconstrained string at a character boundary: the vocabulary's string-safe
+    /// tokens are all allowed and need no walk.
+    fn in_free_string(&self) -> bool {
+        let st = &self.st;
+        let f = st.frames.last().expect("root");
+        if f.kind != Kind::Str || f.esc != E_NORMAL {
+            return false;
+        }
+        let p = &self.schema.program;
+        let start = p.dfas[p.any_dfa as usize].start();
+        st.alts[f.alts as usize..].iter().filter(|a| a.alive).all(|a| {
+            matches!(&p.cores[a.core as usize], CoreRt::String { free: true, dfa, .. } if *dfa == p.any_dfa && a.a == start)
+        })
+    }
+
+    fn compute(&mut self, mask: &mut TokenMask) {
+        mask.clear();
+        let vocab = self.vocab.clone();
+        let trie = if self.in_free_string() {
+            let slice = vocab.string_slice();
+            mask.copy_from(&slice.safe);
+            &slice.rest
+        } else {
+            vocab.trie()
+        };
+        {
+            let mut rt = self.rt();
+            trie.walk(&mut rt, mask);
+        }
+        self.log.clear();
+        if self.accepting_state() {
+            allow_eos(&self.vocab, mask);
+        }
+    }
+
+    fn state_hash(&self) -> u64 {
+        let mut h = rustc_hash::FxHasher::default();
+        self.st.hash(&mut h);
+        h.finish()
+    }
+
+    fn push_history(&mut self) {
+        if self.options.history == 0 {
+            return;
+        }
+        if self.history.len() == self.options.history {
+            self.history.pop_front();
+        }
+        self.history.push_back((self.st.clone(), self.finished));
+    }
+}
+
+impl ConstraintEngine for SchemaConstraint {
+    fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+        check_mask_len(&self.vocab, mask.len())?;
+        if self.finished {
+            mask.clear();
+            return Ok(());
+        }
+        self.clock += 1;
+        let h = self.state_hash();
+        if let Some(e) = self.cache.iter_mut().find(|e| e.hash == h && e.state == self.st) {
+            e.stamp = self.clock;
+            mask.copy_from(&e.mask);
+            return Ok(());
+        }
+        self.compute(mask);
+        if self.options.mask_cache > 0 {
+            if self.cache.len() < self.options.mask_cache {
+                self.cache.push(CacheEntry {
+                    hash: h,
+                    state: self.st.clone(),
+                    mask: mask.clone(),
+                    stamp: self.clock,
+                });
+            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
+                e.hash = h;
+                e.state.clone_from(&self.st);
+                e.mask.copy_from(mask);
+                e.stamp = self.clock;
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+        let accepting = self.accepting_state();
+        if precheck(&self.vocab, token, self.finished, accepting)? {
+            self.push_history();
+            self.finished = true;
+            return Ok(());
+        }
+        let vocab = self.vocab.clone();
+        let bytes = vocab.token_bytes(token);
+        let before = self.st.clone();
+        match self.advance_bytes(bytes) {
+            Ok(()) => {
+                let after = std::mem::replace(&mut self.st, before);
+                self.push_history();
+                self.st = after;
+                Ok(())
+            }
+            Err(i) => Err(refused(&self.vocab, token, i)),
+        }
+    }
+
+    fn is_accepting(&self) -> bool {
+        !self.finished && self.accepting_state()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn can_only_end(&self) -> bool {
+        !self.finished && self.st.frames.len() == 1 && self.st.frames[0].phase == 1
+    }
+
+    fn allows(&self, token: TokenId) -> bool {
+        let accepting = self.accepting_state();
+        match precheck(&self.vocab, token, self.finished, accepting) {
+            Ok(true) => true,
+            Ok(false) => {
+                let mut st = self.st.clone();
+                let mut log = Vec::new();
+                let mut graves = Graves::default();
+                let mut rt =
+                    Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+                self.vocab.token_bytes(token).iter().all(|&b| rt.try_push_byte(b))
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
+        check_mask_len(&self.vocab, vocab_size)?;
+        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
+        if m.len() != vocab_size {
+            m = TokenMask::new(vocab_size);
+        }
+        self.fill_mask(&mut m)?;
+        self.bools.resize(vocab_size, false);
+        m.write_bools(&mut self.bools);
+        self.scratch = m;
+        Ok(&self.bools)
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
+        if n > self.history.len() {
+            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
+                requested: n,
+                available: self.history.len(),
+            }));
+        }
+        for _ in 0..n {
+            let (s, f) = self.history.pop_back().expect("checked length");
+            self.st = s;
+            self.finished = f;
+        }
+        Ok(())
+    }
+}

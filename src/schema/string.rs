@@ -1,0 +1,792 @@
+//! String automata for the schema engine: `pattern` (ECMA-262 translated to `regex-syntax`),
+//! `format`, string `enum`/`const`, property-name sets, and the products that combine them with
+//! length bounds.
+//!
+//! Every automaton is a [`ByteDfa`] over the *decoded* UTF-8 bytes of a JSON string's content
+//! (escapes already resolved by the runtime). It is built from a `regex-automata` dense DFA
+//! (anchored, `MatchKind::All`, so the match flag after end-of-input decides acceptance), then
+//! **pruned to its live states**: a state that cannot reach acceptance is merged into the dead
+//! state 0. Hence a byte is allowed exactly when its transition is not 0 — the property that
+//! makes string masks exact (no dead ends). Products (intersection, difference) are built here
+//! too, so `pattern` ∧ `format` ∧ `enum` ∧ lengths become one automaton.
+//!
+//! This module is self-contained on purpose (the crate-wide regex automaton lands separately).
+
+use regex_automata::dfa::StartKind;
+use regex_automata::dfa::{dense, Automaton};
+use regex_automata::util::start;
+use regex_automata::{Anchored, MatchKind};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// The dead state of every [`ByteDfa`].
+pub(crate) const DEAD: u32 = 0;
+
+/// A DFA over bytes with only live states (plus the dead state 0).
+#[derive(Clone, Debug)]
+pub(crate) struct ByteDfa {
+    classes: [u8; 256],
+    stride: usize,
+    trans: Vec<u32>,
+    accept: Vec<bool>,
+    start: u32,
+    /// Per state: the number of accepted continuations when finite (capped), `None` if
+    /// infinite. Used to decide liveness when some completions are excluded (duplicate keys).
+    finite: Vec<Option<u32>>,
+}
+
+/// Cap on counted finite languages.
+const COUNT_CAP: u32 = 1 << 20;
+
+/// A DFA still in wide form (256 columns), before pruning and class compression.
+struct RawDfa {
+    trans: Vec<[u32; 256]>,
+    accept: Vec<bool>,
+    start: u32,
+}
+
+/// Why an automaton could not be built.
+#[derive(Debug)]
+pub(crate) enum DfaError {
+    /// The regex is not supported or not valid (message).
+    Regex(String),
+    /// More states than the limit.
+    TooBig,
+}
+
+impl ByteDfa {
+    /// The start state (0 when the language is empty).
+    #[inline]
+    pub(crate) fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// The state after `b`, [`DEAD`] when refused.
+    #[inline(always)]
+    pub(crate) fn next(&self, s: u32, b: u8) -> u32 {
+        self.trans[s as usize * self.stride + self.classes[b as usize] as usize]
+    }
+
+    /// Is the content complete in `s`?
+    #[inline]
+    pub(crate) fn is_accept(&self, s: u32) -> bool {
+        self.accept[s as usize]
+    }
+
+    /// Is the language empty?
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start == DEAD
+    }
+
+    /// Number of states (dead included).
+    pub(crate) fn n_states(&self) -> usize {
+        self.accept.len()
+    }
+
+    /// Accepted continuations from `s` when finite.
+    pub(crate) fn finite_count(&self, s: u32) -> Option<u32> {
+        self.finite[s as usize]
+    }
+
+    /// Run `bytes` from `s`.
+    pub(crate) fn run(&self, mut s: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            if s == DEAD {
+                return DEAD;
+            }
+            s = self.next(s, b);
+        }
+        s
+    }
+
+    /// Does the automaton accept `bytes` in full?
+    pub(crate) fn matches(&self, bytes: &[u8]) -> bool {
+        let s = self.run(self.start, bytes);
+        s != DEAD && self.is_accept(s)
+    }
+
+    /// Is there a code point in `lo..=hi` (surrogates excluded) whose UTF-8 leads from `s` to a
+    /// live state? Used while a `\uXXXX` escape is partly typed.
+    pub(crate) fn range_live(&self, s: u32, lo: u32, hi: u32) -> bool {
+        let check = |a: u32, b: u32| -> bool {
+            if a > b {
+                return false;
+            }
+            let (Some(ca), Some(cb)) = (char::from_u32(a), char::from_u32(b)) else {
+                return false;
+            };
+            for seq in regex_syntax::utf8::Utf8Sequences::new(ca, cb) {
+                let mut cur: smallvec::SmallVec<[u32; 8]> = smallvec::smallvec![s];
+                for r in seq.as_slice() {
+                    let mut nxt: smallvec::SmallVec<[u32; 8]> = smallvec::SmallVec::new();
+                    for &q in &cur {
+                        let mut seen = [false; 256];
+                        for byte in r.start..=r.end {
+                            let c = self.classes[byte as usize] as usize;
+                            if seen[c] {
+                                continue;
+                            }
+                            seen[c] = true;
+                            let n = self.next(q, byte);
+                            if n != DEAD && !nxt.contains(&n) {
+                                nxt.push(n);
+                            }
+                        }
+                    }
+                    cur = nxt;
+                    if cur.is_empty() {
+                        break;
+                    }
+                }
+                if !cur.is_empty() {
+                    return true;
+                }
+            }
+            false
+        };
+        check(lo, hi.min(0xD7FF)) || check(lo.max(0xE000), hi.min(0x10FFFF))
+    }
+
+    fn to_raw(&self) -> RawDfa {
+        let trans = (0..self.n_states())
+            .map(|s| {
+                let mut row = [0u32; 256];
+                for (b, r) in row.iter_mut().enumerate() {
+                    *r = self.next(s as u32, b as u8);
+                }
+                row
+            })
+            .collect();
+        RawDfa { trans, accept: self.accept.clone(), start: self.start }
+    }
+}
+
+impl RawDfa {
+    /// Prune to live states (state 0 dead), compress columns into classes, count finite
+    /// languages.
+    fn finish(self, max_states: usize) -> Result<ByteDfa, DfaError> {
+        let n = self.trans.len();
+        // Backward reachability from accepting states.
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, row) in self.trans.iter().enumerate() {
+            for &t in row.iter() {
+                if rev[t as usize].last() != Some(&(s as u32)) {
+                    rev[t as usize].push(s as u32);
+                }
+            }
+        }
+        let mut live = vec![false; n];
+        let mut queue: VecDeque<u32> = VecDeque::new();
+        for (s, l) in live.iter_mut().enumerate() {
+            if self.accept[s] {
+                *l = true;
+                queue.push_back(s as u32);
+            }
+        }
+        while let Some(s) = queue.pop_front() {
+            for &p in &rev[s as usize] {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    queue.push_back(p);
+                }
+            }
+        }
+        // Forward BFS from start over live states, renumbering (0 = dead).
+        let mut map: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut order: Vec<u32> = Vec::new();
+        let start = if live[self.start as usize] {
+            map.insert(self.start, 1);
+            order.push(self.start);
+            let mut i = 0;
+            while i < order.len() {
+                let s = order[i];
+                i += 1;
+                for &t in self.trans[s as usize].iter() {
+                    if live[t as usize] && !map.contains_key(&t) {
+                        map.insert(t, order.len() as u32 + 1);
+                        order.push(t);
+                        if order.len() > max_states {
+                            return Err(DfaError::TooBig);
+                        }
+                    }
+                }
+            }
+            1
+        } else {
+            0
+        };
+        let m = order.len() + 1;
+        let mut rows: Vec<[u32; 256]> = vec![[0u32; 256]; m];
+        let mut accept = vec![false; m];
+        for (i, &s) in order.iter().enumerate() {
+            accept[i + 1] = self.accept[s as usize];
+            for (r, &t) in rows[i + 1].iter_mut().zip(self.trans[s as usize].iter()) {
+                *r = if live[t as usize] { map[&t] } else { 0 };
+            }
+        }
+        // Byte classes: bytes whose columns are identical.
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<usize> = Vec::new();
+        for b in 0..256 {
+            let found = reps.iter().position(|&r| rows.iter().all(|row| row[r] == row[b]));
+            classes[b] = match found {
+                Some(c) => c as u8,
+                None => {
+                    reps.push(b);
+                    (reps.len() - 1) as u8
+                }
+            };
+        }
+        let stride = reps.len();
+        let mut trans = Vec::with_capacity(m * stride);
+        for row in &rows {
+            for &r in &reps {
+                trans.push(row[r]);
+            }
+        }
+        let mut mult = vec![0u32; stride];
+        for &c in classes.iter() {
+            mult[c as usize] += 1;
+        }
+        let finite = count_finite(&trans, stride, &accept, &mult);
+        Ok(ByteDfa { classes, stride, trans, accept, start, finite })
+    }
+}
+
+/// Per state, the size of the accepted language from it when finite (`None` when a cycle is
+/// reachable, i.e. infinitely many completions). All states but 0 are live.
+fn count_finite(trans: &[u32], stride: usize, accept: &[bool], mult: &[u32]) -> Vec<Option<u32>> {
+    let m = accept.len();
+    // 0 = unvisited, 1 = on stack, 2 = done.
+    let mut mark = vec![0u8; m];
+    let mut out: Vec<Option<u32>> = vec![Some(0); m];
+    // We count byte strings, so a class of k bytes contributes k times (`mult`).
+    fn visit(
+        s: usize,
+        trans: &[u32],
+        stride: usize,
+        accept: &[bool],
+        mult: &[u32],
+        mark: &mut [u8],
+        out: &mut [Option<u32>],
+    ) {
+        mark[s] = 1;
+        let mut total: Option<u32> = Some(u32::from(accept[s]));
+        for c in 0..stride {
+            let t = trans[s * stride + c] as usize;
+            if t == 0 {
+                continue;
+            }
+            if mark[t] == 1 {
+                total = None;
+                continue;
+            }
+            if mark[t] == 0 {
+                visit(t, trans, stride, accept, mult, mark, out);
+            }
+            total = match (total, out[t]) {
+                (Some(a), Some(b)) => {
+                    Some(a.saturating_add(b.saturating_mul(mult[c])).min(COUNT_CAP))
+                }
+                _ => None,
+            };
+        }
+        out[s] = total;
+        mark[s] = 2;
+    }
+    for s in 1..m {
+        if mark[s] == 0 {
+            visit(s, trans, stride, accept, mult, &mut mark, &mut out);
+        }
+    }
+    out[0] = Some(0);
+    out
+}
+
+/// Wide-form automaton of a `regex-automata` dense DFA for `regex` (full match).
+fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(StartKind::Anchored)
+                .dfa_size_limit(Some(max_states.saturating_mul(2048)))
+                .determinize_size_limit(Some(max_states.saturating_mul(4096))),
+        )
+        .build(regex)
+        .map_err(|e| {
+            if e.to_string().contains("exceeds") || e.to_string().contains("limit") {
+                DfaError::TooBig
+            } else {
+                DfaError::Regex(e.to_string())
+            }
+        })?;
+    let s0 = dfa
+        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .map_err(|e| DfaError::Regex(e.to_string()))?;
+    let mut map: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut ids = vec![s0];
+    map.insert(s0.as_u32(), 0);
+    let mut trans: Vec<[u32; 256]> = Vec::new();
+    let mut accept = Vec::new();
+    // Index 0 of the raw DFA is the start; we add an explicit dead state at the end.
+    let mut i = 0;
+    let mut dead_idx: Option<u32> = None;
+    while i < ids.len() {
+        let s = ids[i];
+        i += 1;
+        let mut row = [0u32; 256];
+        let is_dead = dfa.is_dead_state(s) || dfa.is_quit_state(s);
+        for b in 0..=255u8 {
+            let t = if is_dead { s } else { dfa.next_state(s, b) };
+            let idx = match map.get(&t.as_u32()) {
+                Some(&x) => x,
+                None => {
+                    let x = ids.len() as u32;
+                    map.insert(t.as_u32(), x);
+                    ids.push(t);
+                    if ids.len() > max_states * 4 + 16 {
+                        return Err(DfaError::TooBig);
+                    }
+                    x
+                }
+            };
+            row[b as usize] = idx;
+        }
+        if is_dead && dead_idx.is_none() {
+            dead_idx = Some((i - 1) as u32);
+        }
+        trans.push(row);
+        accept.push(!is_dead && dfa.is_match_state(dfa.next_eoi_state(s)));
+    }
+    Ok(RawDfa { trans, accept, start: 0 })
+}
+
+/// Build a pruned automaton for a `regex-syntax` regex matched in full.
+pub(crate) fn dfa_from_regex(regex: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
+    raw_from_regex(regex, max_states)?.finish(max_states)
+}
+
+/// How two automata combine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    And,
+    Or,
+    AndNot,
+}
+
+/// The product automaton of `a` and `b` under `op`.
+pub(crate) fn product(
+    a: &ByteDfa,
+    b: &ByteDfa,
+    op: Op,
+    max_states: usize,
+) -> Result<ByteDfa, DfaError> {
+    let mut map: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut pairs = vec![(a.start, b.start)];
+    map.insert((a.start, b.start), 0);
+    let mut trans: Vec<[u32; 256]> = Vec::new();
+    let mut accept = Vec::new();
+    let mut i = 0;
+    while i < pairs.len() {
+        let (x, y) = pairs[i];
+        i += 1;
+        let mut row = [0u32; 256];
+        for byte in 0..=255u8 {
+            let nx = a.next(x, byte);
+            let ny = b.next(y, byte);
+            let key = match op {
+                Op::And if nx == DEAD || ny == DEAD => (DEAD, DEAD),
+                Op::AndNot if nx == DEAD => (DEAD, DEAD),
+                _ => (nx, ny),
+            };
+            let idx = match map.get(&key) {
+                Some(&v) => v,
+                None => {
+                    let v = pairs.len() as u32;
+                    map.insert(key, v);
+                    pairs.push(key);
+                    if pairs.len() > max_states * 4 + 16 {
+                        return Err(DfaError::TooBig);
+                    }
+                    v
+                }
+            };
+            row[byte as usize] = idx;
+        }
+        trans.push(row);
+        let (ax, by) = (a.is_accept(x), b.is_accept(y));
+        accept.push(match op {
+            Op::And => ax && by,
+            Op::Or => ax || by,
+            Op::AndNot => ax && !by,
+        });
+    }
+    RawDfa { trans, accept, start: 0 }.finish(max_states)
+}
+
+/// Complement within the valid UTF-8 strings.
+pub(crate) fn complement(a: &ByteDfa, max_states: usize) -> Result<ByteDfa, DfaError> {
+    let any = dfa_from_regex(r"(?s:.)*", 64)?;
+    product(&any, a, Op::AndNot, max_states)
+}
+
+/// Strings of `min..=max` code points (`max == u32::MAX`: unbounded).
+pub(crate) fn length_dfa(min: u32, max: u32, max_states: usize) -> Result<ByteDfa, DfaError> {
+    let re = if max == u32::MAX {
+        format!(r"(?s:.){{{min},}}")
+    } else {
+        format!(r"(?s:.){{{min},{max}}}")
+    };
+    if min > 10_000 || (max != u32::MAX && max > 10_000) {
+        return Err(DfaError::TooBig);
+    }
+    dfa_from_regex(&re, max_states)
+}
+
+/// Rebuild an automaton (e.g. to re-run pruning); used by tests.
+#[allow(dead_code)]
+pub(crate) fn reprune(a: &ByteDfa, max_states: usize) -> Result<ByteDfa, DfaError> {
+    a.to_raw().finish(max_states)
+}
+
+/// The regex for a set of literal strings.
+pub(crate) fn literals_regex<'a>(lits: impl IntoIterator<Item = &'a str>) -> String {
+    let parts: Vec<String> = lits.into_iter().map(regex_syntax::escape).collect();
+    if parts.is_empty() {
+        // Matches nothing.
+        return r"[^\x{0}-\x{10FFFF}]".to_string();
+    }
+    format!("(?:{})", parts.join("|"))
+}
+
+/// ECMA-262 whitespace (`\s`): WhiteSpace and LineTerminator code points.
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Translate an ECMA-262 `pattern` into a `regex-syntax` regex with the same meaning, as an
+/// unanchored search (`(?s:.)*` on both sides; `^`/`$` keep their whole-string meaning).
+///
+/// # Errors
+/// Look-around, back-references and other constructs without a DFA: the message says which.
+pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut i = 0;
+    let mut in_class = false;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '\\' => {
+                let Some(&e) = chars.get(i) else {
+                    return Err("pattern ends with a backslash".into());
+                };
+                i += 1;
+                let (outside, inside): (String, String) = match e {
+                    'd' => ("[0-9]".into(), "0-9".into()),
+                    'D' => ("[^0-9]".into(), "[^0-9]".into()),
+                    'w' => ("[0-9A-Za-z_]".into(), "0-9A-Za-z_".into()),
+                    'W' => ("[^0-9A-Za-z_]".into(), "[^0-9A-Za-z_]".into()),
+                    's' => (format!("[{ECMA_SPACE}]"), ECMA_SPACE.into()),
+                    'S' => (format!("[^{ECMA_SPACE}]"), format!("[^{ECMA_SPACE}]")),
+                    'b' if !in_class => (r"(?-u:\b)".into(), String::new()),
+                    'b' => (String::new(), r"\x08".into()),
+                    'B' if !in_class => (r"(?-u:\B)".into(), String::new()),
+                    'n' | 'r' | 't' | 'f' => (format!("\\{e}"), format!("\\{e}")),
+                    'v' => (r"\x0B".into(), r"\x0B".into()),
+                    '0' if !chars.get(i).is_some_and(|c| c.is_ascii_digit()) => {
+                        (r"\x00".into(), r"\x00".into())
+                    }
+                    '1'..='9' => return Err("back-references are not supported".into()),
+                    'c' => {
+                        let Some(&l) = chars.get(i).filter(|l| l.is_ascii_alphabetic()) else {
+                            return Err("bad \\c escape".into());
+                        };
+                        i += 1;
+                        let v = format!("\\x{:02X}", (l as u32) % 32);
+                        (v.clone(), v)
+                    }
+                    'x' => {
+                        let h: String = chars.iter().skip(i).take(2).collect();
+                        if h.len() != 2 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
+                            return Err("bad \\x escape".into());
+                        }
+                        i += 2;
+                        let v = format!("\\x{h}");
+                        (v.clone(), v)
+                    }
+                    'u' => {
+                        let h: String = chars.iter().skip(i).take(4).collect();
+                        if h.len() != 4 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
+                            return Err("bad \\u escape".into());
+                        }
+                        i += 4;
+                        let mut v = u32::from_str_radix(&h, 16).expect("hex");
+                        if (0xD800..0xDC00).contains(&v)
+                            && chars.get(i) == Some(&'\\')
+                            && chars.get(i + 1) == Some(&'u')
+                        {
+                            let h2: String = chars.iter().skip(i + 2).take(4).collect();
+                            if let Ok(lo) = u32::from_str_radix(&h2, 16) {
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+                                    i += 6;
+                                }
+                            }
+                        }
+                        if (0xD800..0xE000).contains(&v) {
+                            return Err("lone surrogate escape".into());
+                        }
+                        let s = format!("\\x{{{v:X}}}");
+                        (s.clone(), s)
+                    }
+                    'k' if chars.get(i) == Some(&'<') => {
+                        return Err("named back-references are not supported".into())
+                    }
+                    'p' | 'P' => {
+                        // \p{...}: the same syntax in both.
+                        let mut s = format!("\\{e}");
+                        if chars.get(i) == Some(&'{') {
+                            while i < chars.len() {
+                                s.push(chars[i]);
+                                i += 1;
+                                if chars[i - 1] == '}' {
+                                    break;
+                                }
+                            }
+                        }
+                        (s.clone(), s)
+                    }
+                    c if c.is_ascii_alphanumeric() => {
+                        return Err(format!("unknown escape \\{c}"));
+                    }
+                    c => {
+                        let s = regex_syntax::escape(&c.to_string());
+                        (s.clone(), s)
+                    }
+                };
+                out.push_str(if in_class { &inside } else { &outside });
+            }
+            '[' if !in_class => {
+                if chars.get(i) == Some(&']') {
+                    out.push_str(r"[^\x{0}-\x{10FFFF}]");
+                    i += 1;
+                } else if chars.get(i) == Some(&'^') && chars.get(i + 1) == Some(&']') {
+                    out.push_str("(?s:.)");
+                    i += 2;
+                } else {
+                    in_class = true;
+                    out.push('[');
+                    if chars.get(i) == Some(&'^') {
+                        out.push('^');
+                        i += 1;
+                    }
+                    // A leading `]` is literal in neither dialect after the checks above.
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '[' | '&' | '~' if in_class => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' if in_class && chars.get(i) == Some(&'-') => {
+                out.push_str(r"\-");
+            }
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '(' if !in_class && chars.get(i) == Some(&'?') => {
+                let next = chars.get(i + 1).copied();
+                let next2 = chars.get(i + 2).copied();
+                match (next, next2) {
+                    (Some(':'), _) => {
+                        out.push_str("(?:");
+                        i += 2;
+                    }
+                    (Some('<'), Some(n)) if n != '=' && n != '!' => {
+                        out.push_str("(?P<");
+                        i += 2;
+                    }
+                    _ => return Err("look-around assertions are not supported".into()),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    if in_class {
+        return Err("unterminated character class".into());
+    }
+    if anchored_both_ends(p) {
+        // `^…$` without a top-level alternation: the search is a full match, and the
+        // unanchored wrappers would only make determinization slower.
+        return Ok(format!("(?:{out})"));
+    }
+    Ok(format!(r"(?s:.)*(?:{out})(?s:.)*"))
+}
+
+/// Does the ECMA pattern start with `^`, end with an unescaped `$`, and have no `|` outside
+/// groups and classes?
+fn anchored_both_ends(p: &str) -> bool {
+    let b = p.as_bytes();
+    if b.first() != Some(&b'^') || b.last() != Some(&b'$') {
+        return false;
+    }
+    let (mut depth, mut in_class, mut i) = (0i32, false, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                if i + 1 == b.len() - 1 {
+                    // The final `$` is escaped.
+                    return false;
+                }
+                i += 1;
+            }
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'(' if !in_class => depth += 1,
+            b')' if !in_class => depth -= 1,
+            b'|' if !in_class && depth == 0 => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+    !in_class && depth == 0
+}
+
+/// Formats the specification defines but grammask cannot decide with an automaton.
+pub(crate) const UNSUPPORTED_FORMATS: &[&str] = &["regex", "idn-email", "idn-hostname"];
+
+/// The full-match regex of a known `format`, or `None` for formats that constrain nothing
+/// (unknown formats are annotations in draft 2020-12; see also [`UNSUPPORTED_FORMATS`]).
+pub(crate) fn format_regex(name: &str) -> Option<String> {
+    const YEAR: &str = r"[0-9]{4}";
+    const LEAP: &str =
+        r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)";
+    let date = format!(
+        r"(?:{YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|{LEAP}-02-29)"
+    );
+    let time = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+    let label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    let hostname = format!(r"{label}(?:\.{label})*\.?");
+    let octet = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+    let ipv4 = format!(r"{octet}(?:\.{octet}){{3}}");
+    let h = r"[0-9A-Fa-f]{1,4}";
+    let ls32 = format!(r"(?:{h}:{h}|{ipv4})");
+    let ipv6 = format!(
+        r"(?:(?:{h}:){{6}}{ls32}|::(?:{h}:){{5}}{ls32}|(?:{h})?::(?:{h}:){{4}}{ls32}|(?:(?:{h}:){{0,1}}{h})?::(?:{h}:){{3}}{ls32}|(?:(?:{h}:){{0,2}}{h})?::(?:{h}:){{2}}{ls32}|(?:(?:{h}:){{0,3}}{h})?::{h}:{ls32}|(?:(?:{h}:){{0,4}}{h})?::{ls32}|(?:(?:{h}:){{0,5}}{h})?::{h}|(?:(?:{h}:){{0,6}}{h})?::)"
+    );
+    // RFC 3986 characters: pchar without ':' (NC), pchar (P), query/fragment chars (Q).
+    let pct = r"%[0-9A-Fa-f]{2}";
+    let nc = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|{pct}|{{U}})");
+    let p = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:]|{pct}|{{U}})");
+    let q = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:/?]|{pct}|{{U}})");
+    let auth = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@\[\]]|{pct}|{{U}})*");
+    let tail = format!(r"(?:\?{q}*)?(?:#{q}*)?");
+    let uri =
+        format!(r"[A-Za-z][A-Za-z0-9+.\-]*:(?://{auth}(?:/{p}*)*|/?(?:{p}+(?:/{p}*)*)?){tail}");
+    let rel = format!(r"(?://{auth}(?:/{p}*)*|/(?:{p}+(?:/{p}*)*)?|{nc}+(?:/{p}*)*|){tail}");
+    let ascii = |r: &str| r.replace("{U}", r"[^\x00-\xFF]").replace(r"|[^\x00-\xFF]", "");
+    let intl = |r: &str| r.replace("{U}", r"[^\x00-\x7F]");
+    let jp = r"(?:/(?:[^~/]|~[01])*)*";
+    let dur_time = r"T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
+    let dur_date = r"(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)";
+    Some(match name {
+        "date" => date,
+        "time" => time.to_string(),
+        "date-time" => format!("{date}[Tt]{time}"),
+        "duration" => format!(r"P(?:[0-9]+W|{dur_date}(?:{dur_time})?|{dur_time})"),
+        "email" => format!(
+            r"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{hostname}"
+        ),
+        "hostname" => hostname,
+        "ipv4" => ipv4,
+        "ipv6" => ipv6,
+        "uuid" => r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+            .to_string(),
+        "uri" => ascii(&uri),
+        "uri-reference" => ascii(&format!("(?:{uri}|{rel})")),
+        "iri" => intl(&uri),
+        "iri-reference" => intl(&format!("(?:{uri}|{rel})")),
+        "json-pointer" => jp.to_string(),
+        "relative-json-pointer" => format!(r"(?:0|[1-9][0-9]*)(?:#|{jp})"),
+        "uri-template" => r#"(?:[^{}\x00-\x20"'<>\\^`|]|\{[^{}]*\})*"#.to_string(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dfa(p: &str) -> ByteDfa {
+        dfa_from_regex(&translate_ecma(p).unwrap(), 10_000).unwrap()
+    }
+
+    #[test]
+    fn pattern_search_semantics() {
+        assert!(
+            anchored_both_ends("^[a-z]+$")
+                && !anchored_both_ends("^a|b$")
+                && !anchored_both_ends("^a\\$")
+        );
+        let d = dfa("^[a-z]+$");
+        assert!(d.matches(b"abc"));
+        assert!(!d.matches(b"ab1"));
+        assert!(!d.matches(b""));
+        // Dead state after a refused byte: no dead ends.
+        assert_eq!(d.next(d.start(), b'1'), DEAD);
+        let d = dfa(r"\d");
+        assert!(d.matches(b"x1y"));
+        assert!(!d.matches(b"xy"));
+        assert!(!d.matches("٣".as_bytes()), "ECMA \\d is ASCII only");
+    }
+
+    #[test]
+    fn products_and_lengths() {
+        let a = dfa("^a+$");
+        let l = length_dfa(2, 3, 1000).unwrap();
+        let p = product(&a, &l, Op::And, 1000).unwrap();
+        assert!(!p.matches(b"a") && p.matches(b"aa") && p.matches(b"aaa") && !p.matches(b"aaaa"));
+        let lits = dfa_from_regex(&literals_regex(["x", "y"]), 100).unwrap();
+        let c = complement(&lits, 1000).unwrap();
+        assert!(!c.matches(b"x") && c.matches(b"xy") && c.matches(b""));
+        assert_eq!(lits.finite_count(lits.start()), Some(2));
+        assert_eq!(c.finite_count(c.start()), None);
+    }
+
+    #[test]
+    fn formats_compile() {
+        for f in [
+            "date",
+            "time",
+            "date-time",
+            "duration",
+            "email",
+            "hostname",
+            "ipv4",
+            "ipv6",
+            "uuid",
+            "uri",
+            "uri-reference",
+        ] {
+            let d = dfa_from_regex(&format_regex(f).unwrap(), 20_000)
+                .unwrap_or_else(|e| panic!("{f}: {e:?}"));
+            assert!(!d.is_empty());
+        }
+        let d = dfa_from_regex(&format_regex("date-time").unwrap(), 20_000).unwrap();
+        assert!(d.matches(b"2024-02-29T10:00:00+02:00"));
+        assert!(!d.matches(b"2023-02-29T10:00:00Z"));
+        let d = dfa_from_regex(&format_regex("ipv6").unwrap(), 20_000).unwrap();
+        assert!(
+            d.matches(b"::1") && d.matches(b"2001:db8::8a2e:370:7334") && !d.matches(b"1::2::3")
+        );
+    }
+
+    #[test]
+    fn escape_ranges() {
+        let d = dfa_from_regex(&literals_regex(["é"]), 100).unwrap();
+        assert!(d.range_live(d.start(), 0xE0, 0xEF));
+        assert!(!d.range_live(d.start(), 0x00, 0x7F));
+    }
+}

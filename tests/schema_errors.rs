@@ -1,0 +1,127 @@
+//! Bad input to the schema compiler: every way a schema can be refused is a typed error naming
+//! the keyword and its JSON pointer, and `lenient` mode reports what it ignored.
+
+use grammask::schema::{CompiledSchema, SchemaErrorKind, SchemaLimits, SchemaOptions};
+use serde_json::json;
+
+fn err(schema: serde_json::Value) -> SchemaErrorKind {
+    CompiledSchema::compile(&schema, &SchemaOptions::default())
+        .expect_err("the schema must be refused")
+        .kind()
+        .clone()
+}
+
+#[test]
+fn malformed_schemas_are_invalid() {
+    // Malformed JSON never reaches the compiler (serde refuses it); a non-schema value does.
+    assert!(serde_json::from_str::<serde_json::Value>("{\"type\": ").is_err());
+    assert!(matches!(err(json!(42)), SchemaErrorKind::Invalid { .. }));
+    match err(json!({"type": "object", "properties": {"a": {"minimum": "x"}}})) {
+        SchemaErrorKind::Invalid { pointer, message } => {
+            assert_eq!(pointer, "/properties/a");
+            assert!(message.contains("minimum"), "{message}");
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(err(json!({"type": "strin"})), SchemaErrorKind::Invalid { .. }));
+    assert!(matches!(err(json!({"maxLength": -1})), SchemaErrorKind::Invalid { .. }));
+    assert!(matches!(err(json!({"pattern": "(unclosed"})), SchemaErrorKind::Invalid { .. }));
+}
+
+#[test]
+fn dangling_refs() {
+    match err(json!({"properties": {"a": {"$ref": "#/definitions/missing"}}})) {
+        SchemaErrorKind::DanglingRef { reference, pointer } => {
+            assert_eq!(reference, "#/definitions/missing");
+            assert_eq!(pointer, "/properties/a");
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(err(json!({"$ref": "#nowhere"})), SchemaErrorKind::DanglingRef { .. }));
+}
+
+#[test]
+fn unsupported_keywords_name_keyword_and_pointer() {
+    let cases = [
+        (json!({"$dynamicRef": "#meta"}), "$dynamicRef", ""),
+        (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
+        (
+            json!({"properties": {"a": {"type": "array", "uniqueItems": true}}}),
+            "uniqueItems",
+            "/properties/a",
+        ),
+        (json!({"type": "string", "pattern": "(?=a)b"}), "pattern", ""),
+        (json!({"type": "string", "format": "regex"}), "format", ""),
+        (json!({"not": {"type": "array", "items": {"type": "string"}}}), "not", ""),
+        (
+            json!({"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "maxItems": 2}]}),
+            "oneOf",
+            "",
+        ),
+    ];
+    for (schema, keyword, pointer) in cases {
+        match err(schema.clone()) {
+            SchemaErrorKind::Unsupported { keyword: k, pointer: p } => {
+                assert_eq!((k.as_str(), p.as_str()), (keyword, pointer), "{schema}");
+            }
+            e => panic!("{schema}: {e:?}"),
+        }
+    }
+}
+
+#[test]
+fn lenient_mode_reports_what_it_ignored() {
+    let opts = SchemaOptions { lenient: true, ..SchemaOptions::default() };
+    let c = CompiledSchema::compile(
+        &json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(c.ignored_keywords(), ["uniqueItems at /properties/a"]);
+    let strict =
+        CompiledSchema::compile(&json!({"type": "object"}), &SchemaOptions::default()).unwrap();
+    assert!(strict.ignored_keywords().is_empty());
+}
+
+#[test]
+fn unsatisfiable_schemas_are_compile_errors() {
+    for s in [
+        json!(false),
+        json!({"type": "integer", "minimum": 5, "maximum": 1}),
+        json!({"allOf": [{"type": "string"}, {"type": "number"}]}),
+        json!({"type": "object", "required": ["a"], "properties": {"a": false}}),
+        json!({"type": "string", "minLength": 3, "maxLength": 2}),
+        json!({"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}),
+        json!({"enum": ["a", "b"], "type": "integer"}),
+        json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/n"}}}}}),
+    ] {
+        assert!(matches!(err(s.clone()), SchemaErrorKind::Unsatisfiable { .. }), "{s}");
+    }
+}
+
+#[test]
+fn limits_are_typed_errors() {
+    let small = SchemaOptions {
+        limits: SchemaLimits { max_dfa_states: 50, ..SchemaLimits::default() },
+        ..SchemaOptions::default()
+    };
+    let e = CompiledSchema::compile(&json!({"type": "string", "pattern": "^[a-z]{100}$"}), &small)
+        .unwrap_err();
+    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "dfa_states", value: 50 }), "{e}");
+    let small = SchemaOptions {
+        limits: SchemaLimits { max_nodes: 20, ..SchemaLimits::default() },
+        ..SchemaOptions::default()
+    };
+    let props: serde_json::Map<String, serde_json::Value> =
+        (0..50).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let e = CompiledSchema::compile(&json!({"type": "object", "properties": props}), &small)
+        .unwrap_err();
+    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nodes", .. }), "{e}");
+    let alts: Vec<serde_json::Value> =
+        (0..100).map(|i| json!({"type": "integer", "minimum": i})).collect();
+    let e =
+        CompiledSchema::compile(&json!({"anyOf": alts}), &SchemaOptions::default()).unwrap_err();
+    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "alternatives", .. }), "{e}");
+    // Display names the thing.
+    assert!(e.to_string().contains("alternatives"));
+}
