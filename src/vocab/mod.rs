@@ -25,6 +25,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
+use tokenizers::Model as _;
 
 /// What a token id is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -613,11 +614,16 @@ fn decode_vocab(
         .and_then(|n| serde_json::to_string(n).ok())
         .is_some_and(|s| s.contains("\"Prepend\"") && s.contains('▁'));
     let added = tokenizer.get_added_tokens_decoder();
-    let n_tokens = tokenizer
-        .get_vocab_size(true)
-        .max(added.keys().map(|&k| k as usize + 1).max().unwrap_or(0));
+    // The model's size, not `Tokenizer::get_vocab_size(true)`, which builds the whole
+    // string → id map (~30 ms at 151k) just to count it. Added tokens may sit past the model's
+    // ids (Qwen3) or inside them (Gemma 3).
+    let model = tokenizer.get_model();
+    let n_tokens =
+        model.get_vocab_size().max(added.keys().map(|&k| k as usize + 1).max().unwrap_or(0));
     // Decoding is independent per token: split the id range over the available cores (the
-    // per-id cost is dominated by `id_to_token`'s lookup and allocation).
+    // per-id cost is dominated by the id → string lookup and its allocation). The model's own
+    // lookup is used: `Tokenizer::id_to_token` checks the added vocabulary again (already done
+    // from `added` here).
     let map = decode::CharToByte::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let chunk = n_tokens.div_ceil(threads).max(1);
@@ -633,7 +639,7 @@ fn decode_vocab(
                     decode::decode_token(encoding, &map, &a.content, &mut bytes);
                     kinds.push(TokenKind::Text);
                 }
-            } else if let Some(s) = tokenizer.id_to_token(id) {
+            } else if let Some(s) = model.id_to_token(id) {
                 decode::decode_token(encoding, &map, &s, &mut bytes);
                 kinds.push(TokenKind::Text);
             } else {
