@@ -14,6 +14,11 @@
 //! alive only while its value can still be completed (live automaton states, numeric families
 //! from [`super::number`], object feasibility checks, satisfiable child cores), so the trie walk
 //! computes exact masks.
+//!
+//! Performance FIXMEs (issue 3): strings constrained by an automaton (pattern, format, enum)
+//! and keys of objects without "any string" undeclared keys still walk the whole trie; object
+//! feasibility checks (`completable_after`) are linear in the declared names per byte when
+//! `minProperties`/`maxProperties`/dependencies or schema order are in play.
 
 use super::compile::{CoreRt, ObjRt, Program};
 use super::number;
