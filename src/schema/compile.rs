@@ -166,7 +166,6 @@ pub(crate) enum CoreRt {
         dfa: u32,
         min: u32,
         max: u32,
-        free: bool,
     },
     Array {
         prefix: Vec<ExprId>,
@@ -1832,15 +1831,10 @@ impl<'a> Compiler<'a> {
             Core::Number(n) => CoreRt::Number(n),
             Core::String(s) => {
                 if s.dfa.is_none() {
-                    CoreRt::String {
-                        dfa: self.any_dfa,
-                        min: s.min,
-                        max: s.max,
-                        free: s.max == u32::MAX,
-                    }
+                    CoreRt::String { dfa: self.any_dfa, min: s.min, max: s.max }
                 } else {
                     let d = self.fold_str(&s, "")?;
-                    CoreRt::String { dfa: d, min: 0, max: u32::MAX, free: false }
+                    CoreRt::String { dfa: d, min: 0, max: u32::MAX }
                 }
             }
             Core::Array(a) => {

@@ -14,6 +14,11 @@
 //! alive only while its value can still be completed (live automaton states, numeric families
 //! from [`super::number`], object feasibility checks, satisfiable child cores), so the trie walk
 //! computes exact masks.
+//!
+//! Performance FIXMEs (issue 3): strings constrained by an automaton (pattern, format, enum)
+//! and keys of objects without "any string" undeclared keys still walk the whole trie; object
+//! feasibility checks (`completable_after`) are linear in the declared names per byte when
+//! `minProperties`/`maxProperties`/dependencies or schema order are in play.
 
 use super::compile::{CoreRt, ObjRt, Program};
 use super::number;
@@ -1299,6 +1304,51 @@ impl St {
     }
 }
 
+/// The string-safe tokens of a vocabulary by length in characters: `le[k]` holds those of at
+/// most `k` characters. Built once per vocabulary (cached process-wide; the cache holds a clone
+/// of the vocabulary so its identity cannot be reused).
+struct LenSlices {
+    le: Vec<TokenMask>,
+}
+
+impl LenSlices {
+    fn at_most(&self, r: u32) -> &TokenMask {
+        &self.le[(r as usize).min(self.le.len() - 1)]
+    }
+}
+
+fn len_slices(vocab: &Vocabulary) -> Arc<LenSlices> {
+    type Cache = std::sync::Mutex<Vec<(Vocabulary, Arc<LenSlices>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    let slice = vocab.string_slice();
+    if let Some((_, l)) = c.iter().find(|(v, _)| std::ptr::eq(v.string_slice(), slice)) {
+        return l.clone();
+    }
+    let lens: Vec<(TokenId, usize)> = slice
+        .safe
+        .iter()
+        .map(|t| {
+            (t, std::str::from_utf8(vocab.token_bytes(t)).map_or(usize::MAX, |s| s.chars().count()))
+        })
+        .collect();
+    let longest = lens.iter().map(|x| x.1).max().unwrap_or(0);
+    let mut le = Vec::with_capacity(longest + 1);
+    for k in 0..=longest {
+        let mut m = TokenMask::new(vocab.n_vocab());
+        for &(t, n) in &lens {
+            if n <= k {
+                m.insert(t);
+            }
+        }
+        le.push(m);
+    }
+    let l = Arc::new(LenSlices { le });
+    c.push((vocab.clone(), l.clone()));
+    l
+}
+
 struct CacheEntry {
     hash: u64,
     state: St,
@@ -1361,6 +1411,14 @@ impl SchemaConstraint {
         options: &super::SchemaOptions,
     ) -> Result<SchemaConstraint, SchemaError> {
         Ok(SchemaConstraint::new(CompiledSchema::compile(schema, options)?, vocab))
+    }
+
+    /// A short description of where the engine stands (innermost open value, its phase and
+    /// live alternatives), for diagnostics and benchmarks.
+    pub fn context(&self) -> String {
+        let f = self.st.frames.last().expect("root");
+        let alive = self.st.alts[f.alts as usize..].iter().filter(|a| a.alive).count();
+        format!("{:?}/{}/{}alts", f.kind, f.phase, alive)
     }
 
     /// The compiled schema.
@@ -1426,28 +1484,57 @@ impl SchemaConstraint {
 
     /// Inside an unconstrained string at a character boundary: the vocabulary's string-safe
     /// tokens are all allowed and need no walk.
-    fn in_free_string(&self) -> bool {
+    /// Inside a string at a character boundary, how many more characters some alternative
+    /// accepts for *every* string-safe token: `Some(u32::MAX)` when unbounded, `Some(r)` when
+    /// every alternative is a length-counted any-string (the safe tokens of at most `r`
+    /// characters are allowed), `None` when the slice does not apply (walk everything).
+    fn free_budget(&self) -> Option<u32> {
         let st = &self.st;
         let f = st.frames.last().expect("root");
-        if f.kind != Kind::Str || f.esc != E_NORMAL {
-            return false;
+        if !matches!(f.kind, Kind::Str | Kind::Key) || f.esc != E_NORMAL {
+            return None;
         }
         let p = &self.schema.program;
         let start = p.dfas[p.any_dfa as usize].start();
-        st.alts[f.alts as usize..].iter().filter(|a| a.alive).all(|a| {
-            matches!(&p.cores[a.core as usize], CoreRt::String { free: true, dfa, .. } if *dfa == p.any_dfa && a.a == start)
-        })
+        let mut budget: Option<u32> = None;
+        for a in st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
+            match &p.cores[a.core as usize] {
+                CoreRt::String { dfa, max, .. }
+                    if f.kind == Kind::Str && *dfa == p.any_dfa && a.a == start =>
+                {
+                    let r = if *max == u32::MAX { u32::MAX } else { max - a.b };
+                    budget = Some(budget.map_or(r, |b| b.max(r)));
+                }
+                // A key whose undeclared keys are any string: the any-string automaton has an
+                // infinite language, so no completion is ever exhausted by seen keys.
+                CoreRt::Object(o)
+                    if f.kind == Kind::Key
+                        && a.a == start
+                        && o.extra.as_ref().is_some_and(|x| x.dfa == p.any_dfa) =>
+                {
+                    return Some(u32::MAX);
+                }
+                // Another alternative might allow safe tokens the budget refuses: walk all.
+                _ => return None,
+            }
+        }
+        budget
     }
 
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
         let vocab = self.vocab.clone();
-        let trie = if self.in_free_string() {
-            let slice = vocab.string_slice();
-            mask.copy_from(&slice.safe);
-            &slice.rest
-        } else {
-            vocab.trie()
+        let trie = match self.free_budget() {
+            Some(r) => {
+                let slice = vocab.string_slice();
+                if r == u32::MAX {
+                    mask.copy_from(&slice.safe);
+                } else {
+                    mask.copy_from(len_slices(&vocab).at_most(r));
+                }
+                &slice.rest
+            }
+            None => vocab.trie(),
         };
         {
             let mut rt = self.rt();
