@@ -36,6 +36,11 @@
 //! - [`recognizer`]: the byte-level interface ([`recognizer::Recognizer`]) the trie walker
 //!   drives; [`copy_engine`]: a complete engine for any grammar with a small `Copy` state.
 //! - [`json`]: free-form JSON (RFC 8259), [`JsonObjectConstraint`].
+//! - [`schema`]: JSON Schema, [`SchemaConstraint`] over an `Arc`-shared [`CompiledSchema`]
+//!   (keyword table in `docs/json-schema.md`; unsupported keywords are typed errors).
+//! - [`regex`] and [`automaton`]: [`RegexConstraint`], a full-match regex as a live-state byte DFA.
+//! - [`cfg`]: GBNF grammars (llama.cpp's format, left recursion allowed), [`CfgConstraint`].
+//! - [`bench`]: the MaskBench harness and the JSON Schema Test Suite runner.
 //! - [`sampler`]: logits + mask → token: greedy paths, the seed-`000` host pipeline (mask →
 //!   logit bias → penalties → temperature softmax → top-p → min-p → top-k → draw with
 //!   [`sampler::Pcg32`]), logprobs, `sampling_distribution` and speculative acceptance.
@@ -52,6 +57,7 @@
 //!
 //! ## Errors
 //! Typed per phase: [`vocab::VocabError`] (loading), [`json::JsonConfigError`] (configuration),
+//! [`SchemaError`], [`RegexError`] and [`CfgError`] (compiling a constraint),
 //! [`EngineError`] (advance/mask/rollback; the state is unchanged after an error),
 //! [`sampler::SampleError`] (sampling), [`decode::DecodeError`] (the loop). Each has a `kind()`
 //! and a message naming the culprit.
@@ -60,6 +66,10 @@
 //! - [`JsonConfig`]: top level (object or any value), whitespace (compact, or flexible with runs
 //!   of at most 32 bytes by default), nesting depth (64 by default, at most 128).
 //! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
+//! - [`schema::SchemaOptions`]: whitespace, property order, `lenient`, and
+//!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives).
+//! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits; [`CfgConfig`]: grammar size
+//!   and Earley items per set.
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
 //!
 //! ## Cargo features

@@ -1356,6 +1356,26 @@ struct CacheEntry {
     stamp: u64,
 }
 
+/// Is the root value complete in `st` (EOS allowed)?
+fn accepting(schema: &CompiledSchema, st: &St) -> bool {
+    match st.frames.len() {
+        1 => st.frames[0].phase == 1,
+        2 if st.frames[1].kind == Kind::Num => {
+            let rt = Rt {
+                cs: schema,
+                st: &mut st.clone(),
+                log: &mut Vec::new(),
+                graves: &mut Graves::default(),
+            };
+            rt.num_mask(1) != 0
+        }
+        _ => false,
+    }
+}
+
+/// The most bytes [`SchemaConstraint`]'s `forced_bytes` reports at once.
+pub const FORCED_BYTES_LIMIT: usize = 256;
+
 /// A per-request JSON Schema engine. See the [module docs](super).
 pub struct SchemaConstraint {
     schema: Arc<CompiledSchema>,
@@ -1466,20 +1486,7 @@ impl SchemaConstraint {
     }
 
     fn accepting_state(&self) -> bool {
-        let st = &self.st;
-        match st.frames.len() {
-            1 => st.frames[0].phase == 1,
-            2 if st.frames[1].kind == Kind::Num => {
-                let rt = Rt {
-                    cs: &self.schema,
-                    st: &mut self.st.clone(),
-                    log: &mut Vec::new(),
-                    graves: &mut Graves::default(),
-                };
-                rt.num_mask(1) != 0
-            }
-            _ => false,
-        }
+        accepting(&self.schema, &self.st)
     }
 
     /// Inside an unconstrained string at a character boundary: the vocabulary's string-safe
@@ -1631,6 +1638,42 @@ impl ConstraintEngine for SchemaConstraint {
 
     fn can_only_end(&self) -> bool {
         !self.finished && self.st.frames.len() == 1 && self.st.frames[0].phase == 1
+    }
+
+    /// Step a copy of the state byte by byte while exactly one of the 256 bytes is possible and
+    /// the document cannot end there (at most [`FORCED_BYTES_LIMIT`] bytes): a fixed key's
+    /// tail, `":`, the rest of an enum member that no other member shares.
+    fn forced_bytes(&self, out: &mut Vec<u8>) {
+        out.clear();
+        if self.finished {
+            return;
+        }
+        let mut st = self.st.clone();
+        let mut log = Vec::new();
+        let mut graves = Graves::default();
+        while out.len() < FORCED_BYTES_LIMIT && !accepting(&self.schema, &st) {
+            let mut only = None;
+            {
+                let mut rt =
+                    Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+                for b in 0..=255u8 {
+                    if rt.try_push_byte(b) {
+                        rt.pop_bytes(1);
+                        if only.is_some() {
+                            return;
+                        }
+                        only = Some(b);
+                    }
+                }
+            }
+            let Some(b) = only else { return };
+            let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+            let pushed = rt.try_push_byte(b);
+            debug_assert!(pushed, "a byte accepted once is accepted again");
+            log.clear();
+            graves = Graves::default();
+            out.push(b);
+        }
     }
 
     fn allows(&self, token: TokenId) -> bool {
