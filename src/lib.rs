@@ -39,8 +39,8 @@
 //! - [`schema`]: JSON Schema, [`SchemaConstraint`] over an `Arc`-shared [`CompiledSchema`]
 //!   (keyword table in `docs/json-schema.md`; unsupported keywords are typed errors).
 //! - [`regex`] and [`automaton`]: [`RegexConstraint`], a full-match regex as a live-state byte DFA.
-//! - [`cfg`]: GBNF grammars (llama.cpp's format, left recursion allowed), [`CfgConstraint`].
-//! - [`bench`]: the MaskBench harness and the JSON Schema Test Suite runner.
+//! - [`cfg`](mod@cfg): GBNF grammars (llama.cpp's format, left recursion allowed), [`CfgConstraint`].
+//! - [`bench`](mod@bench): the MaskBench harness and the JSON Schema Test Suite runner.
 //! - [`sampler`]: logits + mask → token: greedy paths, the seed-`000` host pipeline (mask →
 //!   logit bias → penalties → temperature softmax → top-p → min-p → top-k → draw with
 //!   [`sampler::Pcg32`]), logprobs, `sampling_distribution` and speculative acceptance.

@@ -1374,7 +1374,7 @@ fn accepting(schema: &CompiledSchema, st: &St) -> bool {
 }
 
 /// The most bytes [`SchemaConstraint`]'s `forced_bytes` reports at once.
-pub const FORCED_BYTES_LIMIT: usize = 256;
+pub(crate) const FORCED_BYTES_LIMIT: usize = 256;
 
 /// A per-request JSON Schema engine. See the [module docs](super).
 pub struct SchemaConstraint {
@@ -1641,7 +1641,7 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     /// Step a copy of the state byte by byte while exactly one of the 256 bytes is possible and
-    /// the document cannot end there (at most [`FORCED_BYTES_LIMIT`] bytes): a fixed key's
+    /// the document cannot end there (at most `FORCED_BYTES_LIMIT` = 256 bytes): a fixed key's
     /// tail, `":`, the rest of an enum member that no other member shares.
     fn forced_bytes(&self, out: &mut Vec<u8>) {
         out.clear();
