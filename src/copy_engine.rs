@@ -288,32 +288,23 @@ where
         CopyStateEngine::rollback(self, n)
     }
 
-    /// Step the grammar byte by byte from the current state while exactly one of the 256 bytes
-    /// is possible and the document cannot end there, at most [`FORCED_BYTES_LIMIT`] bytes.
+    /// The bytes every completion starts with, at most [`FORCED_BYTES_LIMIT`]: stepped on a
+    /// copy of the state while one byte is possible — or, inside a string, while every spelling
+    /// allowed is the same character (`src/forced.rs`) — and the document cannot end.
     fn forced_bytes(&self, out: &mut Vec<u8>) {
         out.clear();
         if self.finished {
             return;
         }
-        let mut s = self.state;
-        while out.len() < FORCED_BYTES_LIMIT && !self.grammar.is_accepting(&s) {
-            let mut only = None;
-            for b in 0..=255u8 {
-                if let Some(next) = self.grammar.step(&s, b) {
-                    if only.is_some() {
-                        return;
-                    }
-                    only = Some((b, next));
-                }
-            }
-            match only {
-                Some((b, next)) => {
-                    out.push(b);
-                    s = next;
-                }
-                None => return,
-            }
-        }
+        let grammar = &*self.grammar;
+        let mut buf = Vec::new();
+        let mut rec = CopyStack::new(grammar, self.state, &mut buf, FORCED_BYTES_LIMIT + 8);
+        crate::forced::forced_bytes(
+            &mut rec,
+            |r| grammar.is_accepting(r.current()),
+            FORCED_BYTES_LIMIT,
+            out,
+        );
     }
 }
 

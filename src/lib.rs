@@ -83,6 +83,7 @@ pub mod cfg;
 pub mod copy_engine;
 pub mod decode;
 pub mod engine;
+mod forced;
 #[cfg(feature = "mlx")]
 pub mod gpu;
 pub mod json;

@@ -1,7 +1,7 @@
-//! Fast-forward for schemas: `forced_bytes` reports exactly the bytes every completion starts
-//! with and stops where two bytes are possible or the document may end. Inside a string an
-//! escape (`\u006c` for `l`) is always a second possibility, so exactness forces nothing there;
-//! structure (`":"` after a fixed key in compact mode, the tail of a literal) is forced.
+//! Fast-forward for schemas: `forced_bytes` reports the bytes every completion starts with and
+//! stops where two values are possible or the document may end. Inside a string an escape
+//! (`\u006d` for `m`) is always a second *spelling*, but when it spells the same character the
+//! value is forced and the plain byte is reported (`{"na` → `me"` for a lone key `name`).
 
 use grammask::schema::{SchemaConstraint, SchemaOptions, SchemaWhitespace};
 use grammask::{ConstraintEngine, Vocabulary};
@@ -32,8 +32,11 @@ fn separator_after_a_fixed_key() {
     // With flexible whitespace the byte after the key's closing quote is open.
     let ws = SchemaWhitespace::Flexible { max_run: 4 };
     assert_eq!(forced(schema.clone(), ws, "{\"name\""), "");
-    // Inside the key an escape is always possible: nothing is forced.
-    assert_eq!(forced(schema, SchemaWhitespace::Compact, "{\"na"), "");
+    // Inside the key the escape `\u006d` spells the same `m`: the value is forced.
+    assert_eq!(forced(schema.clone(), SchemaWhitespace::Compact, "{\"na"), "me\":\"");
+    assert_eq!(forced(schema.clone(), SchemaWhitespace::Flexible { max_run: 4 }, "{\"na"), "me\"");
+    // Two keys share no prefix at `{"`: nothing is forced there.
+    assert_eq!(forced(schema, SchemaWhitespace::Compact, "{\""), "");
 }
 
 #[test]
@@ -42,6 +45,14 @@ fn literals_and_end_of_document() {
     assert_eq!(forced(json!({"type": "null"}), SchemaWhitespace::Compact, ""), "null");
     let schema = json!({"enum": ["alpha", "beta", "gamma"]});
     assert_eq!(forced(schema.clone(), SchemaWhitespace::Compact, ""), "\"");
+    assert_eq!(forced(schema.clone(), SchemaWhitespace::Compact, "\"a"), "lpha\"");
+    // `/` may also be spelled `\/`: still one value.
+    let slash = json!({"enum": ["a/b"]});
+    assert_eq!(forced(slash, SchemaWhitespace::Compact, "\"a"), "/b\"");
+    // A newline can only be escaped: the backslash is forced, then `\n` and `\u000a` are two
+    // spellings of a non-printable character, which are not chosen between.
+    let nl = json!({"enum": ["a\nb"]});
+    assert_eq!(forced(nl, SchemaWhitespace::Compact, "\"a"), "\\");
     // A complete document forces nothing.
     assert_eq!(forced(schema, SchemaWhitespace::Compact, "\"beta\""), "");
 }

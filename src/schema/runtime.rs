@@ -1640,9 +1640,10 @@ impl ConstraintEngine for SchemaConstraint {
         !self.finished && self.st.frames.len() == 1 && self.st.frames[0].phase == 1
     }
 
-    /// Step a copy of the state byte by byte while exactly one of the 256 bytes is possible and
-    /// the document cannot end there (at most `FORCED_BYTES_LIMIT` = 256 bytes): a fixed key's
-    /// tail, `":`, the rest of an enum member that no other member shares.
+    /// The bytes every completion starts with (at most `FORCED_BYTES_LIMIT` = 256), stepped on a
+    /// copy of the state: structure after a fixed key, literal tails, and inside strings the
+    /// characters every allowed spelling agrees on (a key's or enum member's unshared rest; see
+    /// `src/forced.rs`). Stops where the document may end or two values are possible.
     fn forced_bytes(&self, out: &mut Vec<u8>) {
         out.clear();
         if self.finished {
@@ -1651,29 +1652,9 @@ impl ConstraintEngine for SchemaConstraint {
         let mut st = self.st.clone();
         let mut log = Vec::new();
         let mut graves = Graves::default();
-        while out.len() < FORCED_BYTES_LIMIT && !accepting(&self.schema, &st) {
-            let mut only = None;
-            {
-                let mut rt =
-                    Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
-                for b in 0..=255u8 {
-                    if rt.try_push_byte(b) {
-                        rt.pop_bytes(1);
-                        if only.is_some() {
-                            return;
-                        }
-                        only = Some(b);
-                    }
-                }
-            }
-            let Some(b) = only else { return };
-            let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
-            let pushed = rt.try_push_byte(b);
-            debug_assert!(pushed, "a byte accepted once is accepted again");
-            log.clear();
-            graves = Graves::default();
-            out.push(b);
-        }
+        let schema = &self.schema;
+        let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+        crate::forced::forced_bytes(&mut rt, |r| accepting(schema, r.st), FORCED_BYTES_LIMIT, out);
     }
 
     fn allows(&self, token: TokenId) -> bool {
