@@ -10,7 +10,8 @@
 //!   would (the mask is a function of the state alone).
 
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
+    EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::recognizer::{ByteLogic, CopyStack};
@@ -76,8 +77,7 @@ where
     cache: Vec<CacheEntry<G::State>>,
     clock: u64,
     stack: Vec<G::State>,
-    bools: Vec<bool>,
-    scratch: TokenMask,
+    view: BoolView,
 }
 
 impl<G: CopyGrammar> CopyStateEngine<G>
@@ -97,8 +97,7 @@ where
             cache: Vec::new(),
             clock: 0,
             stack: Vec::new(),
-            bools: Vec::new(),
-            scratch: TokenMask::new(0),
+            view: BoolView::default(),
         }
     }
 
@@ -273,15 +272,9 @@ where
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
         check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
-        if m.len() != vocab_size {
-            m = TokenMask::new(vocab_size);
-        }
+        let mut m = self.view.take_mask(vocab_size);
         self.fill_mask(&mut m)?;
-        self.bools.resize(vocab_size, false);
-        m.write_bools(&mut self.bools);
-        self.scratch = m;
-        Ok(&self.bools)
+        Ok(self.view.store(m))
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

@@ -242,3 +242,29 @@ pub(crate) fn allow_eos(vocab: &Vocabulary, mask: &mut TokenMask) {
         mask.insert(e);
     }
 }
+
+/// Scratch for the seed's `&[bool]` view of a mask ([`ConstraintEngine::step_mask`]): the mask
+/// and the `bool` buffer are kept across steps, so the view allocates nothing once warm.
+#[derive(Default)]
+pub(crate) struct BoolView {
+    scratch: Option<TokenMask>,
+    bools: Vec<bool>,
+}
+
+impl BoolView {
+    /// A mask of `n` tokens to fill (the kept one when it has that width).
+    pub(crate) fn take_mask(&mut self, n: usize) -> TokenMask {
+        match self.scratch.take() {
+            Some(m) if m.len() == n => m,
+            _ => TokenMask::new(n),
+        }
+    }
+
+    /// Keep `mask` for next time and return it as one `bool` per token.
+    pub(crate) fn store(&mut self, mask: TokenMask) -> &[bool] {
+        self.bools.resize(mask.len(), false);
+        mask.write_bools(&mut self.bools);
+        self.scratch = Some(mask);
+        &self.bools
+    }
+}

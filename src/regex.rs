@@ -32,7 +32,7 @@
 
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, RegexError};
 use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
-use crate::engine::{allow_eos, check_mask_len, ConstraintEngine, EngineError};
+use crate::engine::{allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError};
 use crate::mask::TokenMask;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
@@ -238,8 +238,7 @@ pub struct RegexConstraint {
     cache: Vec<CacheEntry>,
     clock: u64,
     stack: Vec<DfaStateId>,
-    bools: Vec<bool>,
-    scratch: TokenMask,
+    view: BoolView,
 }
 
 impl std::fmt::Debug for RegexConstraint {
@@ -284,8 +283,7 @@ impl RegexConstraint {
             cache: Vec::new(),
             clock: 0,
             stack: Vec::new(),
-            bools: Vec::new(),
-            scratch: TokenMask::new(0),
+            view: BoolView::default(),
         }
     }
 
@@ -392,15 +390,9 @@ impl ConstraintEngine for RegexConstraint {
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
         check_mask_len(self.inner.vocab(), vocab_size)?;
-        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
-        if m.len() != vocab_size {
-            m = TokenMask::new(vocab_size);
-        }
+        let mut m = self.view.take_mask(vocab_size);
         self.fill_mask(&mut m)?;
-        self.bools.resize(vocab_size, false);
-        m.write_bools(&mut self.bools);
-        self.scratch = m;
-        Ok(&self.bools)
+        Ok(self.view.store(m))
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

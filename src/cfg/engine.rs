@@ -18,7 +18,8 @@ use super::earley::{Chart, EarleyWalk};
 use super::grammar::CfgGrammar;
 use super::{CfgConfig, CfgError};
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
+    EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::token::TokenId;
@@ -117,8 +118,7 @@ pub struct CfgConstraint {
     history: VecDeque<(usize, bool)>,
     cache: Vec<CacheEntry>,
     clock: u64,
-    bools: Vec<bool>,
-    scratch: TokenMask,
+    view: BoolView,
 }
 
 impl std::fmt::Debug for CfgConstraint {
@@ -166,8 +166,7 @@ impl CfgConstraint {
             history: VecDeque::new(),
             cache: Vec::new(),
             clock: 0,
-            bools: Vec::new(),
-            scratch: TokenMask::new(0),
+            view: BoolView::default(),
         }
     }
 
@@ -376,15 +375,9 @@ impl ConstraintEngine for CfgConstraint {
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
         check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
-        if m.len() != vocab_size {
-            m = TokenMask::new(vocab_size);
-        }
+        let mut m = self.view.take_mask(vocab_size);
         self.fill_mask(&mut m)?;
-        self.bools.resize(vocab_size, false);
-        m.write_bools(&mut self.bools);
-        self.scratch = m;
-        Ok(&self.bools)
+        Ok(self.view.store(m))
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

@@ -26,7 +26,8 @@ use super::string::DEAD;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
 use crate::copy_engine::EngineOptions;
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
+    EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
@@ -1388,8 +1389,7 @@ pub struct SchemaConstraint {
     options: EngineOptions,
     cache: Vec<CacheEntry>,
     clock: u64,
-    bools: Vec<bool>,
-    scratch: TokenMask,
+    view: BoolView,
 }
 
 impl std::fmt::Debug for SchemaConstraint {
@@ -1416,8 +1416,7 @@ impl SchemaConstraint {
             options,
             cache: Vec::new(),
             clock: 0,
-            bools: Vec::new(),
-            scratch: TokenMask::new(0),
+            view: BoolView::default(),
         }
     }
 
@@ -1675,15 +1674,9 @@ impl ConstraintEngine for SchemaConstraint {
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
         check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = std::mem::replace(&mut self.scratch, TokenMask::new(0));
-        if m.len() != vocab_size {
-            m = TokenMask::new(vocab_size);
-        }
+        let mut m = self.view.take_mask(vocab_size);
         self.fill_mask(&mut m)?;
-        self.bools.resize(vocab_size, false);
-        m.write_bools(&mut self.bools);
-        self.scratch = m;
-        Ok(&self.bools)
+        Ok(self.view.store(m))
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
