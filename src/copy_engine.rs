@@ -14,6 +14,7 @@ use crate::engine::{
     EngineErrorKind,
 };
 use crate::mask::TokenMask;
+use crate::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -57,12 +58,6 @@ impl Default for EngineOptions {
     }
 }
 
-struct CacheEntry<S> {
-    state: S,
-    mask: TokenMask,
-    stamp: u64,
-}
-
 /// A [`ConstraintEngine`] over a [`CopyGrammar`].
 pub struct CopyStateEngine<G: CopyGrammar>
 where
@@ -74,8 +69,7 @@ where
     finished: bool,
     history: VecDeque<(G::State, bool)>,
     options: EngineOptions,
-    cache: Vec<CacheEntry<G::State>>,
-    clock: u64,
+    cache: MaskCache<G::State>,
     stack: Vec<G::State>,
     view: BoolView,
 }
@@ -87,6 +81,7 @@ where
     /// A fresh engine at the grammar's initial state.
     pub fn with_grammar(grammar: Arc<G>, vocab: &Vocabulary, options: EngineOptions) -> Self {
         let state = grammar.initial();
+        let cache = MaskCache::new(options.mask_cache);
         CopyStateEngine {
             grammar,
             vocab: vocab.clone(),
@@ -94,8 +89,7 @@ where
             finished: false,
             history: VecDeque::new(),
             options,
-            cache: Vec::new(),
-            clock: 0,
+            cache,
             stack: Vec::new(),
             view: BoolView::default(),
         }
@@ -195,26 +189,12 @@ where
             mask.clear();
             return Ok(());
         }
-        self.clock += 1;
-        if let Some(e) = self.cache.iter_mut().find(|e| e.state == self.state) {
-            e.stamp = self.clock;
-            mask.copy_from(&e.mask);
+        let state = self.state;
+        if self.cache.lookup(|s| *s == state, mask) {
             return Ok(());
         }
         self.compute(mask);
-        if self.options.mask_cache > 0 {
-            if self.cache.len() < self.options.mask_cache {
-                self.cache.push(CacheEntry {
-                    state: self.state,
-                    mask: mask.clone(),
-                    stamp: self.clock,
-                });
-            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
-                e.state = self.state;
-                e.mask.copy_from(mask);
-                e.stamp = self.clock;
-            }
-        }
+        self.cache.insert(state, mask);
         Ok(())
     }
 

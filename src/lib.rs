@@ -88,6 +88,7 @@ mod forced;
 pub mod gpu;
 pub mod json;
 pub mod mask;
+mod mask_cache;
 pub mod recognizer;
 pub mod regex;
 pub mod sampler;

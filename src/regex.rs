@@ -34,6 +34,7 @@ use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, RegexError};
 use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::engine::{allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError};
 use crate::mask::TokenMask;
+use crate::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
@@ -221,12 +222,6 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
     Shared { grammar, slices, state_slice, config: config.clone() }
 }
 
-struct CacheEntry {
-    state: DfaStateId,
-    mask: TokenMask,
-    stamp: u64,
-}
-
 /// The regex engine: a [`CopyStateEngine`] over [`RegexGrammar`] for state, `advance`, EOS and
 /// `rollback`, with its own mask path — a state whose *safe bytes* (every string over them runs
 /// through the DFA from it, e.g. `[a-z0-9._%+-]` inside an e-mail local part) cover many tokens
@@ -235,8 +230,7 @@ struct CacheEntry {
 pub struct RegexConstraint {
     inner: CopyStateEngine<RegexGrammar>,
     shared: Arc<Shared>,
-    cache: Vec<CacheEntry>,
-    clock: u64,
+    cache: MaskCache<DfaStateId>,
     stack: Vec<DfaStateId>,
     view: BoolView,
 }
@@ -273,6 +267,7 @@ impl RegexConstraint {
     }
 
     fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
+        let cache = MaskCache::new(shared.config.engine.mask_cache);
         RegexConstraint {
             inner: CopyStateEngine::with_grammar(
                 shared.grammar.clone(),
@@ -280,8 +275,7 @@ impl RegexConstraint {
                 shared.config.engine.clone(),
             ),
             shared,
-            cache: Vec::new(),
-            clock: 0,
+            cache,
             stack: Vec::new(),
             view: BoolView::default(),
         }
@@ -347,24 +341,12 @@ impl ConstraintEngine for RegexConstraint {
             mask.clear();
             return Ok(());
         }
-        self.clock += 1;
         let state = *self.inner.state();
-        if let Some(e) = self.cache.iter_mut().find(|e| e.state == state) {
-            e.stamp = self.clock;
-            mask.copy_from(&e.mask);
+        if self.cache.lookup(|s| *s == state, mask) {
             return Ok(());
         }
         self.compute(mask);
-        let cap = self.shared.config.engine.mask_cache;
-        if cap > 0 {
-            if self.cache.len() < cap {
-                self.cache.push(CacheEntry { state, mask: mask.clone(), stamp: self.clock });
-            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
-                e.state = state;
-                e.mask.copy_from(mask);
-                e.stamp = self.clock;
-            }
-        }
+        self.cache.insert(state, mask);
         Ok(())
     }
 

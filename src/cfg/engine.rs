@@ -22,6 +22,7 @@ use crate::engine::{
     EngineErrorKind,
 };
 use crate::mask::TokenMask;
+use crate::mask_cache::MaskCache;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -102,12 +103,6 @@ fn build_slices(
     (slices, loop_slice)
 }
 
-struct CacheEntry {
-    sig: u64,
-    mask: TokenMask,
-    stamp: u64,
-}
-
 /// The GBNF constraint engine (see the module docs).
 pub struct CfgConstraint {
     shared: Arc<Shared>,
@@ -116,8 +111,7 @@ pub struct CfgConstraint {
     finished: bool,
     /// Per advanced token: (set count before it, finished before it).
     history: VecDeque<(usize, bool)>,
-    cache: Vec<CacheEntry>,
-    clock: u64,
+    cache: MaskCache<u64>,
     view: BoolView,
 }
 
@@ -158,14 +152,14 @@ impl CfgConstraint {
 
     fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
         let chart = Chart::new(&shared.grammar, shared.config.max_items_per_set);
+        let cache = MaskCache::new(shared.config.engine.mask_cache);
         CfgConstraint {
             shared,
             vocab: vocab.clone(),
             chart: Mutex::new(chart),
             finished: false,
             history: VecDeque::new(),
-            cache: Vec::new(),
-            clock: 0,
+            cache,
             view: BoolView::default(),
         }
     }
@@ -293,25 +287,13 @@ impl ConstraintEngine for CfgConstraint {
             mask.clear();
             return Ok(());
         }
-        self.clock += 1;
         let sig =
             self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).signature();
-        if let Some(e) = self.cache.iter_mut().find(|e| e.sig == sig) {
-            e.stamp = self.clock;
-            mask.copy_from(&e.mask);
+        if self.cache.lookup(|s| *s == sig, mask) {
             return Ok(());
         }
         self.compute(mask);
-        let cap = self.shared.config.engine.mask_cache;
-        if cap > 0 {
-            if self.cache.len() < cap {
-                self.cache.push(CacheEntry { sig, mask: mask.clone(), stamp: self.clock });
-            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
-                e.sig = sig;
-                e.mask.copy_from(mask);
-                e.stamp = self.clock;
-            }
-        }
+        self.cache.insert(sig, mask);
         Ok(())
     }
 

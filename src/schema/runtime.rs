@@ -30,6 +30,7 @@ use crate::engine::{
     EngineErrorKind,
 };
 use crate::mask::TokenMask;
+use crate::mask_cache::MaskCache;
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -1350,13 +1351,6 @@ fn len_slices(vocab: &Vocabulary) -> Arc<LenSlices> {
     l
 }
 
-struct CacheEntry {
-    hash: u64,
-    state: St,
-    mask: TokenMask,
-    stamp: u64,
-}
-
 /// Is the root value complete in `st` (EOS allowed)?
 fn accepting(schema: &CompiledSchema, st: &St) -> bool {
     match st.frames.len() {
@@ -1387,8 +1381,8 @@ pub struct SchemaConstraint {
     graves: Graves,
     history: VecDeque<(St, bool)>,
     options: EngineOptions,
-    cache: Vec<CacheEntry>,
-    clock: u64,
+    /// Keyed by (hash of the state, the state): the hash is compared first.
+    cache: MaskCache<(u64, St)>,
     view: BoolView,
 }
 
@@ -1405,6 +1399,7 @@ impl SchemaConstraint {
     /// A fresh engine for `schema` over `vocab`.
     pub fn new(schema: Arc<CompiledSchema>, vocab: &Vocabulary) -> SchemaConstraint {
         let options = schema.engine.clone();
+        let cache = MaskCache::new(options.mask_cache);
         SchemaConstraint {
             schema,
             vocab: vocab.clone(),
@@ -1414,8 +1409,7 @@ impl SchemaConstraint {
             graves: Graves::default(),
             history: VecDeque::new(),
             options,
-            cache: Vec::new(),
-            clock: 0,
+            cache,
             view: BoolView::default(),
         }
     }
@@ -1580,29 +1574,13 @@ impl ConstraintEngine for SchemaConstraint {
             mask.clear();
             return Ok(());
         }
-        self.clock += 1;
         let h = self.state_hash();
-        if let Some(e) = self.cache.iter_mut().find(|e| e.hash == h && e.state == self.st) {
-            e.stamp = self.clock;
-            mask.copy_from(&e.mask);
+        let st = &self.st;
+        if self.cache.lookup(|(hash, state)| *hash == h && state == st, mask) {
             return Ok(());
         }
         self.compute(mask);
-        if self.options.mask_cache > 0 {
-            if self.cache.len() < self.options.mask_cache {
-                self.cache.push(CacheEntry {
-                    hash: h,
-                    state: self.st.clone(),
-                    mask: mask.clone(),
-                    stamp: self.clock,
-                });
-            } else if let Some(e) = self.cache.iter_mut().min_by_key(|e| e.stamp) {
-                e.hash = h;
-                e.state.clone_from(&self.st);
-                e.mask.copy_from(mask);
-                e.stamp = self.clock;
-            }
-        }
+        self.cache.insert((h, self.st.clone()), mask);
         Ok(())
     }
 
