@@ -1430,8 +1430,27 @@ impl SchemaConstraint {
     /// live alternatives), for diagnostics and benchmarks.
     pub fn context(&self) -> String {
         let f = self.st.frames.last().expect("root");
-        let alive = self.st.alts[f.alts as usize..].iter().filter(|a| a.alive).count();
-        format!("{:?}/{}/{}alts", f.kind, f.phase, alive)
+        let p = &self.schema.program;
+        let mut kinds = String::new();
+        for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
+            let k = match p.cores.get(a.core as usize) {
+                None => "root",
+                Some(CoreRt::Null) => "null",
+                Some(CoreRt::Bool(_)) => "bool",
+                Some(CoreRt::Number(_)) => "num",
+                Some(CoreRt::String { dfa, .. }) if *dfa == p.any_dfa => "str",
+                Some(CoreRt::String { .. }) => "strdfa",
+                Some(CoreRt::Array { .. }) => "arr",
+                Some(CoreRt::Object(o)) => match &o.extra {
+                    None => "obj-closed",
+                    Some(x) if x.dfa == p.any_dfa => "obj-open",
+                    Some(_) => "obj-pat",
+                },
+            };
+            kinds.push_str(k);
+            kinds.push(',');
+        }
+        format!("{:?}/{}/esc{}/{}", f.kind, f.phase, f.esc, kinds)
     }
 
     /// The compiled schema.

@@ -244,6 +244,8 @@ impl RawDfa {
                 trans.push(row[r]);
             }
         }
+        let (trans, accept) = minimize(&trans, stride, &accept);
+        let m = accept.len();
         let mut mult = vec![0u32; stride];
         for &c in classes.iter() {
             mult[c as usize] += 1;
@@ -251,6 +253,79 @@ impl RawDfa {
         let finite = count_finite(&trans, stride, &accept, &mult);
         Ok(ByteDfa { classes, stride, trans, accept, start, finite })
     }
+}
+
+/// Moore's partition refinement over a pruned table (state 0 dead, 1 start, all others live):
+/// equivalent states are merged, so one language has one state. Caches and slices keyed by an
+/// automaton state then hit whenever the remaining language is the same (the loop state of
+/// `.*` *is* its start state). Returns the table renumbered breadth-first from the start (0
+/// stays dead, the start stays 1).
+fn minimize(trans: &[u32], stride: usize, accept: &[bool]) -> (Vec<u32>, Vec<bool>) {
+    let m = accept.len();
+    if m <= 2 {
+        return (trans.to_vec(), accept.to_vec());
+    }
+    // Initial blocks: dead, accepting, non-accepting live.
+    let mut block: Vec<u32> =
+        (0..m).map(|s| if s == 0 { 0 } else if accept[s] { 1 } else { 2 }).collect();
+    let mut n_blocks = 0;
+    let mut sig: Vec<u32> = Vec::with_capacity(stride + 1);
+    loop {
+        let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        let mut next = vec![0u32; m];
+        for s in 0..m {
+            sig.clear();
+            sig.push(block[s]);
+            sig.extend(trans[s * stride..(s + 1) * stride].iter().map(|&t| block[t as usize]));
+            let len = ids.len() as u32;
+            next[s] = *ids.entry(sig.clone()).or_insert(len);
+        }
+        let count = ids.len();
+        block = next;
+        if count == n_blocks {
+            break;
+        }
+        n_blocks = count;
+    }
+    if n_blocks == m {
+        return (trans.to_vec(), accept.to_vec());
+    }
+    // Renumber blocks breadth-first from the start; the dead block (that of state 0) is 0.
+    let rep: Vec<usize> = {
+        let mut r = vec![usize::MAX; n_blocks];
+        for s in (0..m).rev() {
+            r[block[s] as usize] = s;
+        }
+        r
+    };
+    let mut new_id = vec![u32::MAX; n_blocks];
+    new_id[block[0] as usize] = 0;
+    let mut order = vec![block[1]];
+    new_id[block[1] as usize] = 1;
+    let mut i = 0;
+    while i < order.len() {
+        let s = rep[order[i] as usize];
+        i += 1;
+        for &t in &trans[s * stride..(s + 1) * stride] {
+            let b = block[t as usize];
+            if new_id[b as usize] == u32::MAX {
+                new_id[b as usize] = order.len() as u32 + 1;
+                order.push(b);
+            }
+        }
+    }
+    let mm = order.len() + 1;
+    let mut out = vec![0u32; mm * stride];
+    let mut acc = vec![false; mm];
+    for &b in &order {
+        let s = rep[b as usize];
+        let ns = new_id[b as usize] as usize;
+        acc[ns] = accept[s];
+        for c in 0..stride {
+            out[ns * stride + c] = new_id[block[trans[s * stride + c] as usize] as usize];
+        }
+    }
+    (out, acc)
 }
 
 /// Per state, the size of the accepted language from it when finite (`None` when a cycle is
@@ -740,6 +815,21 @@ mod tests {
         assert!(d.matches(b"x1y"));
         assert!(!d.matches(b"xy"));
         assert!(!d.matches("٣".as_bytes()), "ECMA \\d is ASCII only");
+    }
+
+    #[test]
+    fn minimal_automata_have_one_state_per_language() {
+        // `.*`'s loop state is its start state, so slices keyed by "at the start" apply to
+        // every character boundary.
+        let any = dfa_from_regex(r"(?s:.)*", 64).unwrap();
+        assert_eq!(any.run(any.start(), "aé".as_bytes()), any.start());
+        // Dead, start, 1/2/3 continuation bytes to go, and the four restricted second bytes
+        // of UTF-8 (after E0, ED, F0, F4).
+        assert_eq!(any.n_states(), 9);
+        // `(ab|cb)` needs one state after `a` or `c`, not two.
+        let d = dfa_from_regex("(ab|cb)x*", 64).unwrap();
+        assert_eq!(d.run(d.start(), b"a"), d.run(d.start(), b"c"));
+        assert!(d.matches(b"abxx") && d.matches(b"cb") && !d.matches(b"bb"));
     }
 
     #[test]
