@@ -38,6 +38,8 @@ use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+mod fast;
+
 const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -1306,51 +1308,6 @@ impl St {
     }
 }
 
-/// The string-safe tokens of a vocabulary by length in characters: `le[k]` holds those of at
-/// most `k` characters. Built once per vocabulary (cached process-wide; the cache holds a clone
-/// of the vocabulary so its identity cannot be reused).
-struct LenSlices {
-    le: Vec<TokenMask>,
-}
-
-impl LenSlices {
-    fn at_most(&self, r: u32) -> &TokenMask {
-        &self.le[(r as usize).min(self.le.len() - 1)]
-    }
-}
-
-fn len_slices(vocab: &Vocabulary) -> Arc<LenSlices> {
-    type Cache = std::sync::Mutex<Vec<(Vocabulary, Arc<LenSlices>)>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-    let slice = vocab.string_slice();
-    if let Some((_, l)) = c.iter().find(|(v, _)| std::ptr::eq(v.string_slice(), slice)) {
-        return l.clone();
-    }
-    let lens: Vec<(TokenId, usize)> = slice
-        .safe
-        .iter()
-        .map(|t| {
-            (t, std::str::from_utf8(vocab.token_bytes(t)).map_or(usize::MAX, |s| s.chars().count()))
-        })
-        .collect();
-    let longest = lens.iter().map(|x| x.1).max().unwrap_or(0);
-    let mut le = Vec::with_capacity(longest + 1);
-    for k in 0..=longest {
-        let mut m = TokenMask::new(vocab.n_vocab());
-        for &(t, n) in &lens {
-            if n <= k {
-                m.insert(t);
-            }
-        }
-        le.push(m);
-    }
-    let l = Arc::new(LenSlices { le });
-    c.push((vocab.clone(), l.clone()));
-    l
-}
-
 /// Is the root value complete in `st` (EOS allowed)?
 fn accepting(schema: &CompiledSchema, st: &St) -> bool {
     match st.frames.len() {
@@ -1384,6 +1341,7 @@ pub struct SchemaConstraint {
     /// Keyed by (hash of the state, the state): the hash is compared first.
     cache: MaskCache<(u64, St)>,
     view: BoolView,
+    fast: fast::FastState,
 }
 
 impl std::fmt::Debug for SchemaConstraint {
@@ -1411,6 +1369,7 @@ impl SchemaConstraint {
             options,
             cache,
             view: BoolView::default(),
+            fast: fast::FastState::default(),
         }
     }
 
@@ -1542,27 +1501,31 @@ impl SchemaConstraint {
 
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
-        let vocab = self.vocab.clone();
-        let trie = match self.free_budget() {
-            Some(r) => {
-                let slice = vocab.string_slice();
-                if r == u32::MAX {
-                    mask.copy_from(&slice.safe);
-                } else {
-                    mask.copy_from(len_slices(&vocab).at_most(r));
-                }
-                &slice.rest
-            }
-            None => vocab.trie(),
-        };
-        {
-            let mut rt = self.rt();
-            trie.walk(&mut rt, mask);
+        if !self.fast_string_mask(mask) {
+            let vocab = self.vocab.clone();
+            self.rt().walk(vocab.trie(), mask);
         }
-        self.log.clear();
         if self.accepting_state() {
             allow_eos(&self.vocab, mask);
         }
+    }
+
+    /// The mask by one plain walk of the whole vocabulary trie with the general recogniser:
+    /// no slices, no fast paths, no cache. The reference the fast masks are tested against
+    /// (slow: milliseconds per call).
+    #[doc(hidden)]
+    pub fn fill_mask_reference(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
+        check_mask_len(&self.vocab, mask.len())?;
+        mask.clear();
+        if self.finished {
+            return Ok(());
+        }
+        let vocab = self.vocab.clone();
+        self.rt().walk(vocab.trie(), mask);
+        if self.accepting_state() {
+            allow_eos(&self.vocab, mask);
+        }
+        Ok(())
     }
 
     fn state_hash(&self) -> u64 {

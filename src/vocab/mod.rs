@@ -17,7 +17,7 @@ mod slices;
 mod trie;
 
 pub use decode::TokenEncoding;
-pub use slices::StringSlice;
+pub use slices::{CloseGroup, StringClasses, StringSlice};
 pub use trie::{TokTrie, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
@@ -165,6 +165,7 @@ pub struct VocabInner {
     trie: TokTrie,
     source: VocabSource,
     string_slice: OnceLock<StringSlice>,
+    string_classes: OnceLock<StringClasses>,
 }
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
@@ -568,6 +569,12 @@ impl Vocabulary {
         self.inner.string_slice.get_or_init(|| StringSlice::build(self))
     }
 
+    /// The vocabulary classified for constrained string bodies (built on first use, then
+    /// shared; see [`StringClasses`]).
+    pub fn string_classes(&self) -> &StringClasses {
+        self.inner.string_classes.get_or_init(|| StringClasses::build(self))
+    }
+
     /// A readable rendering of a token for messages: its bytes, escaped.
     pub fn describe(&self, t: TokenId) -> String {
         match self.kind(t) {
@@ -713,5 +720,6 @@ fn finish_inner(
         trie,
         source,
         string_slice: OnceLock::new(),
+        string_classes: OnceLock::new(),
     })
 }

@@ -109,3 +109,186 @@ impl StringSlice {
         StringSlice { safe, rest: TokTrie::build(rest), inside, exits: TokTrie::build(exits) }
     }
 }
+
+/// The vocabulary classified for string bodies whose content is constrained (a `pattern`, a
+/// `format`, an `enum`, a length, a key set): the schema engine's fast paths.
+///
+/// Every text token falls in exactly one class, by what it does to a string body entered at a
+/// character boundary (escapes decoded as JSON does):
+///
+/// - **plain** (`plain` trie): no `"`, no `\`, no control byte. Its bytes are the decoded
+///   content, so a content automaton runs them directly (no escape logic), possibly ending
+///   inside a multi-byte character.
+/// - **escaped** (`escaped` trie): contains an escape and stays inside the string (never an
+///   unescaped `"`).
+/// - **closing with plain content** (`groups`, `exits`): `pre` `"` `suffix` with `pre` plain.
+///   Tokens are grouped by `pre` (~200 groups for a 128k vocabulary), so a constrained string
+///   decides each group with one automaton run, and the suffixes are walked once, from the state
+///   after the closing quote, in the small `exits` trie.
+/// - **closing after an escape** (`close_escaped` trie): walked with the full recogniser.
+/// - refused inside any string (a raw control byte, a malformed escape): never allowed.
+///
+/// `open` is the set allowed by an *unconstrained* string from a boundary without closing it
+/// (the valid plain and escaped tokens); `closing` holds the full bytes of both closing classes.
+///
+/// Invariant: `plain`, `escaped`, the tokens of `groups`, `close_escaped` and the refused
+/// tokens partition the text tokens; `exits` holds exactly the group tokens with a non-empty
+/// suffix (by their suffix).
+#[derive(Debug)]
+pub struct StringClasses {
+    /// Plain content tokens.
+    pub plain: TokTrie,
+    /// Tokens with an escape that stay inside the string.
+    pub escaped: TokTrie,
+    /// Tokens that stay inside an unconstrained string entered at a character boundary.
+    pub open: TokenMask,
+    /// Full bytes of every token that closes the string.
+    pub closing: TokTrie,
+    /// Tokens that close the string after plain content, grouped by that content.
+    pub groups: Vec<CloseGroup>,
+    /// For group tokens that go on after the quote: their bytes after the quote.
+    pub exits: TokTrie,
+    /// Tokens that close the string after an escape.
+    pub close_escaped: TokTrie,
+    /// The tokens of `open` that are not string-safe (escapes, partial characters).
+    pub open_nonsafe: TokenMask,
+    /// The longest token of `open_nonsafe`, in bytes (a bound on the characters it adds).
+    pub open_nonsafe_max_len: u32,
+    /// `le[k]`: the string-safe tokens (see [`is_string_safe`]) of at most `k` characters.
+    le: Vec<TokenMask>,
+}
+
+/// Tokens that close a string after the same plain content.
+#[derive(Debug)]
+pub struct CloseGroup {
+    /// The content before the quote (plain bytes; may be empty).
+    pub pre: Box<[u8]>,
+    /// Characters in `pre` (UTF-8 lead bytes).
+    pub chars: u32,
+    /// Tokens that end with the quote.
+    pub at_end: Vec<TokenId>,
+    /// Tokens that go on after the quote (their suffixes are in [`StringClasses::exits`]).
+    pub going_on: Vec<TokenId>,
+}
+
+/// True for bytes that a string body takes as themselves: not `"`, `\` or a control byte.
+#[inline]
+pub fn is_plain_byte(b: u8) -> bool {
+    b >= 0x20 && b != b'"' && b != b'\\'
+}
+
+impl StringClasses {
+    pub(crate) fn build(vocab: &Vocabulary) -> StringClasses {
+        let (g, start) = JsonGrammar::string_probe();
+        let mut plain: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut escaped: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut closing: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut close_escaped: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut open = TokenMask::new(vocab.n_vocab());
+        let mut groups: rustc_hash::FxHashMap<&[u8], CloseGroup> = Default::default();
+        let mut safe_lens: Vec<(TokenId, usize)> = Vec::new();
+        let mut open_nonsafe = TokenMask::new(vocab.n_vocab());
+        let mut open_nonsafe_max_len = 0u32;
+        for i in 0..vocab.n_tokens() {
+            let t = TokenId::from_index(i);
+            if vocab.kind(t) != TokenKind::Text {
+                continue;
+            }
+            let b = vocab.token_bytes(t);
+            let safe = is_string_safe(b);
+            if safe {
+                safe_lens.push((t, b.iter().filter(|&&c| c & 0xC0 != 0x80).count()));
+            }
+            if b.iter().all(|&c| is_plain_byte(c)) {
+                plain.push((t, b));
+                if crate::recognizer::run_bytes(&g, &start, b).is_some() {
+                    open.insert(t);
+                    if !safe {
+                        open_nonsafe.insert(t);
+                        open_nonsafe_max_len = open_nonsafe_max_len.max(b.len() as u32);
+                    }
+                }
+                continue;
+            }
+            // Where (if anywhere) the token leaves the string body.
+            let mut s = start;
+            let mut close = None;
+            let mut refused = false;
+            for (k, &c) in b.iter().enumerate() {
+                match g.step(&s, c) {
+                    Some(n) if JsonGrammar::in_string_body(&n) => s = n,
+                    Some(_) => {
+                        close = Some(k);
+                        break;
+                    }
+                    None => {
+                        refused = true;
+                        break;
+                    }
+                }
+            }
+            match close {
+                None if refused => {}
+                None => {
+                    escaped.push((t, b));
+                    open.insert(t);
+                    open_nonsafe.insert(t);
+                    open_nonsafe_max_len = open_nonsafe_max_len.max(b.len() as u32);
+                }
+                Some(k) => {
+                    closing.push((t, b));
+                    let pre = &b[..k];
+                    if pre.iter().all(|&c| is_plain_byte(c)) {
+                        let gr = groups.entry(pre).or_insert_with(|| CloseGroup {
+                            pre: pre.into(),
+                            chars: pre.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u32,
+                            at_end: Vec::new(),
+                            going_on: Vec::new(),
+                        });
+                        if k + 1 == b.len() {
+                            gr.at_end.push(t);
+                        } else {
+                            gr.going_on.push(t);
+                            exits.push((t, &b[k + 1..]));
+                        }
+                    } else {
+                        close_escaped.push((t, b));
+                    }
+                }
+            }
+        }
+        let mut groups: Vec<CloseGroup> = groups.into_values().collect();
+        groups.sort_by(|a, b| a.pre.cmp(&b.pre));
+        let longest = safe_lens.iter().map(|x| x.1).max().unwrap_or(0);
+        let mut by_len: Vec<Vec<TokenId>> = vec![Vec::new(); longest + 1];
+        for &(t, n) in &safe_lens {
+            by_len[n].push(t);
+        }
+        let mut le = Vec::with_capacity(longest + 1);
+        let mut m = TokenMask::new(vocab.n_vocab());
+        for ts in &by_len {
+            for &t in ts {
+                m.insert(t);
+            }
+            le.push(m.clone());
+        }
+        StringClasses {
+            plain: TokTrie::build(plain),
+            escaped: TokTrie::build(escaped),
+            open,
+            closing: TokTrie::build(closing),
+            groups,
+            exits: TokTrie::build(exits),
+            close_escaped: TokTrie::build(close_escaped),
+            open_nonsafe,
+            open_nonsafe_max_len,
+            le,
+        }
+    }
+
+    /// The string-safe tokens of at most `k` characters.
+    pub fn safe_at_most(&self, k: u32) -> &TokenMask {
+        &self.le[(k as usize).min(self.le.len() - 1)]
+    }
+}

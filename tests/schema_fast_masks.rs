@@ -1,0 +1,75 @@
+//! The schema engine's fast string masks (`src/schema/runtime/fast.rs`) against the plain walk
+//! of the whole trie with the general recogniser (`fill_mask_reference`): at every step of
+//! every document, on hand-written schemas aimed at each fast path and on the MaskBench
+//! samples in `tests/data/maskbench`, the two masks must be identical.
+
+use grammask::bench::{maskbench::load_file, pyjson::dumps, walk::tokenize};
+use grammask::schema::{CompiledSchema, SchemaConstraint, SchemaOptions};
+use grammask::{ConstraintEngine, TokenMask, Vocabulary};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Walks `doc` as far as the engine accepts it, comparing the two masks before every token and
+/// at the end. Returns the number of masks compared.
+fn compare(vocab: &Vocabulary, schema: &Arc<CompiledSchema>, doc: &str, what: &str) -> usize {
+    let mut fast = SchemaConstraint::new(schema.clone(), vocab);
+    let mut slow = SchemaConstraint::new(schema.clone(), vocab);
+    let mut a = TokenMask::new(vocab.n_vocab());
+    let mut b = TokenMask::new(vocab.n_vocab());
+    let tokens = tokenize(vocab, doc).unwrap();
+    let mut n = 0;
+    for (i, &t) in tokens.iter().chain(std::iter::once(&vocab.eos_ids()[0])).enumerate() {
+        fast.fill_mask(&mut a).unwrap();
+        slow.fill_mask_reference(&mut b).unwrap();
+        n += 1;
+        if a != b {
+            let extra: Vec<String> =
+                a.iter().filter(|&x| !b.contains(x)).take(8).map(|x| vocab.describe(x)).collect();
+            let missing: Vec<String> =
+                b.iter().filter(|&x| !a.contains(x)).take(8).map(|x| vocab.describe(x)).collect();
+            panic!(
+                "{what}: masks differ before token {i} of {doc:?} ({}): fast allows {extra:?} \
+                 the walk refuses; fast refuses {missing:?} the walk allows",
+                fast.context()
+            );
+        }
+        if i == tokens.len() || fast.advance(t).is_err() {
+            break;
+        }
+        slow.advance(t).unwrap();
+    }
+    n
+}
+
+#[test]
+fn fast_masks_equal_the_plain_walk_on_targeted_schemas() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/schema/fast_masks.json");
+    let cases: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut n = 0;
+    for case in cases.as_array().unwrap() {
+        let schema = CompiledSchema::compile(&case["schema"], &SchemaOptions::default()).unwrap();
+        for doc in case["docs"].as_array().unwrap() {
+            n += compare(&vocab, &schema, doc.as_str().unwrap(), &case["schema"].to_string());
+        }
+    }
+    assert!(n > 300, "only {n} masks compared");
+}
+
+#[test]
+fn fast_masks_equal_the_plain_walk_on_maskbench_samples() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/maskbench");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let (schema, tests) = load_file(&path).unwrap();
+        let Ok(schema) = CompiledSchema::compile(&schema, &SchemaOptions::default()) else {
+            continue;
+        };
+        for (_, _, data) in tests {
+            n += compare(&vocab, &schema, &dumps(&data), &path.display().to_string());
+        }
+    }
+    assert!(n > 500, "only {n} masks compared");
+}
