@@ -232,10 +232,10 @@ struct Parsed {
     phase: Phase,
     neg: bool,
     /// Mantissa digits (int then frac).
-    mant: Vec<u8>,
+    mant: smallvec::SmallVec<[u8; 32]>,
     int_len: usize,
     eneg: Option<bool>,
-    edigits: Vec<u8>,
+    edigits: smallvec::SmallVec<[u8; MAX_EXP_DIGITS]>,
 }
 
 /// Parse a (possibly incomplete) number text; `None` when it is not a prefix of a number.
@@ -243,10 +243,10 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
     let mut p = Parsed {
         phase: Phase::Empty,
         neg: false,
-        mant: Vec::new(),
+        mant: smallvec::SmallVec::new(),
         int_len: 0,
         eneg: None,
-        edigits: Vec::new(),
+        edigits: smallvec::SmallVec::new(),
     };
     for &b in t {
         p.phase = match (p.phase, b) {
@@ -400,6 +400,11 @@ impl NumCore {
     /// satisfies the constraint?
     pub(crate) fn live(&self, text: &[u8]) -> bool {
         let Some(p) = parse_prefix(text) else { return false };
+        if self.lo.is_none() && self.hi.is_none() && !self.integer && self.multiple.is_none() {
+            // Any number: every syntactic prefix completes (`int_syntax` is checked below).
+            return !self.int_syntax
+                || matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int);
+        }
         if self.int_syntax
             && !matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int)
         {
@@ -543,7 +548,7 @@ impl NumCore {
     }
 
     fn exp_live(&self, p: &Parsed) -> bool {
-        let m = Dec::norm(false, p.mant.clone(), p.int_len as i64);
+        let m = Dec::norm(false, p.mant.to_vec(), p.int_len as i64);
         if m.is_zero() {
             return self.accepts(&Dec::zero());
         }

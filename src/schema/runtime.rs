@@ -1187,14 +1187,28 @@ impl<'a> Rt<'a> {
     }
 
     fn key_close(&mut self, fi: usize) -> bool {
-        let prog = self.prog();
+        let mut choices = KeyChoices::new();
+        self.key_choices(fi, &[], &mut choices);
+        if choices.is_empty() {
+            return false;
+        }
         let f = self.st.frames[fi];
         let text: smallvec::SmallVec<[u8; 64]> =
             self.st.buf[f.buf as usize..].iter().copied().collect();
+        self.key_apply(fi, &text, &choices);
+        true
+    }
+
+    /// How each live object alternative would read the key if it were closed after the text
+    /// so far plus `ext` (plain bytes): a declared name (index) or an undeclared key, with the
+    /// value's node. Empty: the key cannot close there. No state change.
+    fn key_choices(&self, fi: usize, ext: &[u8], choices: &mut KeyChoices) {
+        choices.clear();
+        let prog = self.prog();
+        let f = self.st.frames[fi];
+        let pos = self.st.buf.len() - f.buf as usize;
+        let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
         let oi = fi - 1;
-        // Decide, per object alternative, what the key is.
-        let mut choices: smallvec::SmallVec<[(usize, Option<usize>, u32); 8]> =
-            smallvec::SmallVec::new();
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if !a.alive {
@@ -1202,36 +1216,55 @@ impl<'a> Rt<'a> {
             }
             let o = self.obj(a.core);
             let objai = a.d as usize;
-            if a.b < a.c && o.names[a.b as usize].len() == text.len() {
+            let (mut lo, mut hi) = (a.b as usize, a.c as usize);
+            for (k, &b) in ext.iter().enumerate() {
+                let at = pos + k;
+                let r = &o.names[lo..hi];
+                let l = lo + r.partition_point(|n| n.len() <= at || n[at] < b);
+                hi = lo + r.partition_point(|n| n.len() <= at || n[at] <= b);
+                lo = l;
+            }
+            if lo < hi && o.names[lo].len() == pos + ext.len() {
                 // A declared name: never an undeclared key, even if it cannot be taken now.
-                let idx = a.b as usize;
-                if self.name_ok(oi, objai, idx) {
-                    choices.push((objai, Some(idx), o.props[idx].node));
+                if self.name_ok(oi, objai, lo) {
+                    choices.push((objai, Some(lo), o.props[lo].node));
                 }
                 continue;
             }
             if let Some(x) = &o.extra {
-                if a.a != DEAD
-                    && prog.dfas[x.dfa as usize].is_accept(a.a)
-                    && !self.seen_extra(oi, objai, &text)
-                    && self.extra_ok(oi, objai)
-                {
-                    let mut m = 0usize;
-                    for (i, &p) in x.patterns.iter().enumerate() {
-                        if prog.dfas[p as usize].matches(&text) {
-                            m |= 1 << i;
-                        }
+                if a.a == DEAD {
+                    continue;
+                }
+                let d = &prog.dfas[x.dfa as usize];
+                let ex = d.run(a.a, ext);
+                if ex == DEAD || !d.is_accept(ex) || !self.extra_ok(oi, objai) {
+                    continue;
+                }
+                if text.is_empty() {
+                    text.extend_from_slice(&self.st.buf[f.buf as usize..]);
+                    text.extend_from_slice(ext);
+                }
+                if self.seen_extra(oi, objai, &text) {
+                    continue;
+                }
+                let mut m = 0usize;
+                for (i, &p) in x.patterns.iter().enumerate() {
+                    if prog.dfas[p as usize].matches(&text) {
+                        m |= 1 << i;
                     }
-                    let node = x.combos[m];
-                    if !prog.nodes[node as usize].is_empty() {
-                        choices.push((objai, None, node));
-                    }
+                }
+                let node = x.combos[m];
+                if !prog.nodes[node as usize].is_empty() {
+                    choices.push((objai, None, node));
                 }
             }
         }
-        if choices.is_empty() {
-            return false;
-        }
+    }
+
+    /// Close the key frame `fi` whose text is `text`, as `choices` (non-empty, from
+    /// [`Rt::key_choices`]) read it.
+    fn key_apply(&mut self, fi: usize, text: &[u8], choices: &KeyChoices) {
+        let oi = fi - 1;
         self.pop_frame();
         // Object alternatives without a valid reading of the key die.
         for ai in self.alt_range(oi) {
@@ -1241,7 +1274,7 @@ impl<'a> Rt<'a> {
             }
         }
         self.note_lens();
-        for &(ai, idx, node) in &choices {
+        for &(ai, idx, node) in choices {
             let a = self.st.alts[ai];
             let o = self.obj(a.core);
             let mut na = Alt { a: a.a + 1, d: node, ..a };
@@ -1256,7 +1289,7 @@ impl<'a> Rt<'a> {
                 }
                 None => {
                     let start = self.st.xtext.len() as u32;
-                    self.st.xtext.extend_from_slice(&text);
+                    self.st.xtext.extend_from_slice(text);
                     self.st.xk.push(XKey { alt: ai as u32, start, len: text.len() as u32 });
                 }
             }
@@ -1264,9 +1297,12 @@ impl<'a> Rt<'a> {
         }
         let of = self.st.frames[oi];
         self.set_frame(oi, Frame { phase: 2, ws: 0, ..of });
-        true
     }
 }
+
+/// Per object alternative: (arena index, declared name index or `None` for an undeclared
+/// key, value node).
+type KeyChoices = smallvec::SmallVec<[(usize, Option<usize>, u32); 8]>;
 
 impl Recognizer for Rt<'_> {
     fn try_push_byte(&mut self, b: u8) -> bool {
@@ -1356,6 +1392,9 @@ impl std::fmt::Debug for SchemaConstraint {
 impl SchemaConstraint {
     /// A fresh engine for `schema` over `vocab`.
     pub fn new(schema: Arc<CompiledSchema>, vocab: &Vocabulary) -> SchemaConstraint {
+        // Vocabulary preprocessing for the string fast paths: built once per vocabulary (tens
+        // of milliseconds) and shared, like the trie; done here so no mask pays for it.
+        vocab.string_classes();
         let options = schema.engine.clone();
         let cache = MaskCache::new(options.mask_cache);
         SchemaConstraint {
@@ -1458,45 +1497,6 @@ impl SchemaConstraint {
 
     fn accepting_state(&self) -> bool {
         accepting(&self.schema, &self.st)
-    }
-
-    /// Inside an unconstrained string at a character boundary: the vocabulary's string-safe
-    /// tokens are all allowed and need no walk.
-    /// Inside a string at a character boundary, how many more characters some alternative
-    /// accepts for *every* string-safe token: `Some(u32::MAX)` when unbounded, `Some(r)` when
-    /// every alternative is a length-counted any-string (the safe tokens of at most `r`
-    /// characters are allowed), `None` when the slice does not apply (walk everything).
-    fn free_budget(&self) -> Option<u32> {
-        let st = &self.st;
-        let f = st.frames.last().expect("root");
-        if !matches!(f.kind, Kind::Str | Kind::Key) || f.esc != E_NORMAL {
-            return None;
-        }
-        let p = &self.schema.program;
-        let start = p.dfas[p.any_dfa as usize].start();
-        let mut budget: Option<u32> = None;
-        for a in st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            match &p.cores[a.core as usize] {
-                CoreRt::String { dfa, max, .. }
-                    if f.kind == Kind::Str && *dfa == p.any_dfa && a.a == start =>
-                {
-                    let r = if *max == u32::MAX { u32::MAX } else { max - a.b };
-                    budget = Some(budget.map_or(r, |b| b.max(r)));
-                }
-                // A key whose undeclared keys are any string: the any-string automaton has an
-                // infinite language, so no completion is ever exhausted by seen keys.
-                CoreRt::Object(o)
-                    if f.kind == Kind::Key
-                        && a.a == start
-                        && o.extra.as_ref().is_some_and(|x| x.dfa == p.any_dfa) =>
-                {
-                    return Some(u32::MAX);
-                }
-                // Another alternative might allow safe tokens the budget refuses: walk all.
-                _ => return None,
-            }
-        }
-        budget
     }
 
     fn compute(&mut self, mask: &mut TokenMask) {

@@ -108,6 +108,10 @@ impl ByteDfa {
     /// Is there a code point in `lo..=hi` (surrogates excluded) whose UTF-8 leads from `s` to a
     /// live state? Used while a `\uXXXX` escape is partly typed.
     pub(crate) fn range_live(&self, s: u32, lo: u32, hi: u32) -> bool {
+        // ASCII first: one byte per code point, one lookup each (most queries end here).
+        if lo <= 0x7F && (lo..=hi.min(0x7F)).any(|c| self.next(s, c as u8) != DEAD) {
+            return true;
+        }
         let check = |a: u32, b: u32| -> bool {
             if a > b {
                 return false;
@@ -265,8 +269,17 @@ fn minimize(trans: &[u32], stride: usize, accept: &[bool]) -> (Vec<u32>, Vec<boo
         return (trans.to_vec(), accept.to_vec());
     }
     // Initial blocks: dead, accepting, non-accepting live.
-    let mut block: Vec<u32> =
-        (0..m).map(|s| if s == 0 { 0 } else if accept[s] { 1 } else { 2 }).collect();
+    let mut block: Vec<u32> = (0..m)
+        .map(|s| {
+            if s == 0 {
+                0
+            } else if accept[s] {
+                1
+            } else {
+                2
+            }
+        })
+        .collect();
     let mut n_blocks = 0;
     let mut sig: Vec<u32> = Vec::with_capacity(stride + 1);
     loop {

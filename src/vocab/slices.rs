@@ -150,6 +150,12 @@ pub struct StringClasses {
     pub exits: TokTrie,
     /// Tokens that close the string after an escape.
     pub close_escaped: TokTrie,
+    /// Closing tokens whose bytes after the quote could close a value and then another key
+    /// (`:` … `,` … `"` … `"`): after a key, the key's text matters to them (duplicates), so
+    /// per-group shortcuts must not decide them. Usually empty.
+    pub key_risky: TokenMask,
+    /// The same tokens, full bytes.
+    pub key_risky_trie: TokTrie,
     /// The tokens of `open` that are not string-safe (escapes, partial characters).
     pub open_nonsafe: TokenMask,
     /// The longest token of `open_nonsafe`, in bytes (a bound on the characters it adds).
@@ -177,6 +183,14 @@ pub fn is_plain_byte(b: u8) -> bool {
     b >= 0x20 && b != b'"' && b != b'\\'
 }
 
+/// Could `suffix` (after a key's closing quote) close the value and then another key? It needs
+/// a `:`, later a `,`, then two more `"`.
+fn reaches_next_key(suffix: &[u8]) -> bool {
+    let Some(c) = suffix.iter().position(|&b| b == b':') else { return false };
+    let Some(k) = suffix[c..].iter().position(|&b| b == b',') else { return false };
+    suffix[c + k..].iter().filter(|&&b| b == b'"').count() >= 2
+}
+
 impl StringClasses {
     pub(crate) fn build(vocab: &Vocabulary) -> StringClasses {
         let (g, start) = JsonGrammar::string_probe();
@@ -190,6 +204,8 @@ impl StringClasses {
         let mut safe_lens: Vec<(TokenId, usize)> = Vec::new();
         let mut open_nonsafe = TokenMask::new(vocab.n_vocab());
         let mut open_nonsafe_max_len = 0u32;
+        let mut key_risky = TokenMask::new(vocab.n_vocab());
+        let mut risky: Vec<(TokenId, &[u8])> = Vec::new();
         for i in 0..vocab.n_tokens() {
             let t = TokenId::from_index(i);
             if vocab.kind(t) != TokenKind::Text {
@@ -238,6 +254,10 @@ impl StringClasses {
                 }
                 Some(k) => {
                     closing.push((t, b));
+                    if reaches_next_key(&b[k + 1..]) {
+                        key_risky.insert(t);
+                        risky.push((t, b));
+                    }
                     let pre = &b[..k];
                     if pre.iter().all(|&c| is_plain_byte(c)) {
                         let gr = groups.entry(pre).or_insert_with(|| CloseGroup {
@@ -281,6 +301,8 @@ impl StringClasses {
             groups,
             exits: TokTrie::build(exits),
             close_escaped: TokTrie::build(close_escaped),
+            key_risky,
+            key_risky_trie: TokTrie::build(risky),
             open_nonsafe,
             open_nonsafe_max_len,
             le,

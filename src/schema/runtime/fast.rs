@@ -26,19 +26,31 @@
 //! tokens; `tests/schema_fast_masks.rs` compares every mask with the plain walk
 //! (`SchemaConstraint::fill_mask_reference`) on real schemas and documents.
 
-use super::{Alt, CoreRt, Graves, Kind, Rt, SchemaConstraint, Undo, E_NORMAL};
+use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, SchemaConstraint, Undo, E_NORMAL};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::string::{ByteDfa, DEAD};
 use crate::vocab::{StringClasses, TokTrie};
 use rustc_hash::FxHashMap;
 
-/// Open-token sets cached per (core, automaton state, character count or 0).
+/// What an open-token set is cached under.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum OpenKey {
+    /// A string core at an automaton state with a character count (0 when uncounted).
+    Str { core: u32, state: u32, count: u32 },
+    /// The plain tokens an automaton accepts from a state (undeclared keys).
+    Dfa { dfa: u32, state: u32 },
+}
+
+/// Per-engine scratch and caches of the fast paths.
 #[derive(Default)]
 pub(super) struct FastState {
-    open: FxHashMap<(u32, u32, u32), Box<TokenMask>>,
+    open: FxHashMap<OpenKey, Box<TokenMask>>,
     exits: Option<TokenMask>,
     plain_stack: Vec<(u32, u32)>,
+    name_stack: Vec<(u32, u32)>,
+    oks: Vec<u32>,
+    key_exits: Vec<TokenMask>,
 }
 
 /// Most cached open sets per engine (each is one vocabulary-sized bitset).
@@ -85,13 +97,7 @@ impl SchemaConstraint {
         }
         match f.kind {
             Kind::Str => self.fast_str(mask),
-            Kind::Key if self.free_budget() == Some(u32::MAX) => {
-                let vocab = self.vocab.clone();
-                let classes = vocab.string_classes();
-                mask.union_with(&classes.open);
-                self.rt().walk(&classes.closing, mask);
-                true
-            }
+            Kind::Key => self.fast_key(mask),
             _ => false,
         }
     }
@@ -103,9 +109,9 @@ impl SchemaConstraint {
         let alive: smallvec::SmallVec<[usize; 4]> =
             (f.alts as usize..self.st.alts.len()).filter(|&i| self.st.alts[i].alive).collect();
         if alive.is_empty()
-            || !alive.iter().all(|&i| {
-                matches!(p.cores[self.st.alts[i].core as usize], CoreRt::String { .. })
-            })
+            || !alive
+                .iter()
+                .all(|&i| matches!(p.cores[self.st.alts[i].core as usize], CoreRt::String { .. }))
         {
             return false;
         }
@@ -143,7 +149,8 @@ impl SchemaConstraint {
                 return;
             }
         }
-        let key = (a.core, a.a, if max == u32::MAX { 0 } else { a.b });
+        let key =
+            OpenKey::Str { core: a.core, state: a.a, count: if max == u32::MAX { 0 } else { a.b } };
         if let Some(m) = self.fast.open.get(&key) {
             mask.union_with(m);
             return;
@@ -219,6 +226,217 @@ impl SchemaConstraint {
         }
         self.fast.exits = Some(exits);
         self.rt().walk(&classes.close_escaped, mask);
+    }
+}
+
+impl SchemaConstraint {
+    /// Keys: per live object alternative, the plain tokens that extend a declared name still
+    /// allowed (a walk that follows the sorted names only) and those the undeclared-key
+    /// automaton accepts (cached per automaton state); escaped and closing tokens through the
+    /// recogniser. Exact because both readings only ever narrow: a token keeps an alternative
+    /// alive iff after its last byte a name or the automaton is still live. Falls back to the
+    /// full walk when an undeclared-key language is finite (seen keys could exhaust it).
+    fn fast_key(&mut self, mask: &mut TokenMask) -> bool {
+        let schema = self.schema.clone();
+        let p = &schema.program;
+        let f = *self.st.frames.last().expect("root");
+        let fi = self.st.frames.len() - 1;
+        let pos = (self.st.buf.len() - f.buf as usize) as u32;
+        let alive: smallvec::SmallVec<[usize; 4]> =
+            (f.alts as usize..self.st.alts.len()).filter(|&i| self.st.alts[i].alive).collect();
+        for &ai in &alive {
+            let a = self.st.alts[ai];
+            let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
+            if a.a != DEAD {
+                let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
+                if p.dfas[x.dfa as usize].finite_count(a.a).is_some() {
+                    return false;
+                }
+            }
+        }
+        let vocab = self.vocab.clone();
+        let classes = vocab.string_classes();
+        // An alternative whose undeclared keys are any string takes every open token, which
+        // covers what the names of all alternatives could add.
+        let any_start = p.dfas[p.any_dfa as usize].start();
+        let takes_all = alive.iter().any(|&ai| {
+            let a = self.st.alts[ai];
+            a.a == any_start
+                && matches!(&p.cores[a.core as usize],
+                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| x.dfa == p.any_dfa))
+        });
+        if takes_all {
+            mask.union_with(&classes.open);
+        }
+        for &ai in alive.iter().filter(|_| !takes_all) {
+            let a = self.st.alts[ai];
+            let CoreRt::Object(o) = &p.cores[a.core as usize] else { unreachable!() };
+            if a.a != DEAD {
+                let x = o.extra.as_ref().expect("checked above");
+                self.dfa_open(x.dfa, a.a, classes, mask);
+            }
+            if a.b < a.c {
+                let mut oks = std::mem::take(&mut self.fast.oks);
+                oks.clear();
+                oks.push(0);
+                {
+                    let rt = Rt {
+                        cs: &schema,
+                        st: &mut self.st,
+                        log: &mut self.log,
+                        graves: &mut self.graves,
+                    };
+                    let mut n = 0;
+                    for i in a.b..a.c {
+                        n += u32::from(rt.name_ok(fi - 1, a.d as usize, i as usize));
+                        oks.push(n);
+                    }
+                }
+                if oks.last() != Some(&0) {
+                    let mut w = NameWalk {
+                        names: &o.names[a.b as usize..a.c as usize],
+                        oks: &oks,
+                        pos,
+                        stack: &mut self.fast.name_stack,
+                        top: 0,
+                    };
+                    w.stack.clear();
+                    w.stack.push((0, a.c - a.b));
+                    classes.plain.walk(&mut w, mask);
+                }
+                self.fast.oks = oks;
+            }
+        }
+        self.rt().walk(&classes.escaped, mask);
+        self.closing_key(classes, mask);
+        true
+    }
+
+    /// Adds the tokens that close the key: per group of tokens with the same content before
+    /// the quote, how each object alternative would read the key (one lookup, no walk), then
+    /// the suffixes after the quote walked once per distinct reading. The key text itself only
+    /// matters to a later duplicate check, which a suffix reaches only through `:` … `,` `"` …
+    /// `"`; such tokens (`StringClasses::key_risky`, none in common vocabularies) and those
+    /// with an escape before the quote are walked with the recogniser.
+    fn closing_key(&mut self, classes: &StringClasses, mask: &mut TokenMask) {
+        let fi = self.st.frames.len() - 1;
+        let mut pool = std::mem::take(&mut self.fast.key_exits);
+        let mut used = 0usize;
+        let mut memo: smallvec::SmallVec<[(KeyChoices, usize); 4]> = smallvec::SmallVec::new();
+        let mut choices = KeyChoices::new();
+        let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
+        for g in &classes.groups {
+            {
+                let rt = self.rt();
+                rt.key_choices(fi, &g.pre, &mut choices);
+            }
+            if choices.is_empty() {
+                continue;
+            }
+            for &t in &g.at_end {
+                mask.insert(t);
+            }
+            if g.going_on.is_empty() {
+                continue;
+            }
+            let slot = match memo.iter().find(|(c, _)| *c == choices) {
+                Some(&(_, i)) => i,
+                None => {
+                    if used == pool.len() {
+                        pool.push(TokenMask::new(mask.len()));
+                    }
+                    let x = &mut pool[used];
+                    x.clear();
+                    let f = self.st.frames[fi];
+                    text.clear();
+                    text.extend_from_slice(&self.st.buf[f.buf as usize..]);
+                    text.extend_from_slice(&g.pre);
+                    let mut rt = self.rt();
+                    rt.log.push(Undo::Mark);
+                    rt.key_apply(fi, &text, &choices);
+                    classes.exits.walk(&mut rt, x);
+                    rt.undo_byte();
+                    self.log.clear();
+                    memo.push((choices.clone(), used));
+                    used += 1;
+                    used - 1
+                }
+            };
+            let x = &pool[slot];
+            for &t in &g.going_on {
+                if x.contains(t) && !classes.key_risky.contains(t) {
+                    mask.insert(t);
+                }
+            }
+        }
+        self.fast.key_exits = pool;
+        let mut rt = self.rt();
+        classes.close_escaped.walk(&mut rt, mask);
+        rt.walk(&classes.key_risky_trie, mask);
+    }
+
+    /// Adds the plain tokens automaton `dfa` accepts from `state` (cached).
+    fn dfa_open(&mut self, dfa: u32, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
+        let p = &self.schema.program;
+        let d = &p.dfas[dfa as usize];
+        if dfa == p.any_dfa && state == d.start() {
+            mask.union_with(&classes.open);
+            return;
+        }
+        let key = OpenKey::Dfa { dfa, state };
+        if let Some(m) = self.fast.open.get(&key) {
+            mask.union_with(m);
+            return;
+        }
+        let mut m = Box::new(TokenMask::new(mask.len()));
+        {
+            let mut w =
+                PlainWalk { dfa: d, max: u32::MAX, stack: &mut self.fast.plain_stack, top: 0 };
+            w.stack.clear();
+            w.stack.push((state, 0));
+            classes.plain.walk(&mut w, &mut m);
+        }
+        mask.union_with(&m);
+        if self.fast.open.len() >= OPEN_CACHE_LIMIT {
+            self.fast.open.clear();
+        }
+        self.fast.open.insert(key, m);
+    }
+}
+
+/// Follows the sorted declared names byte by byte: alive while some name still allowed
+/// (`oks` = prefix counts of allowed names) extends the key text.
+struct NameWalk<'a> {
+    names: &'a [Box<[u8]>],
+    oks: &'a [u32],
+    pos: u32,
+    stack: &'a mut Vec<(u32, u32)>,
+    top: usize,
+}
+
+impl Recognizer for NameWalk<'_> {
+    #[inline]
+    fn try_push_byte(&mut self, b: u8) -> bool {
+        let (lo, hi) = self.stack[self.top];
+        let at = self.pos as usize + self.top;
+        let r = &self.names[lo as usize..hi as usize];
+        let l = lo + r.partition_point(|n| n.len() <= at || n[at] < b) as u32;
+        let h = lo + r.partition_point(|n| n.len() <= at || n[at] <= b) as u32;
+        if self.oks[h as usize] == self.oks[l as usize] {
+            return false;
+        }
+        self.top += 1;
+        if self.top == self.stack.len() {
+            self.stack.push((l, h));
+        } else {
+            self.stack[self.top] = (l, h);
+        }
+        true
+    }
+
+    #[inline]
+    fn pop_bytes(&mut self, n: usize) {
+        self.top -= n;
     }
 }
 
