@@ -199,6 +199,8 @@ pub struct CompiledSchema {
     pub(crate) order: PropertyOrder,
     pub(crate) engine: EngineOptions,
     ignored: Vec<String>,
+    /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
+    pub(crate) open_sets: runtime::SharedOpen,
 }
 
 impl CompiledSchema {
@@ -221,6 +223,7 @@ impl CompiledSchema {
             order: options.property_order,
             engine: options.engine.clone(),
             ignored,
+            open_sets: runtime::SharedOpen::default(),
         }))
     }
 

@@ -39,6 +39,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 mod fast;
+pub(crate) use fast::SharedOpen;
 
 const NONE: u32 = u32::MAX;
 
@@ -1501,10 +1502,15 @@ impl SchemaConstraint {
 
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
-        if !self.fast_string_mask(mask) {
-            let vocab = self.vocab.clone();
-            self.rt().walk(vocab.trie(), mask);
+        let vocab = self.vocab.clone();
+        let mut rt =
+            Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
+        let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
+        if !fast.string_mask(vocab.string_classes(), mask) {
+            let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab };
+            vocab.trie().walk_hooked(&mut rt, mask, &mut hook);
         }
+        self.log.clear();
         if self.accepting_state() {
             allow_eos(&self.vocab, mask);
         }
@@ -1521,7 +1527,8 @@ impl SchemaConstraint {
             return Ok(());
         }
         let vocab = self.vocab.clone();
-        self.rt().walk(vocab.trie(), mask);
+        vocab.trie().walk(&mut self.rt(), mask);
+        self.log.clear();
         if self.accepting_state() {
             allow_eos(&self.vocab, mask);
         }

@@ -18,7 +18,7 @@ mod trie;
 
 pub use decode::TokenEncoding;
 pub use slices::{CloseGroup, StringClasses, StringSlice};
-pub use trie::{TokTrie, MAX_TOKEN_BYTES};
+pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
 use std::fmt;
@@ -166,7 +166,14 @@ pub struct VocabInner {
     source: VocabSource,
     string_slice: OnceLock<StringSlice>,
     string_classes: OnceLock<StringClasses>,
+    /// Classes of the tokens below string-opening prefixes (`"`, `, "`, `{"`, …), built on
+    /// first use; never dropped (addresses key shared caches), at most
+    /// [`PREFIX_CLASSES_LIMIT`] prefixes.
+    prefix_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<StringClasses>>>,
 }
+
+/// Most string-opening prefixes a vocabulary keeps classes for.
+pub const PREFIX_CLASSES_LIMIT: usize = 256;
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
 ///
@@ -575,6 +582,27 @@ impl Vocabulary {
         self.inner.string_classes.get_or_init(|| StringClasses::build(self))
     }
 
+    /// The classes of the tokens that start with `prefix` (a token prefix that has just
+    /// opened a JSON string), by the bytes after it; `None` once [`PREFIX_CLASSES_LIMIT`]
+    /// prefixes are kept (callers then walk those tokens).
+    pub fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>> {
+        let mut map = self.inner.prefix_classes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = map.get(prefix) {
+            return Some(c.clone());
+        }
+        if map.len() >= PREFIX_CLASSES_LIMIT {
+            return None;
+        }
+        let c = Arc::new(StringClasses::build_for_prefix(self, prefix));
+        map.insert(prefix.into(), c.clone());
+        Some(c)
+    }
+
+    /// Do `self` and `other` share their data (clones of one vocabulary)?
+    pub fn same_as(&self, other: &Vocabulary) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// A readable rendering of a token for messages: its bytes, escaped.
     pub fn describe(&self, t: TokenId) -> String {
         match self.kind(t) {
@@ -721,5 +749,6 @@ fn finish_inner(
         source,
         string_slice: OnceLock::new(),
         string_classes: OnceLock::new(),
+        prefix_classes: Default::default(),
     })
 }

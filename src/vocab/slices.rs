@@ -193,25 +193,44 @@ fn reaches_next_key(suffix: &[u8]) -> bool {
 
 impl StringClasses {
     pub(crate) fn build(vocab: &Vocabulary) -> StringClasses {
+        let tokens = (0..vocab.n_tokens())
+            .map(TokenId::from_index)
+            .filter(|&t| vocab.kind(t) == TokenKind::Text)
+            .map(|t| (t, vocab.token_bytes(t)));
+        Self::build_from(vocab.n_vocab(), tokens)
+    }
+
+    /// The classes of the tokens that start with `prefix` (and are longer), by the bytes
+    /// after it: what the walk needs below a trie node where `prefix` has just opened a string.
+    pub(crate) fn build_for_prefix(vocab: &Vocabulary, prefix: &[u8]) -> StringClasses {
+        let tokens = (0..vocab.n_tokens())
+            .map(TokenId::from_index)
+            .filter(|&t| vocab.kind(t) == TokenKind::Text)
+            .map(|t| (t, vocab.token_bytes(t)))
+            .filter(|(_, b)| b.len() > prefix.len() && b.starts_with(prefix))
+            .map(|(t, b)| (t, &b[prefix.len()..]));
+        Self::build_from(vocab.n_vocab(), tokens)
+    }
+
+    /// Classify `(token, bytes)` pairs (the bytes a string body sees; ids may repeat bytes).
+    fn build_from<'a>(
+        n_vocab: usize,
+        tokens: impl Iterator<Item = (TokenId, &'a [u8])>,
+    ) -> StringClasses {
         let (g, start) = JsonGrammar::string_probe();
         let mut plain: Vec<(TokenId, &[u8])> = Vec::new();
         let mut escaped: Vec<(TokenId, &[u8])> = Vec::new();
         let mut closing: Vec<(TokenId, &[u8])> = Vec::new();
         let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
         let mut close_escaped: Vec<(TokenId, &[u8])> = Vec::new();
-        let mut open = TokenMask::new(vocab.n_vocab());
+        let mut open = TokenMask::new(n_vocab);
         let mut groups: rustc_hash::FxHashMap<&[u8], CloseGroup> = Default::default();
         let mut safe_lens: Vec<(TokenId, usize)> = Vec::new();
-        let mut open_nonsafe = TokenMask::new(vocab.n_vocab());
+        let mut open_nonsafe = TokenMask::new(n_vocab);
         let mut open_nonsafe_max_len = 0u32;
-        let mut key_risky = TokenMask::new(vocab.n_vocab());
+        let mut key_risky = TokenMask::new(n_vocab);
         let mut risky: Vec<(TokenId, &[u8])> = Vec::new();
-        for i in 0..vocab.n_tokens() {
-            let t = TokenId::from_index(i);
-            if vocab.kind(t) != TokenKind::Text {
-                continue;
-            }
-            let b = vocab.token_bytes(t);
+        for (t, b) in tokens {
             let safe = is_string_safe(b);
             if safe {
                 safe_lens.push((t, b.iter().filter(|&&c| c & 0xC0 != 0x80).count()));
@@ -286,7 +305,7 @@ impl StringClasses {
             by_len[n].push(t);
         }
         let mut le = Vec::with_capacity(longest + 1);
-        let mut m = TokenMask::new(vocab.n_vocab());
+        let mut m = TokenMask::new(n_vocab);
         for ts in &by_len {
             for &t in ts {
                 m.insert(t);

@@ -51,6 +51,16 @@ impl Node {
     }
 }
 
+/// A hook for [`TokTrie::walk_hooked`]: answers a whole subtree from the recogniser's state
+/// after the path's last byte.
+pub trait WalkHook<R: ?Sized> {
+    /// Called after `path` (the bytes from the root to the current node, non-empty) was
+    /// accepted and the node has descendants. Return `true` after setting in `mask` every
+    /// token strictly below the node that `rec` accepts (`rec` must be left as it was);
+    /// `false` to let the walk descend.
+    fn after_push(&mut self, rec: &mut R, path: &[u8], mask: &mut TokenMask) -> bool;
+}
+
 /// A byte trie over a set of tokens, flattened depth-first.
 #[derive(Clone)]
 pub struct TokTrie {
@@ -179,6 +189,67 @@ impl TokTrie {
         }
         if depth > 0 {
             rec.pop_bytes(depth);
+        }
+    }
+
+    /// [`TokTrie::walk`] with a hook: after every accepted byte, `hook` may answer the whole
+    /// subtree below the node (the tokens strictly longer than the path so far) and return
+    /// `true`; the walk then marks the token ending at the node itself, if any, and skips
+    /// its descendants. `rec` is back in its starting state when this returns.
+    pub fn walk_hooked<R: Recognizer + ?Sized, H: WalkHook<R>>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        hook: &mut H,
+    ) {
+        let nodes = &self.nodes[..];
+        let n = nodes.len();
+        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
+        let mut path = [0u8; MAX_TOKEN_BYTES + 1];
+        let mut depth = 0usize;
+        let mut i = 1usize;
+        while i < n {
+            let mut pop = 0;
+            while depth > 0 && i >= ends[depth - 1] as usize {
+                depth -= 1;
+                pop += 1;
+            }
+            if pop > 0 {
+                rec.pop_bytes(pop);
+            }
+            let node = nodes[i];
+            if rec.try_push_byte(node.byte()) {
+                self.mark(i, node, mask);
+                path[depth] = node.byte();
+                if node.subtree() > 1 && hook.after_push(rec, &path[..=depth], mask) {
+                    rec.pop_bytes(1);
+                    i += node.subtree();
+                    continue;
+                }
+                ends[depth] = (i + node.subtree()) as u32;
+                depth += 1;
+                i += 1;
+            } else {
+                i += node.subtree();
+            }
+        }
+        if depth > 0 {
+            rec.pop_bytes(depth);
+        }
+    }
+
+    #[inline(always)]
+    fn mark(&self, i: usize, node: Node, mask: &mut TokenMask) {
+        let t = node.token_plus_one();
+        if t != 0 {
+            let words = mask.words_mut();
+            let t = (t - 1) as usize;
+            words[t / WORD_BITS] |= 1 << (t % WORD_BITS);
+            if node.size & DUP_FLAG != 0 {
+                for d in self.dups[&(i as u32)].iter() {
+                    words[d.index() / WORD_BITS] |= 1 << (d.index() % WORD_BITS);
+                }
+            }
         }
     }
 

@@ -26,12 +26,13 @@
 //! tokens; `tests/schema_fast_masks.rs` compares every mask with the plain walk
 //! (`SchemaConstraint::fill_mask_reference`) on real schemas and documents.
 
-use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, SchemaConstraint, Undo, E_NORMAL};
+use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::string::{ByteDfa, DEAD};
-use crate::vocab::{StringClasses, TokTrie};
+use crate::vocab::{StringClasses, TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
 
 /// What an open-token set is cached under.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,19 +43,63 @@ enum OpenKey {
     Dfa { dfa: u32, state: u32 },
 }
 
-/// Per-engine scratch and caches of the fast paths.
+/// Open-token sets shared by every engine of one compiled schema, per vocabulary: what a
+/// state's open tokens are depends only on the schema, the state and the vocabulary, so the
+/// first engine to visit a state pays the walk and later requests reuse it. Bounded by
+/// [`SHARED_OPEN_LIMIT`] entries (cleared when full).
+///
+/// A set is keyed by the address of the [`StringClasses`] it was computed over (the
+/// vocabulary's, or one of its prefix classes); the map keeps a clone of every vocabulary it
+/// has sets for, so those addresses cannot be reused while the entries live.
+#[derive(Default)]
+pub(crate) struct SharedOpen {
+    map: Mutex<(OpenSets, Vec<Vocabulary>)>,
+}
+
+/// Open-token sets by (address of the classes they were computed over, state).
+type OpenSets = FxHashMap<(usize, OpenKey), Arc<TokenMask>>;
+
+impl std::fmt::Debug for SharedOpen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.map.lock().map_or(0, |m| m.0.len());
+        f.debug_struct("SharedOpen").field("sets", &n).finish()
+    }
+}
+
+/// Most open-token sets a compiled schema keeps (each is one vocabulary-sized bitset: 16 KB
+/// at 128k tokens, so at most 4 MB there).
+pub(crate) const SHARED_OPEN_LIMIT: usize = 256;
+
+impl SharedOpen {
+    fn get(&self, classes: &StringClasses, key: OpenKey) -> Option<Arc<TokenMask>> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.0.get(&(std::ptr::from_ref(classes) as usize, key)).cloned()
+    }
+
+    /// `classes` must be owned by `vocab` (its root classes or a prefix's, which a vocabulary
+    /// never drops), so keeping `vocab` alive keeps the address unique.
+    fn put(&self, vocab: &Vocabulary, classes: &StringClasses, key: OpenKey, m: Arc<TokenMask>) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.0.len() >= SHARED_OPEN_LIMIT {
+            map.0.clear();
+            map.1.clear();
+        }
+        if !map.1.iter().any(|v| v.same_as(vocab)) {
+            map.1.push(vocab.clone());
+        }
+        map.0.insert((std::ptr::from_ref(classes) as usize, key), m);
+    }
+}
+
+/// Per-engine scratch of the fast paths.
 #[derive(Default)]
 pub(super) struct FastState {
-    open: FxHashMap<OpenKey, Box<TokenMask>>,
     exits: Option<TokenMask>,
     plain_stack: Vec<(u32, u32)>,
     name_stack: Vec<(u32, u32)>,
     oks: Vec<u32>,
     key_exits: Vec<TokenMask>,
 }
-
-/// Most cached open sets per engine (each is one vocabulary-sized bitset).
-const OPEN_CACHE_LIMIT: usize = 64;
 
 /// Runs plain bytes through a content automaton with a character bound: the `Copy` walker.
 struct PlainWalk<'a> {
@@ -88,42 +133,51 @@ impl Recognizer for PlainWalk<'_> {
     }
 }
 
-impl SchemaConstraint {
-    /// The fast mask for a string or key body, if one applies (`false`: walk the trie).
-    pub(super) fn fast_string_mask(&mut self, mask: &mut TokenMask) -> bool {
-        let f = *self.st.frames.last().expect("root");
+/// The fast paths over one [`Rt`] state: the engine's own at the top of a mask, or the state
+/// inside the trie walk where a token has just opened a string (see [`StringHook`]).
+pub(super) struct Fast<'x, 'a> {
+    pub rt: &'x mut Rt<'a>,
+    pub fast: &'x mut FastState,
+    pub vocab: &'x Vocabulary,
+}
+
+impl Fast<'_, '_> {
+    /// Adds the tokens of `classes` allowed from the current state, if the top frame is a
+    /// string or key body at a character boundary; `false` (nothing added) otherwise.
+    pub(super) fn string_mask(&mut self, classes: &StringClasses, mask: &mut TokenMask) -> bool {
+        let f = *self.rt.st.frames.last().expect("root");
         if f.esc != E_NORMAL {
             return false;
         }
         match f.kind {
-            Kind::Str => self.fast_str(mask),
-            Kind::Key => self.fast_key(mask),
+            Kind::Str => self.fast_str(classes, mask),
+            Kind::Key => self.fast_key(classes, mask),
             _ => false,
         }
     }
 
-    fn fast_str(&mut self, mask: &mut TokenMask) -> bool {
-        let f = *self.st.frames.last().expect("root");
-        let schema = self.schema.clone();
-        let p = &schema.program;
-        let alive: smallvec::SmallVec<[usize; 4]> =
-            (f.alts as usize..self.st.alts.len()).filter(|&i| self.st.alts[i].alive).collect();
+    fn alive(&self) -> smallvec::SmallVec<[usize; 4]> {
+        let f = self.rt.st.frames.last().expect("root");
+        (f.alts as usize..self.rt.st.alts.len()).filter(|&i| self.rt.st.alts[i].alive).collect()
+    }
+
+    fn fast_str(&mut self, classes: &StringClasses, mask: &mut TokenMask) -> bool {
+        let p = &self.rt.cs.program;
+        let alive = self.alive();
         if alive.is_empty()
-            || !alive
-                .iter()
-                .all(|&i| matches!(p.cores[self.st.alts[i].core as usize], CoreRt::String { .. }))
+            || !alive.iter().all(|&i| {
+                matches!(p.cores[self.rt.st.alts[i].core as usize], CoreRt::String { .. })
+            })
         {
             return false;
         }
-        let vocab = self.vocab.clone();
-        let classes = vocab.string_classes();
         for &ai in &alive {
             self.open_tokens(ai, classes, mask);
         }
         if alive.len() == 1 {
             self.closing_single(alive[0], classes, mask);
         } else {
-            self.rt().walk(&classes.closing, mask);
+            classes.closing.walk(&mut *self.rt, mask);
         }
         true
     }
@@ -131,8 +185,9 @@ impl SchemaConstraint {
     /// Adds the tokens that keep alternative `ai` of the top string frame alive without
     /// closing the string.
     fn open_tokens(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
-        let p = &self.schema.program;
-        let a = self.st.alts[ai];
+        let cs = self.rt.cs;
+        let p = &cs.program;
+        let a = self.rt.st.alts[ai];
         let CoreRt::String { dfa, max, .. } = p.cores[a.core as usize] else {
             unreachable!("string core checked by the caller")
         };
@@ -151,11 +206,11 @@ impl SchemaConstraint {
         }
         let key =
             OpenKey::Str { core: a.core, state: a.a, count: if max == u32::MAX { 0 } else { a.b } };
-        if let Some(m) = self.fast.open.get(&key) {
-            mask.union_with(m);
+        if let Some(m) = cs.open_sets.get(classes, key) {
+            mask.union_with(&m);
             return;
         }
-        let mut m = Box::new(TokenMask::new(mask.len()));
+        let mut m = TokenMask::new(mask.len());
         {
             let mut w = PlainWalk { dfa: d, max, stack: &mut self.fast.plain_stack, top: 0 };
             w.stack.clear();
@@ -164,16 +219,13 @@ impl SchemaConstraint {
         }
         self.single_alt_walk(ai, &classes.escaped, &mut m);
         mask.union_with(&m);
-        if self.fast.open.len() >= OPEN_CACHE_LIMIT {
-            self.fast.open.clear();
-        }
-        self.fast.open.insert(key, m);
+        cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
     }
 
     /// Walks `trie` with a copy of the state in which only alternative `ai` of the top frame
     /// is alive.
     fn single_alt_walk(&self, ai: usize, trie: &TokTrie, mask: &mut TokenMask) {
-        let mut st = self.st.clone();
+        let mut st = self.rt.st.clone();
         let f = *st.frames.last().expect("root");
         for (i, a) in st.alts.iter_mut().enumerate().skip(f.alts as usize) {
             if i != ai {
@@ -182,16 +234,15 @@ impl SchemaConstraint {
         }
         let mut log = Vec::new();
         let mut graves = Graves::default();
-        let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+        let mut rt = Rt { cs: self.rt.cs, st: &mut st, log: &mut log, graves: &mut graves };
         trie.walk(&mut rt, mask);
     }
 
     /// Adds the tokens that close the top string frame (one live alternative, `ai`) and go on
     /// as the document allows.
     fn closing_single(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
-        let schema = self.schema.clone();
-        let p = &schema.program;
-        let a: Alt = self.st.alts[ai];
+        let p = &self.rt.cs.program;
+        let a: Alt = self.rt.st.alts[ai];
         let CoreRt::String { dfa, min, max } = p.cores[a.core as usize] else {
             unreachable!("string core checked by the caller")
         };
@@ -200,15 +251,11 @@ impl SchemaConstraint {
         // content before it, since the one alternative closes with the same parents.
         let mut exits = self.fast.exits.take().unwrap_or_else(|| TokenMask::new(mask.len()));
         exits.clear();
-        {
-            let mut rt = self.rt();
-            rt.log.push(Undo::Mark);
-            rt.pop_frame();
-            rt.child_done(a.parents);
-            classes.exits.walk(&mut rt, &mut exits);
-            rt.undo_byte();
-        }
-        self.log.clear();
+        self.rt.log.push(Undo::Mark);
+        self.rt.pop_frame();
+        self.rt.child_done(a.parents);
+        classes.exits.walk(&mut *self.rt, &mut exits);
+        self.rt.undo_byte();
         for g in &classes.groups {
             let s = d.run(a.a, &g.pre);
             let n = a.b + g.chars;
@@ -225,27 +272,25 @@ impl SchemaConstraint {
             }
         }
         self.fast.exits = Some(exits);
-        self.rt().walk(&classes.close_escaped, mask);
+        classes.close_escaped.walk(&mut *self.rt, mask);
     }
-}
 
-impl SchemaConstraint {
     /// Keys: per live object alternative, the plain tokens that extend a declared name still
     /// allowed (a walk that follows the sorted names only) and those the undeclared-key
-    /// automaton accepts (cached per automaton state); escaped and closing tokens through the
-    /// recogniser. Exact because both readings only ever narrow: a token keeps an alternative
-    /// alive iff after its last byte a name or the automaton is still live. Falls back to the
-    /// full walk when an undeclared-key language is finite (seen keys could exhaust it).
-    fn fast_key(&mut self, mask: &mut TokenMask) -> bool {
-        let schema = self.schema.clone();
-        let p = &schema.program;
-        let f = *self.st.frames.last().expect("root");
-        let fi = self.st.frames.len() - 1;
-        let pos = (self.st.buf.len() - f.buf as usize) as u32;
-        let alive: smallvec::SmallVec<[usize; 4]> =
-            (f.alts as usize..self.st.alts.len()).filter(|&i| self.st.alts[i].alive).collect();
+    /// automaton accepts (cached per automaton state); escaped tokens through the recogniser,
+    /// closing tokens per group ([`Fast::closing_key`]). Exact because both readings only ever
+    /// narrow: a token keeps an alternative alive iff after its last byte a name or the
+    /// automaton is still live. Not taken when an undeclared-key language is finite (seen keys
+    /// could exhaust it).
+    fn fast_key(&mut self, classes: &StringClasses, mask: &mut TokenMask) -> bool {
+        let cs = self.rt.cs;
+        let p = &cs.program;
+        let f = *self.rt.st.frames.last().expect("root");
+        let fi = self.rt.st.frames.len() - 1;
+        let pos = (self.rt.st.buf.len() - f.buf as usize) as u32;
+        let alive = self.alive();
         for &ai in &alive {
-            let a = self.st.alts[ai];
+            let a = self.rt.st.alts[ai];
             let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
             if a.a != DEAD {
                 let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
@@ -254,13 +299,11 @@ impl SchemaConstraint {
                 }
             }
         }
-        let vocab = self.vocab.clone();
-        let classes = vocab.string_classes();
         // An alternative whose undeclared keys are any string takes every open token, which
         // covers what the names of all alternatives could add.
         let any_start = p.dfas[p.any_dfa as usize].start();
         let takes_all = alive.iter().any(|&ai| {
-            let a = self.st.alts[ai];
+            let a = self.rt.st.alts[ai];
             a.a == any_start
                 && matches!(&p.cores[a.core as usize],
                     CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| x.dfa == p.any_dfa))
@@ -269,7 +312,7 @@ impl SchemaConstraint {
             mask.union_with(&classes.open);
         }
         for &ai in alive.iter().filter(|_| !takes_all) {
-            let a = self.st.alts[ai];
+            let a = self.rt.st.alts[ai];
             let CoreRt::Object(o) = &p.cores[a.core as usize] else { unreachable!() };
             if a.a != DEAD {
                 let x = o.extra.as_ref().expect("checked above");
@@ -279,20 +322,12 @@ impl SchemaConstraint {
                 let mut oks = std::mem::take(&mut self.fast.oks);
                 oks.clear();
                 oks.push(0);
-                {
-                    let rt = Rt {
-                        cs: &schema,
-                        st: &mut self.st,
-                        log: &mut self.log,
-                        graves: &mut self.graves,
-                    };
-                    let mut n = 0;
-                    for i in a.b..a.c {
-                        n += u32::from(rt.name_ok(fi - 1, a.d as usize, i as usize));
-                        oks.push(n);
-                    }
+                let mut n = 0;
+                for i in a.b..a.c {
+                    n += u32::from(self.rt.name_ok(fi - 1, a.d as usize, i as usize));
+                    oks.push(n);
                 }
-                if oks.last() != Some(&0) {
+                if n > 0 {
                     let mut w = NameWalk {
                         names: &o.names[a.b as usize..a.c as usize],
                         oks: &oks,
@@ -307,7 +342,7 @@ impl SchemaConstraint {
                 self.fast.oks = oks;
             }
         }
-        self.rt().walk(&classes.escaped, mask);
+        classes.escaped.walk(&mut *self.rt, mask);
         self.closing_key(classes, mask);
         true
     }
@@ -319,17 +354,14 @@ impl SchemaConstraint {
     /// `"`; such tokens (`StringClasses::key_risky`, none in common vocabularies) and those
     /// with an escape before the quote are walked with the recogniser.
     fn closing_key(&mut self, classes: &StringClasses, mask: &mut TokenMask) {
-        let fi = self.st.frames.len() - 1;
+        let fi = self.rt.st.frames.len() - 1;
         let mut pool = std::mem::take(&mut self.fast.key_exits);
         let mut used = 0usize;
         let mut memo: smallvec::SmallVec<[(KeyChoices, usize); 4]> = smallvec::SmallVec::new();
         let mut choices = KeyChoices::new();
         let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
         for g in &classes.groups {
-            {
-                let rt = self.rt();
-                rt.key_choices(fi, &g.pre, &mut choices);
-            }
+            self.rt.key_choices(fi, &g.pre, &mut choices);
             if choices.is_empty() {
                 continue;
             }
@@ -347,16 +379,14 @@ impl SchemaConstraint {
                     }
                     let x = &mut pool[used];
                     x.clear();
-                    let f = self.st.frames[fi];
+                    let f = self.rt.st.frames[fi];
                     text.clear();
-                    text.extend_from_slice(&self.st.buf[f.buf as usize..]);
+                    text.extend_from_slice(&self.rt.st.buf[f.buf as usize..]);
                     text.extend_from_slice(&g.pre);
-                    let mut rt = self.rt();
-                    rt.log.push(Undo::Mark);
-                    rt.key_apply(fi, &text, &choices);
-                    classes.exits.walk(&mut rt, x);
-                    rt.undo_byte();
-                    self.log.clear();
+                    self.rt.log.push(Undo::Mark);
+                    self.rt.key_apply(fi, &text, &choices);
+                    classes.exits.walk(&mut *self.rt, x);
+                    self.rt.undo_byte();
                     memo.push((choices.clone(), used));
                     used += 1;
                     used - 1
@@ -370,25 +400,25 @@ impl SchemaConstraint {
             }
         }
         self.fast.key_exits = pool;
-        let mut rt = self.rt();
-        classes.close_escaped.walk(&mut rt, mask);
-        rt.walk(&classes.key_risky_trie, mask);
+        classes.close_escaped.walk(&mut *self.rt, mask);
+        classes.key_risky_trie.walk(&mut *self.rt, mask);
     }
 
     /// Adds the plain tokens automaton `dfa` accepts from `state` (cached).
     fn dfa_open(&mut self, dfa: u32, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
-        let p = &self.schema.program;
+        let cs = self.rt.cs;
+        let p = &cs.program;
         let d = &p.dfas[dfa as usize];
         if dfa == p.any_dfa && state == d.start() {
             mask.union_with(&classes.open);
             return;
         }
         let key = OpenKey::Dfa { dfa, state };
-        if let Some(m) = self.fast.open.get(&key) {
-            mask.union_with(m);
+        if let Some(m) = cs.open_sets.get(classes, key) {
+            mask.union_with(&m);
             return;
         }
-        let mut m = Box::new(TokenMask::new(mask.len()));
+        let mut m = TokenMask::new(mask.len());
         {
             let mut w =
                 PlainWalk { dfa: d, max: u32::MAX, stack: &mut self.fast.plain_stack, top: 0 };
@@ -397,10 +427,33 @@ impl SchemaConstraint {
             classes.plain.walk(&mut w, &mut m);
         }
         mask.union_with(&m);
-        if self.fast.open.len() >= OPEN_CACHE_LIMIT {
-            self.fast.open.clear();
+        cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
+    }
+}
+
+/// The trie-walk hook that answers whole subtrees from [`Fast`]: when a walked token prefix
+/// has just opened a string or key (its last byte is the opening `"`), the tokens below that
+/// node are the vocabulary's tokens with that prefix, classified by what their rest does to a
+/// string body ([`Vocabulary::prefix_string_classes`]), so the fast paths decide them without
+/// walking their bytes one by one. This is what makes value and key *starts* (`{"`, `, "`,
+/// `: "`, `["`) cheap as well as string bodies.
+pub(super) struct StringHook<'x> {
+    pub fast: &'x mut FastState,
+    pub vocab: &'x Vocabulary,
+}
+
+impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
+    fn after_push(&mut self, rt: &mut Rt<'a>, path: &[u8], mask: &mut TokenMask) -> bool {
+        if path.last() != Some(&b'"') {
+            return false;
         }
-        self.fast.open.insert(key, m);
+        let f = rt.st.frames.last().expect("root");
+        if !matches!(f.kind, Kind::Str | Kind::Key) || f.esc != E_NORMAL {
+            return false;
+        }
+        let Some(classes) = self.vocab.prefix_string_classes(path) else { return false };
+        let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
+        fast.string_mask(&classes, mask)
     }
 }
 
@@ -437,13 +490,5 @@ impl Recognizer for NameWalk<'_> {
     #[inline]
     fn pop_bytes(&mut self, n: usize) {
         self.top -= n;
-    }
-}
-
-impl Rt<'_> {
-    /// Walks `trie` from the current state (which is restored), then drops the undo log.
-    pub(super) fn walk(mut self, trie: &TokTrie, mask: &mut TokenMask) {
-        trie.walk(&mut self, mask);
-        self.log.clear();
     }
 }
