@@ -22,6 +22,27 @@ pub trait Recognizer {
     fn try_push_byte(&mut self, byte: u8) -> bool;
     /// Undo the last `n` successful pushes.
     fn pop_bytes(&mut self, n: usize);
+
+    /// A superset of the bytes `try_push_byte` could accept now, as a 256-bit set (bit `b % 64`
+    /// of word `b / 64`). Walkers may skip the other bytes without asking; the default (every
+    /// byte) is always correct. Worth overriding where pushing is expensive and few bytes can
+    /// follow (a JSON structure between values).
+    #[inline]
+    fn byte_superset(&self) -> [u64; 4] {
+        [u64::MAX; 4]
+    }
+}
+
+/// The 256-bit set of `bytes` (for [`Recognizer::byte_superset`]).
+pub const fn byte_set(bytes: &[u8]) -> [u64; 4] {
+    let mut s = [0u64; 4];
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i] as usize;
+        s[b / 64] |= 1 << (b % 64);
+        i += 1;
+    }
+    s
 }
 
 /// The transition function of a grammar whose state is a small `Copy` value.

@@ -292,6 +292,39 @@ pub(crate) fn syntax_ok(text: &[u8]) -> bool {
     parse_prefix(text).is_some()
 }
 
+/// A representative of `text`'s class for constraints with no bounds and no `multipleOf`:
+/// a shorter text with exactly the same completions (same phase, sign and, in the exponent,
+/// the same digit count, which [`MAX_EXP_DIGITS`] limits), so masks can be cached by it.
+/// `integer` constraints only get one before a `.` or exponent (after them, which completions
+/// stay integers depends on the digits). `None`: no representative (or not a number prefix).
+pub(crate) fn canonical(text: &[u8], integer: bool) -> Option<smallvec::SmallVec<[u8; 16]>> {
+    let p = parse_prefix(text)?;
+    let mut out: smallvec::SmallVec<[u8; 16]> = smallvec::SmallVec::new();
+    if p.neg {
+        out.push(b'-');
+    }
+    let body: &[u8] = match p.phase {
+        Phase::Empty | Phase::Minus => b"",
+        Phase::Zero => b"0",
+        Phase::Int => b"1",
+        _ if integer => return None,
+        Phase::Dot => b"0.",
+        Phase::Frac => b"0.0",
+        Phase::E => b"0e",
+        Phase::ESign => b"0e+",
+        Phase::Exp => b"0e+",
+    };
+    out.extend_from_slice(body);
+    if p.phase == Phase::Exp {
+        out.extend(std::iter::repeat_n(b'0', p.edigits.len()));
+        if p.eneg.is_none() {
+            // `0e` + digits: drop the sign we wrote.
+            out.retain(|b| *b != b'+');
+        }
+    }
+    Some(out)
+}
+
 /// Is `text` a complete JSON number?
 pub(crate) fn is_complete(text: &[u8]) -> bool {
     matches!(
@@ -394,6 +427,11 @@ impl NumCore {
         (!self.int_syntax || !text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
             && is_complete(text)
             && std::str::from_utf8(text).ok().and_then(Dec::parse).is_some_and(|v| self.accepts(&v))
+    }
+
+    /// No bounds and no `multipleOf` (see [`canonical`]).
+    pub(crate) fn is_unbounded(&self) -> bool {
+        self.lo.is_none() && self.hi.is_none() && self.multiple.is_none()
     }
 
     /// Can the (possibly incomplete) number `text` still be completed to a value that
@@ -719,6 +757,65 @@ mod tests {
 
     fn d(s: &str) -> Dec {
         Dec::parse(s).unwrap()
+    }
+
+    /// A canonical text must have exactly the completions of the text it stands for: checked
+    /// by liveness and acceptance after every extension up to three bytes over the number
+    /// alphabet, for unconstrained, integer and integer-syntax cores.
+    #[test]
+    fn canonical_texts_have_the_same_completions() {
+        let any = NumCore::any();
+        let int = NumCore { integer: true, ..NumCore::any() };
+        let int_syntax = NumCore { integer: true, int_syntax: true, ..NumCore::any() };
+        let alphabet = b"0159.e-+E";
+        let mut exts: Vec<Vec<u8>> = vec![vec![]];
+        for _ in 0..3 {
+            let mut next = exts.clone();
+            for e in &exts {
+                for &b in alphabet {
+                    let mut x = e.clone();
+                    x.push(b);
+                    next.push(x);
+                }
+            }
+            exts = next;
+        }
+        exts.sort();
+        exts.dedup();
+        let texts = [
+            "",
+            "-",
+            "0",
+            "-0",
+            "7",
+            "123",
+            "-45",
+            "3.",
+            "3.25",
+            "-0.5",
+            "1e",
+            "2E+",
+            "2e-",
+            "1e5",
+            "1.5e-12",
+            "1e12345678",
+            "12e0000000",
+        ];
+        let mut checked = 0;
+        for core in [&any, &int, &int_syntax] {
+            for t in texts {
+                let Some(c) = canonical(t.as_bytes(), core.integer) else { continue };
+                for e in &exts {
+                    let a = [t.as_bytes(), e].concat();
+                    let b = [&c[..], e].concat();
+                    assert_eq!(core.live(&a), core.live(&b), "{t:?}+{e:?} vs {c:?}");
+                    assert_eq!(core.accepts_text(&a), core.accepts_text(&b), "{t:?}+{e:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000);
+        assert!(canonical(b"3.25", true).is_none(), "integers after a dot depend on digits");
     }
 
     fn range(lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, integer: bool) -> NumCore {

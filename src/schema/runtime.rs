@@ -1321,6 +1321,21 @@ impl Recognizer for Rt<'_> {
             self.undo_byte();
         }
     }
+
+    /// Between values only whitespace, punctuation and value starts can follow (custom
+    /// separators only add whitespace); a literal takes its next letter; a number also its
+    /// own bytes. Strings and keys: anything.
+    fn byte_superset(&self) -> [u64; 4] {
+        const STRUCTURE: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn");
+        const NUMBER: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
+        let f = self.st.frames.last().expect("root");
+        match f.kind {
+            Kind::Root | Kind::Obj | Kind::Arr => STRUCTURE,
+            Kind::Num => NUMBER,
+            Kind::Lit => crate::recognizer::byte_set(&[LITS[f.phase as usize][f.ws as usize]]),
+            Kind::Str | Kind::Key => [u64::MAX; 4],
+        }
+    }
 }
 
 impl St {
@@ -1506,7 +1521,10 @@ impl SchemaConstraint {
         let mut rt =
             Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
-        if !fast.string_mask(vocab.string_classes(), mask) {
+        let numbers = vocab.number_classes(b"");
+        if !fast.string_mask(vocab.string_classes(), mask)
+            && !numbers.is_some_and(|c| fast.number_mask(&c, mask))
+        {
             let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab };
             vocab.trie().walk_hooked(&mut rt, mask, &mut hook);
         }
@@ -1535,10 +1553,38 @@ impl SchemaConstraint {
         Ok(())
     }
 
-    fn state_hash(&self) -> u64 {
+    fn state_hash(st: &St) -> u64 {
         let mut h = rustc_hash::FxHasher::default();
-        self.st.hash(&mut h);
+        st.hash(&mut h);
         h.finish()
+    }
+
+    /// Inside a number whose live alternatives have no bounds: the state with the number's
+    /// text replaced by its class representative ([`number::canonical`]), which has the same
+    /// mask — so `1`, `12` and `2024` share one cache entry.
+    fn number_key(&self) -> Option<St> {
+        let f = self.st.frames.last().expect("root");
+        if f.kind != Kind::Num {
+            return None;
+        }
+        let p = &self.schema.program;
+        let mut integer = false;
+        for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
+            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return None };
+            if !n.is_unbounded() {
+                return None;
+            }
+            integer |= n.integer;
+        }
+        let text = &self.st.buf[f.buf as usize..];
+        let c = number::canonical(text, integer)?;
+        if c.as_slice() == text {
+            return None;
+        }
+        let mut st = self.st.clone();
+        st.buf.truncate(f.buf as usize);
+        st.buf.extend_from_slice(&c);
+        Some(st)
     }
 
     fn push_history(&mut self) {
@@ -1563,13 +1609,15 @@ impl ConstraintEngine for SchemaConstraint {
             mask.clear();
             return Ok(());
         }
-        let h = self.state_hash();
-        let st = &self.st;
+        let key = self.number_key();
+        let st = key.as_ref().unwrap_or(&self.st);
+        let h = Self::state_hash(st);
         if self.cache.lookup(|(hash, state)| *hash == h && state == st, mask) {
             return Ok(());
         }
         self.compute(mask);
-        self.cache.insert((h, self.st.clone()), mask);
+        let st = key.unwrap_or_else(|| self.st.clone());
+        self.cache.insert((h, st), mask);
         Ok(())
     }
 

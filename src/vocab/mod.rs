@@ -17,7 +17,7 @@ mod slices;
 mod trie;
 
 pub use decode::TokenEncoding;
-pub use slices::{CloseGroup, StringClasses, StringSlice};
+pub use slices::{CloseGroup, NumberClasses, StringClasses, StringSlice};
 pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
@@ -170,6 +170,8 @@ pub struct VocabInner {
     /// first use; never dropped (addresses key shared caches), at most
     /// [`PREFIX_CLASSES_LIMIT`] prefixes.
     prefix_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<StringClasses>>>,
+    /// The same for number-opening prefixes (`1`, ` -`, …; `""` is the whole vocabulary).
+    number_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<NumberClasses>>>,
 }
 
 /// Most string-opening prefixes a vocabulary keeps classes for.
@@ -598,6 +600,22 @@ impl Vocabulary {
         Some(c)
     }
 
+    /// The vocabulary's tokens that start with `prefix` (empty: all), split for the inside of
+    /// a JSON number ([`NumberClasses`]); `None` once [`PREFIX_CLASSES_LIMIT`] prefixes are
+    /// kept.
+    pub fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
+        let mut map = self.inner.number_classes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = map.get(prefix) {
+            return Some(c.clone());
+        }
+        if map.len() >= PREFIX_CLASSES_LIMIT {
+            return None;
+        }
+        let c = Arc::new(NumberClasses::build_for_prefix(self, prefix));
+        map.insert(prefix.into(), c.clone());
+        Some(c)
+    }
+
     /// Do `self` and `other` share their data (clones of one vocabulary)?
     pub fn same_as(&self, other: &Vocabulary) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -750,5 +768,6 @@ fn finish_inner(
         string_slice: OnceLock::new(),
         string_classes: OnceLock::new(),
         prefix_classes: Default::default(),
+        number_classes: Default::default(),
     })
 }

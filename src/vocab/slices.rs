@@ -333,3 +333,49 @@ impl StringClasses {
         &self.le[(k as usize).min(self.le.len() - 1)]
     }
 }
+
+/// The vocabulary split for the inside of a JSON number: tokens made only of number bytes
+/// (`0-9 . e E + -`), which keep the number open, and the rest, which close it at their first
+/// other byte. Inside a number whose value is unconstrained the open tokens depend only on
+/// where the number's syntax stands, so the schema engine caches them; the rest is walked.
+/// Built for the whole vocabulary (prefix `""`) or, like [`StringClasses`], for the tokens
+/// below a prefix that has just opened a number (by their bytes after it).
+///
+/// Invariant: `numeric` and `rest` partition the text tokens (of the prefix, longer than it).
+#[derive(Debug)]
+pub struct NumberClasses {
+    /// Tokens whose (remaining) bytes are all number bytes.
+    pub numeric: TokTrie,
+    /// The other tokens.
+    pub rest: TokTrie,
+}
+
+/// A byte that can continue a JSON number.
+#[inline]
+pub fn is_number_byte(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+}
+
+impl NumberClasses {
+    pub(crate) fn build_for_prefix(vocab: &Vocabulary, prefix: &[u8]) -> NumberClasses {
+        let mut numeric: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+        for i in 0..vocab.n_tokens() {
+            let t = TokenId::from_index(i);
+            if vocab.kind(t) != TokenKind::Text {
+                continue;
+            }
+            let b = vocab.token_bytes(t);
+            if b.len() <= prefix.len() || !b.starts_with(prefix) {
+                continue;
+            }
+            let b = &b[prefix.len()..];
+            if b.iter().all(|&c| is_number_byte(c)) {
+                numeric.push((t, b));
+            } else {
+                rest.push((t, b));
+            }
+        }
+        NumberClasses { numeric: TokTrie::build(numeric), rest: TokTrie::build(rest) }
+    }
+}

@@ -206,6 +206,9 @@ impl TokTrie {
         let n = nodes.len();
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
         let mut path = [0u8; MAX_TOKEN_BYTES + 1];
+        // The recogniser's byte superset at each depth: bytes outside it are skipped unasked.
+        let mut sets = [[0u64; 4]; MAX_TOKEN_BYTES + 1];
+        sets[0] = rec.byte_superset();
         let mut depth = 0usize;
         let mut i = 1usize;
         while i < n {
@@ -218,6 +221,11 @@ impl TokTrie {
                 rec.pop_bytes(pop);
             }
             let node = nodes[i];
+            let b = node.byte() as usize;
+            if sets[depth][b / 64] >> (b % 64) & 1 == 0 {
+                i += node.subtree();
+                continue;
+            }
             if rec.try_push_byte(node.byte()) {
                 self.mark(i, node, mask);
                 path[depth] = node.byte();
@@ -228,6 +236,9 @@ impl TokTrie {
                 }
                 ends[depth] = (i + node.subtree()) as u32;
                 depth += 1;
+                if node.subtree() > 1 {
+                    sets[depth] = rec.byte_superset();
+                }
                 i += 1;
             } else {
                 i += node.subtree();

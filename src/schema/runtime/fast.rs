@@ -29,8 +29,9 @@
 use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
+use crate::schema::number;
 use crate::schema::string::{ByteDfa, DEAD};
-use crate::vocab::{StringClasses, TokTrie, Vocabulary};
+use crate::vocab::{NumberClasses, StringClasses, TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
@@ -41,6 +42,9 @@ enum OpenKey {
     Str { core: u32, state: u32, count: u32 },
     /// The plain tokens an automaton accepts from a state (undeclared keys).
     Dfa { dfa: u32, state: u32 },
+    /// The number-only tokens that keep a number open, for unbounded number cores (at most
+    /// four, padded with `u32::MAX`) after a text of class `canon` ([`number::canonical`]).
+    Num { cores: [u32; 4], canon: [u8; 16], len: u8 },
 }
 
 /// Open-token sets shared by every engine of one compiled schema, per vocabulary: what a
@@ -71,14 +75,14 @@ impl std::fmt::Debug for SharedOpen {
 pub(crate) const SHARED_OPEN_LIMIT: usize = 256;
 
 impl SharedOpen {
-    fn get(&self, classes: &StringClasses, key: OpenKey) -> Option<Arc<TokenMask>> {
+    fn get<C>(&self, classes: &C, key: OpenKey) -> Option<Arc<TokenMask>> {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.0.get(&(std::ptr::from_ref(classes) as usize, key)).cloned()
     }
 
     /// `classes` must be owned by `vocab` (its root classes or a prefix's, which a vocabulary
     /// never drops), so keeping `vocab` alive keeps the address unique.
-    fn put(&self, vocab: &Vocabulary, classes: &StringClasses, key: OpenKey, m: Arc<TokenMask>) {
+    fn put<C>(&self, vocab: &Vocabulary, classes: &C, key: OpenKey, m: Arc<TokenMask>) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if map.0.len() >= SHARED_OPEN_LIMIT {
             map.0.clear();
@@ -154,6 +158,61 @@ impl Fast<'_, '_> {
             Kind::Key => self.fast_key(classes, mask),
             _ => false,
         }
+    }
+
+    /// Adds the tokens of `classes` allowed from the current state, if the top frame is a
+    /// number (of at most four live alternatives); `false` otherwise. When the alternatives
+    /// are unbounded (no range, no `multipleOf`) the number-only tokens come from a set cached
+    /// per core set and text class, else they are walked; the others (which close the number
+    /// at their first other byte) are walked with the string hook.
+    pub(super) fn number_mask(&mut self, classes: &NumberClasses, mask: &mut TokenMask) -> bool {
+        let f = *self.rt.st.frames.last().expect("root");
+        if f.kind != Kind::Num {
+            return false;
+        }
+        let cs = self.rt.cs;
+        let p = &cs.program;
+        let alive = self.alive();
+        if alive.len() > 4 {
+            return false;
+        }
+        let mut cores = [u32::MAX; 4];
+        let mut integer = false;
+        let mut unbounded = true;
+        for (k, &ai) in alive.iter().enumerate() {
+            let a = self.rt.st.alts[ai];
+            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return false };
+            unbounded &= n.is_unbounded();
+            integer |= n.integer;
+            cores[k] = a.core;
+        }
+        cores[..alive.len()].sort_unstable();
+        let key = if unbounded {
+            number::canonical(&self.rt.st.buf[f.buf as usize..], integer)
+                .filter(|c| c.len() <= 16)
+                .map(|c| {
+                    let mut canon = [0u8; 16];
+                    canon[..c.len()].copy_from_slice(&c);
+                    OpenKey::Num { cores, canon, len: c.len() as u8 }
+                })
+        } else {
+            None
+        };
+        match key.and_then(|k| cs.open_sets.get(classes, k)) {
+            Some(m) => mask.union_with(&m),
+            None => {
+                // Bounded values (or no class representative): walked every time.
+                let mut m = TokenMask::new(mask.len());
+                classes.numeric.walk(&mut *self.rt, &mut m);
+                mask.union_with(&m);
+                if let Some(k) = key {
+                    cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
+                }
+            }
+        }
+        let mut hook = StringHook { fast: self.fast, vocab: self.vocab };
+        classes.rest.walk_hooked(&mut *self.rt, mask, &mut hook);
+        true
     }
 
     fn alive(&self) -> smallvec::SmallVec<[usize; 4]> {
@@ -444,16 +503,22 @@ pub(super) struct StringHook<'x> {
 
 impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
     fn after_push(&mut self, rt: &mut Rt<'a>, path: &[u8], mask: &mut TokenMask) -> bool {
-        if path.last() != Some(&b'"') {
-            return false;
-        }
         let f = rt.st.frames.last().expect("root");
-        if !matches!(f.kind, Kind::Str | Kind::Key) || f.esc != E_NORMAL {
-            return false;
+        match f.kind {
+            Kind::Str | Kind::Key if f.esc == E_NORMAL && path.last() == Some(&b'"') => {
+                let Some(classes) = self.vocab.prefix_string_classes(path) else { return false };
+                let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
+                fast.string_mask(&classes, mask)
+            }
+            // The byte that opened the number (a deeper node is never reached: this one
+            // answers its whole subtree).
+            Kind::Num if rt.st.buf.len() - f.buf as usize == 1 => {
+                let Some(classes) = self.vocab.number_classes(path) else { return false };
+                let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
+                fast.number_mask(&classes, mask)
+            }
+            _ => false,
         }
-        let Some(classes) = self.vocab.prefix_string_classes(path) else { return false };
-        let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
-        fast.string_mask(&classes, mask)
     }
 }
 
