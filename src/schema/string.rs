@@ -172,9 +172,11 @@ impl RawDfa {
         let n = self.trans.len();
         // Backward reachability from accepting states.
         let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut stamp = vec![u32::MAX; n];
         for (s, row) in self.trans.iter().enumerate() {
             for &t in row.iter() {
-                if rev[t as usize].last() != Some(&(s as u32)) {
+                if stamp[t as usize] != s as u32 {
+                    stamp[t as usize] = s as u32;
                     rev[t as usize].push(s as u32);
                 }
             }
@@ -228,11 +230,20 @@ impl RawDfa {
                 *r = if live[t as usize] { map[&t] } else { 0 };
             }
         }
-        // Byte classes: bytes whose columns are identical.
+        // Byte classes: bytes whose columns are identical. Columns are hashed first, so each
+        // byte is compared in full only with the representatives of its own hash.
+        let mut col_hash = [0u64; 256];
+        for row in &rows {
+            for (h, &t) in col_hash.iter_mut().zip(row.iter()) {
+                *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            }
+        }
         let mut classes = [0u8; 256];
         let mut reps: Vec<usize> = Vec::new();
         for b in 0..256 {
-            let found = reps.iter().position(|&r| rows.iter().all(|row| row[r] == row[b]));
+            let found = reps.iter().position(|&r| {
+                col_hash[r] == col_hash[b] && rows.iter().all(|row| row[r] == row[b])
+            });
             classes[b] = match found {
                 Some(c) => c as u8,
                 None => {
@@ -258,6 +269,9 @@ impl RawDfa {
     }
 }
 
+/// Tables with more cells (states × byte classes) than this are not minimised.
+const MINIMIZE_LIMIT: usize = 1 << 14;
+
 /// Moore's partition refinement over a pruned table (state 0 dead, 1 start, all others live):
 /// equivalent states are merged, so one language has one state. Caches and slices keyed by an
 /// automaton state then hit whenever the remaining language is the same (the loop state of
@@ -265,7 +279,9 @@ impl RawDfa {
 /// stays dead, the start stays 1).
 fn minimize(trans: &[u32], stride: usize, accept: &[bool]) -> (Vec<u32>, Vec<bool>) {
     let m = accept.len();
-    if m <= 2 {
+    // Large tables (long enums, big patterns) are mostly acyclic: minimising them merges
+    // little and Moore's refinement is quadratic there, so compile time wins.
+    if m <= 2 || m * stride > MINIMIZE_LIMIT {
         return (trans.to_vec(), accept.to_vec());
     }
     // Initial blocks: dead, accepting, non-accepting live.
