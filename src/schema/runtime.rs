@@ -1523,9 +1523,9 @@ impl SchemaConstraint {
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
         let numbers = vocab.number_classes(b"");
         if !fast.string_mask(vocab.string_classes(), mask)
-            && !numbers.is_some_and(|c| fast.number_mask(&c, mask))
+            && !numbers.is_some_and(|c| fast.number_mask(&c, b"", mask))
         {
-            let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab };
+            let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab, base: b"" };
             vocab.trie().walk_hooked(&mut rt, mask, &mut hook);
         }
         self.log.clear();

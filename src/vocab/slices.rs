@@ -113,20 +113,22 @@ impl StringSlice {
 /// The vocabulary classified for string bodies whose content is constrained (a `pattern`, a
 /// `format`, an `enum`, a length, a key set): the schema engine's fast paths.
 ///
-/// Every text token falls in exactly one class, by what it does to a string body entered at a
-/// character boundary (escapes decoded as JSON does):
+/// Every text token falls in exactly one class, by its bytes alone — so the classes hold from
+/// any string state, also inside a multi-byte character or right after an escape:
 ///
 /// - **plain** (`plain` trie): no `"`, no `\`, no control byte. Its bytes are the decoded
 ///   content, so a content automaton runs them directly (no escape logic), possibly ending
 ///   inside a multi-byte character.
-/// - **escaped** (`escaped` trie): contains an escape and stays inside the string (never an
-///   unescaped `"`).
+/// - **escaped** (`escaped` trie): contains a `\\` before any unescaped `"`, and no unescaped
+///   `"` at all.
 /// - **closing with plain content** (`groups`, `exits`): `pre` `"` `suffix` with `pre` plain.
 ///   Tokens are grouped by `pre` (~200 groups for a 128k vocabulary), so a constrained string
 ///   decides each group with one automaton run, and the suffixes are walked once, from the state
 ///   after the closing quote, in the small `exits` trie.
 /// - **closing after an escape** (`close_escaped` trie): walked with the full recogniser.
-/// - refused inside any string (a raw control byte, a malformed escape): never allowed.
+/// - refused inside any string: a raw control byte before any other special byte.
+///
+/// Validity (UTF-8, escapes, the content's automaton) is left to whoever walks a class.
 ///
 /// `open` is the set allowed by an *unconstrained* string from a boundary without closing it
 /// (the valid plain and escaped tokens); `closing` holds the full bytes of both closing classes.
@@ -246,30 +248,38 @@ impl StringClasses {
                 }
                 continue;
             }
-            // Where (if anywhere) the token leaves the string body.
-            let mut s = start;
+            // The classes go by bytes alone, so that they hold from *any* string state
+            // (also inside a multi-byte character or after an escape): a raw control byte
+            // before any quote is refused everywhere; otherwise the token closes at its
+            // first unescaped quote, if any. Whether the content is valid is left to the
+            // automaton or the recogniser that walks each class.
             let mut close = None;
-            let mut refused = false;
-            for (k, &c) in b.iter().enumerate() {
-                match g.step(&s, c) {
-                    Some(n) if JsonGrammar::in_string_body(&n) => s = n,
-                    Some(_) => {
+            let mut k = 0;
+            while k < b.len() {
+                match b[k] {
+                    b'"' => {
                         close = Some(k);
                         break;
                     }
-                    None => {
-                        refused = true;
-                        break;
-                    }
+                    b'\\' => k += 2,
+                    _ => k += 1,
                 }
             }
+            let first_special = b.iter().position(|&c| !is_plain_byte(c)).expect("not plain");
+            if b[first_special] < 0x20 {
+                continue;
+            }
             match close {
-                None if refused => {}
                 None => {
                     escaped.push((t, b));
-                    open.insert(t);
-                    open_nonsafe.insert(t);
-                    open_nonsafe_max_len = open_nonsafe_max_len.max(b.len() as u32);
+                    // From a character boundary of an unconstrained string:
+                    if crate::recognizer::run_bytes(&g, &start, b)
+                        .is_some_and(|s| JsonGrammar::in_string_body(&s))
+                    {
+                        open.insert(t);
+                        open_nonsafe.insert(t);
+                        open_nonsafe_max_len = open_nonsafe_max_len.max(b.len() as u32);
+                    }
                 }
                 Some(k) => {
                     closing.push((t, b));

@@ -161,11 +161,17 @@ impl Fast<'_, '_> {
     }
 
     /// Adds the tokens of `classes` allowed from the current state, if the top frame is a
-    /// number (of at most four live alternatives); `false` otherwise. When the alternatives
+    /// number (of at most four live alternatives); `false` otherwise. `classes` are those of
+    /// the tokens starting with `prefix`. When the alternatives
     /// are unbounded (no range, no `multipleOf`) the number-only tokens come from a set cached
     /// per core set and text class, else they are walked; the others (which close the number
     /// at their first other byte) are walked with the string hook.
-    pub(super) fn number_mask(&mut self, classes: &NumberClasses, mask: &mut TokenMask) -> bool {
+    pub(super) fn number_mask(
+        &mut self,
+        classes: &NumberClasses,
+        prefix: &[u8],
+        mask: &mut TokenMask,
+    ) -> bool {
         let f = *self.rt.st.frames.last().expect("root");
         if f.kind != Kind::Num {
             return false;
@@ -210,7 +216,7 @@ impl Fast<'_, '_> {
                 }
             }
         }
-        let mut hook = StringHook { fast: self.fast, vocab: self.vocab };
+        let mut hook = StringHook { fast: self.fast, vocab: self.vocab, base: prefix };
         classes.rest.walk_hooked(&mut *self.rt, mask, &mut hook);
         true
     }
@@ -496,26 +502,37 @@ impl Fast<'_, '_> {
 /// string body ([`Vocabulary::prefix_string_classes`]), so the fast paths decide them without
 /// walking their bytes one by one. This is what makes value and key *starts* (`{"`, `, "`,
 /// `: "`, `["`) cheap as well as string bodies.
+///
+/// `base` is the prefix shared by every token of the trie being walked (empty for the
+/// vocabulary's trie; the number-opening prefix when walking [`NumberClasses::rest`]), so the
+/// classes looked up are those of the tokens that start with `base` + the path.
 pub(super) struct StringHook<'x> {
     pub fast: &'x mut FastState,
     pub vocab: &'x Vocabulary,
+    pub base: &'x [u8],
 }
 
 impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
     fn after_push(&mut self, rt: &mut Rt<'a>, path: &[u8], mask: &mut TokenMask) -> bool {
         let f = rt.st.frames.last().expect("root");
+        let full = |path: &[u8]| -> smallvec::SmallVec<[u8; 32]> {
+            self.base.iter().chain(path).copied().collect()
+        };
         match f.kind {
             Kind::Str | Kind::Key if f.esc == E_NORMAL && path.last() == Some(&b'"') => {
-                let Some(classes) = self.vocab.prefix_string_classes(path) else { return false };
+                let Some(classes) = self.vocab.prefix_string_classes(&full(path)) else {
+                    return false;
+                };
                 let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
                 fast.string_mask(&classes, mask)
             }
             // The byte that opened the number (a deeper node is never reached: this one
             // answers its whole subtree).
             Kind::Num if rt.st.buf.len() - f.buf as usize == 1 => {
-                let Some(classes) = self.vocab.number_classes(path) else { return false };
+                let prefix = full(path);
+                let Some(classes) = self.vocab.number_classes(&prefix) else { return false };
                 let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
-                fast.number_mask(&classes, mask)
+                fast.number_mask(&classes, &prefix, mask)
             }
             _ => false,
         }
