@@ -1411,6 +1411,7 @@ impl SchemaConstraint {
         // Vocabulary preprocessing for the string fast paths: built once per vocabulary (tens
         // of milliseconds) and shared, like the trie; done here so no mask pays for it.
         vocab.string_classes();
+        vocab.prepare_json_classes();
         let options = schema.engine.clone();
         let cache = MaskCache::new(options.mask_cache);
         SchemaConstraint {

@@ -172,6 +172,7 @@ pub struct VocabInner {
     prefix_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<StringClasses>>>,
     /// The same for number-opening prefixes (`1`, ` -`, …; `""` is the whole vocabulary).
     number_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<NumberClasses>>>,
+    json_prepared: OnceLock<()>,
 }
 
 /// Most string-opening prefixes a vocabulary keeps classes for.
@@ -616,6 +617,47 @@ impl Vocabulary {
         Some(c)
     }
 
+    /// Build, now, the string and number classes of every prefix a JSON structure can open a
+    /// string or a number with (structural bytes — whitespace, `,` `:` `[` `{` — then `"`, `-`
+    /// or a digit), so that no mask pays for building them later. Idempotent; a few tens of
+    /// milliseconds once per vocabulary.
+    pub fn prepare_json_classes(&self) {
+        self.inner.json_prepared.get_or_init(|| {
+            let mut strings: Vec<&[u8]> = Vec::new();
+            let mut numbers: Vec<&[u8]> = Vec::new();
+            for i in 0..self.n_tokens() {
+                let t = TokenId::from_index(i);
+                if self.kind(t) != TokenKind::Text {
+                    continue;
+                }
+                let b = self.token_bytes(t);
+                let q = b.iter().position(|c| {
+                    !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b'[' | b'{')
+                });
+                let Some(q) = q else { continue };
+                if q + 1 >= b.len() {
+                    continue;
+                }
+                match b[q] {
+                    b'"' => strings.push(&b[..=q]),
+                    b'-' | b'0'..=b'9' => numbers.push(&b[..=q]),
+                    _ => {}
+                }
+            }
+            for v in [&mut strings, &mut numbers] {
+                v.sort_unstable();
+                v.dedup();
+            }
+            for p in strings {
+                self.prefix_string_classes(p);
+            }
+            for p in numbers {
+                self.number_classes(p);
+            }
+            self.number_classes(b"");
+        });
+    }
+
     /// Do `self` and `other` share their data (clones of one vocabulary)?
     pub fn same_as(&self, other: &Vocabulary) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -769,5 +811,6 @@ fn finish_inner(
         string_classes: OnceLock::new(),
         prefix_classes: Default::default(),
         number_classes: Default::default(),
+        json_prepared: OnceLock::new(),
     })
 }

@@ -162,8 +162,12 @@ pub struct StringClasses {
     pub open_nonsafe: TokenMask,
     /// The longest token of `open_nonsafe`, in bytes (a bound on the characters it adds).
     pub open_nonsafe_max_len: u32,
-    /// `le[k]`: the string-safe tokens (see [`is_string_safe`]) of at most `k` characters.
-    le: Vec<TokenMask>,
+    /// The string-safe tokens (see [`is_string_safe`]) with their length in characters.
+    safe_lens: Vec<(TokenId, u32)>,
+    n_vocab: usize,
+    /// `le[k]`: the string-safe tokens of at most `k` characters (built on first use: only
+    /// length-bounded strings need it).
+    le: std::sync::OnceLock<Vec<TokenMask>>,
 }
 
 /// Tokens that close a string after the same plain content.
@@ -227,7 +231,7 @@ impl StringClasses {
         let mut close_escaped: Vec<(TokenId, &[u8])> = Vec::new();
         let mut open = TokenMask::new(n_vocab);
         let mut groups: rustc_hash::FxHashMap<&[u8], CloseGroup> = Default::default();
-        let mut safe_lens: Vec<(TokenId, usize)> = Vec::new();
+        let mut safe_lens: Vec<(TokenId, u32)> = Vec::new();
         let mut open_nonsafe = TokenMask::new(n_vocab);
         let mut open_nonsafe_max_len = 0u32;
         let mut key_risky = TokenMask::new(n_vocab);
@@ -235,7 +239,7 @@ impl StringClasses {
         for (t, b) in tokens {
             let safe = is_string_safe(b);
             if safe {
-                safe_lens.push((t, b.iter().filter(|&&c| c & 0xC0 != 0x80).count()));
+                safe_lens.push((t, b.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u32));
             }
             if b.iter().all(|&c| is_plain_byte(c)) {
                 plain.push((t, b));
@@ -309,19 +313,6 @@ impl StringClasses {
         }
         let mut groups: Vec<CloseGroup> = groups.into_values().collect();
         groups.sort_by(|a, b| a.pre.cmp(&b.pre));
-        let longest = safe_lens.iter().map(|x| x.1).max().unwrap_or(0);
-        let mut by_len: Vec<Vec<TokenId>> = vec![Vec::new(); longest + 1];
-        for &(t, n) in &safe_lens {
-            by_len[n].push(t);
-        }
-        let mut le = Vec::with_capacity(longest + 1);
-        let mut m = TokenMask::new(n_vocab);
-        for ts in &by_len {
-            for &t in ts {
-                m.insert(t);
-            }
-            le.push(m.clone());
-        }
         StringClasses {
             plain: TokTrie::build(plain),
             escaped: TokTrie::build(escaped),
@@ -334,13 +325,31 @@ impl StringClasses {
             key_risky_trie: TokTrie::build(risky),
             open_nonsafe,
             open_nonsafe_max_len,
-            le,
+            safe_lens,
+            n_vocab,
+            le: std::sync::OnceLock::new(),
         }
     }
 
     /// The string-safe tokens of at most `k` characters.
     pub fn safe_at_most(&self, k: u32) -> &TokenMask {
-        &self.le[(k as usize).min(self.le.len() - 1)]
+        let le = self.le.get_or_init(|| {
+            let longest = self.safe_lens.iter().map(|x| x.1).max().unwrap_or(0) as usize;
+            let mut by_len: Vec<Vec<TokenId>> = vec![Vec::new(); longest + 1];
+            for &(t, n) in &self.safe_lens {
+                by_len[n as usize].push(t);
+            }
+            let mut le = Vec::with_capacity(longest + 1);
+            let mut m = TokenMask::new(self.n_vocab);
+            for ts in &by_len {
+                for &t in ts {
+                    m.insert(t);
+                }
+                le.push(m.clone());
+            }
+            le
+        });
+        &le[(k as usize).min(le.len() - 1)]
     }
 }
 
