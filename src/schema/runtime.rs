@@ -1197,7 +1197,7 @@ impl<'a> Rt<'a> {
 
     fn key_close(&mut self, fi: usize) -> bool {
         let mut choices = KeyChoices::new();
-        self.key_choices(fi, &[], &mut choices);
+        self.key_choices(fi, &[], &mut choices, None);
         if choices.is_empty() {
             return false;
         }
@@ -1208,16 +1208,29 @@ impl<'a> Rt<'a> {
         true
     }
 
+    /// Per alternative of key frame `fi` (in arena order): may its object take an undeclared
+    /// key now? (What [`Rt::key_choices`] asks for every group; the same for all of them.)
+    fn extra_oks(&self, fi: usize) -> smallvec::SmallVec<[bool; 8]> {
+        self.alt_range(fi)
+            .map(|ai| {
+                let a = self.st.alts[ai];
+                a.alive && a.a != DEAD && self.extra_ok(fi - 1, a.d as usize)
+            })
+            .collect()
+    }
+
     /// How each live object alternative would read the key if it were closed after the text
     /// so far plus `ext` (plain bytes): a declared name (index) or an undeclared key, with the
-    /// value's node. Empty: the key cannot close there. No state change.
-    fn key_choices(&self, fi: usize, ext: &[u8], choices: &mut KeyChoices) {
+    /// value's node. Empty: the key cannot close there. No state change. `xoks`: the answers
+    /// of [`Rt::extra_oks`], when the caller asks for many `ext`.
+    fn key_choices(&self, fi: usize, ext: &[u8], choices: &mut KeyChoices, xoks: Option<&[bool]>) {
         choices.clear();
         let prog = self.prog();
         let f = self.st.frames[fi];
         let pos = self.st.buf.len() - f.buf as usize;
         let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
         let oi = fi - 1;
+        let first = self.st.frames[fi].alts as usize;
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if !a.alive {
@@ -1246,14 +1259,23 @@ impl<'a> Rt<'a> {
                 }
                 let d = &prog.dfas[x.dfa as usize];
                 let ex = d.run(a.a, ext);
-                if ex == DEAD || !d.is_accept(ex) || !self.extra_ok(oi, objai) {
+                if ex == DEAD || !d.is_accept(ex) {
                     continue;
                 }
-                if text.is_empty() {
+                let ok = match xoks {
+                    Some(x) => x[ai - first],
+                    None => self.extra_ok(oi, objai),
+                };
+                if !ok {
+                    continue;
+                }
+                let of = &self.st.frames[oi];
+                let any_seen = self.st.xk[of.xk as usize..].iter().any(|k| k.alt as usize == objai);
+                if text.is_empty() && (any_seen || !x.patterns.is_empty()) {
                     text.extend_from_slice(&self.st.buf[f.buf as usize..]);
                     text.extend_from_slice(ext);
                 }
-                if self.seen_extra(oi, objai, &text) {
+                if any_seen && self.seen_extra(oi, objai, &text) {
                     continue;
                 }
                 let mut m = 0usize;

@@ -23,6 +23,9 @@ use rustc_hash::FxHashMap;
 const BYTE_BITS: u32 = 8;
 const TOKEN_LIMIT: u32 = (1 << (32 - BYTE_BITS)) - 1;
 const DUP_FLAG: u32 = 1 << 31;
+/// Depths down to which the walkers ask [`Recognizer::byte_superset`] (deeper, every byte is
+/// offered to the recogniser).
+const FILTER_DEPTH: usize = 32;
 /// Longest token (in bytes) the walker supports; longer tokens are refused at construction.
 pub const MAX_TOKEN_BYTES: usize = 1024;
 
@@ -151,12 +154,15 @@ impl TokTrie {
     /// state when this returns.
     ///
     /// This is the one hot loop of every engine: one pass over the node array, a refused byte
-    /// skips its subtree, an accepted byte descends.
+    /// skips its subtree, an accepted byte descends. Bytes outside the recogniser's
+    /// [`Recognizer::byte_superset`] are skipped without asking it.
     pub fn walk<R: Recognizer + ?Sized>(&self, rec: &mut R, mask: &mut TokenMask) {
         let nodes = &self.nodes[..];
         let n = nodes.len();
         let words = mask.words_mut();
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
+        let mut sets = [[u64::MAX; 4]; FILTER_DEPTH + 1];
+        sets[0] = rec.byte_superset();
         let mut depth = 0usize;
         let mut i = 1usize;
         while i < n {
@@ -169,6 +175,11 @@ impl TokTrie {
                 rec.pop_bytes(pop);
             }
             let node = nodes[i];
+            let b = node.byte() as usize;
+            if depth <= FILTER_DEPTH && sets[depth][b / 64] >> (b % 64) & 1 == 0 {
+                i += node.subtree();
+                continue;
+            }
             if rec.try_push_byte(node.byte()) {
                 let t = node.token_plus_one();
                 if t != 0 {
@@ -182,6 +193,9 @@ impl TokTrie {
                 }
                 ends[depth] = (i + node.subtree()) as u32;
                 depth += 1;
+                if depth <= FILTER_DEPTH && node.subtree() > 1 {
+                    sets[depth] = rec.byte_superset();
+                }
                 i += 1;
             } else {
                 i += node.subtree();
@@ -207,7 +221,7 @@ impl TokTrie {
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
         let mut path = [0u8; MAX_TOKEN_BYTES + 1];
         // The recogniser's byte superset at each depth: bytes outside it are skipped unasked.
-        let mut sets = [[0u64; 4]; MAX_TOKEN_BYTES + 1];
+        let mut sets = [[u64::MAX; 4]; FILTER_DEPTH + 1];
         sets[0] = rec.byte_superset();
         let mut depth = 0usize;
         let mut i = 1usize;
@@ -222,7 +236,7 @@ impl TokTrie {
             }
             let node = nodes[i];
             let b = node.byte() as usize;
-            if sets[depth][b / 64] >> (b % 64) & 1 == 0 {
+            if depth <= FILTER_DEPTH && sets[depth][b / 64] >> (b % 64) & 1 == 0 {
                 i += node.subtree();
                 continue;
             }
@@ -236,7 +250,7 @@ impl TokTrie {
                 }
                 ends[depth] = (i + node.subtree()) as u32;
                 depth += 1;
-                if node.subtree() > 1 {
+                if depth <= FILTER_DEPTH && node.subtree() > 1 {
                     sets[depth] = rec.byte_superset();
                 }
                 i += 1;

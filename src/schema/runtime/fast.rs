@@ -425,8 +425,9 @@ impl Fast<'_, '_> {
         let mut memo: smallvec::SmallVec<[(KeyChoices, usize); 4]> = smallvec::SmallVec::new();
         let mut choices = KeyChoices::new();
         let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
+        let xoks = self.rt.extra_oks(fi);
         for g in &classes.groups {
-            self.rt.key_choices(fi, &g.pre, &mut choices);
+            self.rt.key_choices(fi, &g.pre, &mut choices, Some(&xoks));
             if choices.is_empty() {
                 continue;
             }
