@@ -117,9 +117,21 @@ impl Chart {
         self.set(self.set_count() - 1)
     }
 
-    /// Did a set ever exceed the item limit (and its byte get refused)?
+    /// Did a set exceed the item limit (and its byte get refused) since the last
+    /// [`Chart::clear_overflow`]?
     pub fn overflowed(&self) -> bool {
         self.overflowed
+    }
+
+    /// Forget earlier overflows (each engine operation starts with this, so that a refusal can
+    /// be told apart from an overflow afterwards).
+    pub(crate) fn clear_overflow(&mut self) {
+        self.overflowed = false;
+    }
+
+    /// The item limit per set.
+    pub(crate) fn max_items(&self) -> usize {
+        self.max_items
     }
 
     #[inline]

@@ -103,6 +103,10 @@ fn build_slices(
     (slices, loop_slice)
 }
 
+fn items_limit(value: usize) -> EngineError {
+    EngineError::new(EngineErrorKind::LimitExceeded { limit: "CfgConfig::max_items_per_set", value })
+}
+
 /// The GBNF constraint engine (see the module docs).
 pub struct CfgConstraint {
     shared: Arc<Shared>,
@@ -187,8 +191,11 @@ impl CfgConstraint {
         &self.shared.grammar
     }
 
-    /// Did an Earley set ever hit [`CfgConfig::max_items_per_set`]? If so, bytes were refused
-    /// that the grammar may allow (masks under-approximate from then on).
+    /// Did the last operation (`advance`, `advance_bytes`, `fill_mask`, `allows`) hit
+    /// [`CfgConfig::max_items_per_set`]? `fill_mask` and `advance` then return
+    /// [`EngineErrorKind::LimitExceeded`]; `advance_bytes` returns the index of the byte whose set
+    /// was too big and `allows` returns `false` — this tells those two apart from a refusal. The
+    /// state is unchanged either way.
     pub fn overflowed(&self) -> bool {
         self.lock().overflowed()
     }
@@ -213,6 +220,7 @@ impl CfgConstraint {
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let g = &*self.shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let before = chart.set_count();
         for (i, &b) in bytes.iter().enumerate() {
             if !chart.push(g, b) {
@@ -224,11 +232,14 @@ impl CfgConstraint {
         Ok(())
     }
 
-    fn compute(&mut self, mask: &mut TokenMask) {
+    /// Compute the mask by walking the trie; [`EngineErrorKind::LimitExceeded`] (and an empty
+    /// mask) when some set of the walk would exceed the item limit.
+    fn compute(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
         mask.clear();
         let shared = &*self.shared;
         let g = &*shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let mut best: Option<&Slice> = None;
         if !shared.loop_slice.is_empty() {
             for it in chart.last() {
@@ -249,9 +260,14 @@ impl CfgConstraint {
         };
         let mut walk = EarleyWalk { g, chart };
         trie.walk(&mut walk, mask);
+        if chart.overflowed() {
+            mask.clear();
+            return Err(items_limit(chart.max_items()));
+        }
         if chart.is_accepting(g) {
             allow_eos(&self.vocab, mask);
         }
+        Ok(())
     }
 
     /// The chart, for `&self` queries (`allows`, `is_accepting`): `&mut self` paths use
@@ -292,7 +308,7 @@ impl ConstraintEngine for CfgConstraint {
         if self.cache.lookup(|s| *s == sig, mask) {
             return Ok(());
         }
-        self.compute(mask);
+        self.compute(mask)?;
         self.cache.insert(sig, mask);
         Ok(())
     }
@@ -306,10 +322,14 @@ impl ConstraintEngine for CfgConstraint {
         }
         let g = &*self.shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let before = chart.set_count();
         for (i, &b) in self.vocab.token_bytes(token).iter().enumerate() {
             if !chart.push(g, b) {
                 chart.truncate(before);
+                if chart.overflowed() {
+                    return Err(items_limit(chart.max_items()));
+                }
                 return Err(refused(&self.vocab, token, i));
             }
         }
@@ -346,6 +366,7 @@ impl ConstraintEngine for CfgConstraint {
             Ok(false) => {
                 let g = &*self.shared.grammar;
                 let mut chart = self.lock();
+                chart.clear_overflow();
                 let before = chart.set_count();
                 let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
                 chart.truncate(before);

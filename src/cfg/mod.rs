@@ -56,8 +56,10 @@ pub struct CfgConfig {
     /// Most symbols in the lowered grammar (all right-hand sides together; default 200,000).
     /// Large `{m,n}` bounds and wide Unicode classes count here.
     pub max_grammar_symbols: usize,
-    /// Most Earley items in one set (default 20,000). A byte whose set would exceed it is
-    /// refused, and [`CfgConstraint::overflowed`] reports it.
+    /// Most Earley items in one set (default 20,000). `fill_mask` and `advance` return
+    /// [`crate::EngineErrorKind::LimitExceeded`] (state unchanged) when a set they need would
+    /// exceed it, rather than a wrong mask; [`CfgConstraint::overflowed`] reports it for
+    /// `advance_bytes` and `allows`.
     pub max_items_per_set: usize,
     /// Engine limits: rollback history and the number of cached masks (default 64 / 32).
     pub engine: EngineOptions,
