@@ -15,7 +15,9 @@
 //! EOS is allowed exactly when the chart accepts.
 
 use super::earley::{Chart, EarleyWalk};
-use super::grammar::CfgGrammar;
+use super::grammar::{CfgGrammar, LEX_FLAG};
+use crate::automaton::DfaStateId;
+use crate::regex::safe_set;
 use super::{CfgConfig, CfgError};
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
@@ -41,7 +43,75 @@ struct Shared {
     slices: Vec<Slice>,
     /// Flat position of a loop's `x` → its slice.
     loop_slice: FxHashMap<u32, usize>,
+    /// Per lexeme, per DFA state: its slice, or `u32::MAX`.
+    lex_slice: Vec<Vec<u32>>,
     config: CfgConfig,
+}
+
+/// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
+/// vocabulary and a trie of the other tokens).
+const MAX_LEX_SLICES: usize = 16;
+
+/// Slices for lexeme DFA states: a state that loops (a non-empty *safe byte set*, see
+/// [`crate::regex`]) gets the tokens whose bytes all run through the DFA from it. Each of them
+/// keeps the item before the lexeme alive, so it is allowed wherever that item is in the set;
+/// unlike the byte-set slices of the regex engine this includes tokens with multi-byte
+/// characters (run through the DFA, not tested byte by byte).
+fn build_lex_slices(
+    g: &CfgGrammar,
+    vocab: &Vocabulary,
+    config: &CfgConfig,
+    slices: &mut Vec<Slice>,
+) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> =
+        g.lexemes.iter().map(|l| vec![u32::MAX; l.dfa.state_count()]).collect();
+    if config.slice_min_tokens == usize::MAX {
+        return out;
+    }
+    let mut budget = 20_000_000usize;
+    let mut built = 0;
+    let mut by_mask: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    for (li, l) in g.lexemes.iter().enumerate() {
+        for s in 0..l.dfa.state_count() {
+            let sid = DfaStateId::from_index(s);
+            let safe = safe_set(&l.dfa, sid, 1024, &mut budget);
+            if safe.iter().filter(|&&x| x).count() < 2 || built >= MAX_LEX_SLICES {
+                continue;
+            }
+            let mut mask = TokenMask::new(vocab.n_vocab());
+            let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut count = 0;
+            for i in 0..vocab.n_tokens() {
+                let t = TokenId::from_index(i);
+                if vocab.kind(t) != TokenKind::Text {
+                    continue;
+                }
+                let b = vocab.token_bytes(t);
+                if !b.is_empty() && l.dfa.run(sid, b).is_some() {
+                    mask.insert(t);
+                    count += 1;
+                } else {
+                    rest.push((t, b));
+                }
+            }
+            if count < config.slice_min_tokens {
+                continue;
+            }
+            let key = mask.words().to_vec();
+            let k = match by_mask.get(&key) {
+                Some(&k) => k,
+                None => {
+                    built += 1;
+                    slices.push(Slice { safe: mask, count, rest: TokTrie::build(rest) });
+                    let k = slices.len() as u32 - 1;
+                    by_mask.insert(key, k);
+                    k
+                }
+            };
+            out[li][s] = k;
+        }
+    }
+    out
 }
 
 fn in_class(class: &[(u32, u32)], c: u32) -> bool {
@@ -149,8 +219,10 @@ impl CfgConstraint {
     /// An engine over an already compiled grammar. Builds the vocabulary slices (a pass over
     /// the vocabulary per distinct character-class loop).
     pub fn new(vocab: &Vocabulary, grammar: Arc<CfgGrammar>, config: &CfgConfig) -> Self {
-        let (slices, loop_slice) = build_slices(&grammar, vocab, config);
-        let shared = Arc::new(Shared { grammar, slices, loop_slice, config: config.clone() });
+        let (mut slices, loop_slice) = build_slices(&grammar, vocab, config);
+        let lex_slice = build_lex_slices(&grammar, vocab, config, &mut slices);
+        let shared =
+            Arc::new(Shared { grammar, slices, loop_slice, lex_slice, config: config.clone() });
         Self::with_shared(vocab, shared)
     }
 
@@ -205,6 +277,11 @@ impl CfgConstraint {
         self.lock().signature()
     }
 
+    #[doc(hidden)]
+    pub fn debug_dump(&self) -> String {
+        self.lock().dump()
+    }
+
     /// Number of vocabulary slices built for this grammar.
     pub fn slice_count(&self) -> usize {
         self.shared.slices.len()
@@ -228,7 +305,10 @@ impl CfgConstraint {
                 return Err(i);
             }
         }
-        chart.commit(g);
+        if !chart.commit(g) {
+            chart.truncate(before);
+            return Err(bytes.len().saturating_sub(1));
+        }
         Ok(())
     }
 
@@ -241,13 +321,23 @@ impl CfgConstraint {
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         chart.clear_overflow();
         let mut best: Option<&Slice> = None;
-        if !shared.loop_slice.is_empty() {
+        if !shared.slices.is_empty() {
             for it in chart.last() {
-                if let Some(&si) = shared.loop_slice.get(&it.pos) {
-                    let s = &shared.slices[si];
-                    if best.is_none_or(|b| b.count < s.count) {
-                        best = Some(s);
+                let sym = g.syms[it.pos as usize];
+                let si = if sym & LEX_FLAG == LEX_FLAG {
+                    match shared.lex_slice[(sym & !LEX_FLAG) as usize][it.st as usize] {
+                        u32::MAX => continue,
+                        k => k as usize,
                     }
+                } else {
+                    match shared.loop_slice.get(&it.pos) {
+                        Some(&k) => k,
+                        None => continue,
+                    }
+                };
+                let s = &shared.slices[si];
+                if best.is_none_or(|b| b.count < s.count) {
+                    best = Some(s);
                 }
             }
         }
@@ -333,7 +423,10 @@ impl ConstraintEngine for CfgConstraint {
                 return Err(refused(&self.vocab, token, i));
             }
         }
-        chart.commit(g);
+        if !chart.commit(g) {
+            chart.truncate(before);
+            return Err(items_limit(chart.max_items()));
+        }
         // Record the state before the token.
         let cap = self.shared.config.engine.history;
         if cap > 0 {

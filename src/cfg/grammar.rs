@@ -20,7 +20,9 @@
 //! - Unreachable rules are a warning (they are kept but never predicted).
 
 use super::gbnf::{self, Expr, Rule};
+use super::lexer::{self, Lexeme};
 use super::{CfgConfig, CfgError, CfgErrorKind};
+use crate::automaton::DfaConfig;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -33,17 +35,20 @@ pub(crate) fn set_has(s: &ByteSet, b: u8) -> bool {
     s[(b >> 6) as usize] >> (b & 63) & 1 != 0
 }
 
-fn set_add(s: &mut ByteSet, b: u8) {
+pub(crate) fn set_add(s: &mut ByteSet, b: u8) {
     s[(b >> 6) as usize] |= 1 << (b & 63);
 }
 
 /// A packed symbol of the flat grammar.
 pub(crate) const T_FLAG: u32 = 1 << 31;
 pub(crate) const END_FLAG: u32 = 1 << 30;
+/// Both flags: a lexeme (a regular sub-language run as one DFA, see [`super::lexer`]).
+pub(crate) const LEX_FLAG: u32 = T_FLAG | END_FLAG;
 const ID_MASK: u32 = END_FLAG - 1;
 
+/// A symbol of a lowered (not yet flattened) right-hand side.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum RSym {
+pub(crate) enum RSym {
     Nt(u32),
     T(u32),
 }
@@ -132,6 +137,12 @@ pub struct CfgGrammar {
     /// Position of the END of `S' → root` (an item there with origin 0 means "accepted").
     pub(crate) accept_pos: u32,
     pub(crate) loops: Vec<Loop>,
+    /// The lexemes, indexed by `sym & ID_MASK` for `LEX_FLAG` symbols.
+    pub(crate) lexemes: Vec<Lexeme>,
+    /// Per flat position of a lexeme: the bytes that can come right after the lexeme there
+    /// (FIRST of the rest of the production, and FOLLOW of its left-hand side where that rest is
+    /// nullable). The recogniser defers a lexeme's completion until such a byte is pushed.
+    pub(crate) follow: Vec<ByteSet>,
     names: Vec<String>,
     report: GrammarReport,
 }
@@ -142,11 +153,14 @@ pub(crate) enum Sym {
     Nt(u32),
     T(u32),
     End(u32),
+    Lex(u32),
 }
 
 #[inline(always)]
 pub(crate) fn decode(s: u32) -> Sym {
-    if s & T_FLAG != 0 {
+    if s & LEX_FLAG == LEX_FLAG {
+        Sym::Lex(s & ID_MASK)
+    } else if s & T_FLAG != 0 {
         Sym::T(s & ID_MASK)
     } else if s & END_FLAG != 0 {
         Sym::End(s & ID_MASK)
@@ -410,6 +424,127 @@ fn class_of(defs: &[NtDef], sets: &[ByteSet], s: RSym, depth: u32) -> Vec<(u32, 
     }
 }
 
+fn union(a: &mut ByteSet, b: &ByteSet) -> bool {
+    let mut changed = false;
+    for w in 0..4 {
+        let n = a[w] | b[w];
+        changed |= n != a[w];
+        a[w] = n;
+    }
+    changed
+}
+
+/// FIRST/FOLLOW over bytes (least fixpoints) on the flat grammar, reported per lexeme position
+/// (see [`CfgGrammar::follow`]). Over-approximation would only cost speed; these are exact sets
+/// of the context-free grammar.
+fn lexeme_follow(
+    syms: &[u32],
+    sets: &[ByteSet],
+    lexemes: &[Lexeme],
+    alts: &[Vec<u32>],
+    nullable_nt: &[bool],
+) -> Vec<ByteSet> {
+    let n = alts.len();
+    if lexemes.is_empty() {
+        return Vec::new();
+    }
+    let sym_nullable = |s: u32| match decode(s) {
+        Sym::T(_) => false,
+        Sym::Lex(l) => {
+            let lx = &lexemes[l as usize];
+            lx.accepting(lx.start())
+        }
+        Sym::Nt(a) => nullable_nt[a as usize],
+        Sym::End(_) => true,
+    };
+    let mut first: Vec<ByteSet> = vec![[0; 4]; n];
+    let sym_first = |s: u32, first: &[ByteSet]| -> ByteSet {
+        match decode(s) {
+            Sym::T(t) => sets[t as usize],
+            Sym::Lex(l) => {
+                let lx = &lexemes[l as usize];
+                lx.first[lx.start() as usize]
+            }
+            Sym::Nt(a) => first[a as usize],
+            Sym::End(_) => [0; 4],
+        }
+    };
+    loop {
+        let mut changed = false;
+        for a in 0..n {
+            for &p in &alts[a] {
+                let mut q = p as usize;
+                loop {
+                    let s = syms[q];
+                    if let Sym::End(_) = decode(s) {
+                        break;
+                    }
+                    let f = sym_first(s, &first);
+                    changed |= union(&mut first[a], &f);
+                    if !sym_nullable(s) {
+                        break;
+                    }
+                    q += 1;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // FIRST and nullability of every suffix, right to left within each production.
+    let mut suf_first: Vec<ByteSet> = vec![[0; 4]; syms.len() + 1];
+    let mut suf_null = vec![true; syms.len() + 1];
+    let mut lhs_of = vec![0u32; syms.len()];
+    for q in (0..syms.len()).rev() {
+        match decode(syms[q]) {
+            Sym::End(a) => {
+                suf_first[q] = [0; 4];
+                suf_null[q] = true;
+                lhs_of[q] = a;
+            }
+            _ => {
+                let mut f = sym_first(syms[q], &first);
+                let nul = sym_nullable(syms[q]);
+                if nul {
+                    let next = suf_first[q + 1];
+                    union(&mut f, &next);
+                }
+                suf_first[q] = f;
+                suf_null[q] = nul && suf_null[q + 1];
+                lhs_of[q] = lhs_of[q + 1];
+            }
+        }
+    }
+    let mut fol: Vec<ByteSet> = vec![[0; 4]; n];
+    loop {
+        let mut changed = false;
+        for q in 0..syms.len() {
+            if let Sym::Nt(a) = decode(syms[q]) {
+                let mut f = suf_first[q + 1];
+                if suf_null[q + 1] {
+                    union(&mut f, &fol[lhs_of[q] as usize]);
+                }
+                changed |= union(&mut fol[a as usize], &f);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out = vec![[0; 4]; syms.len()];
+    for q in 0..syms.len() {
+        if let Sym::Lex(_) = decode(syms[q]) {
+            let mut f = suf_first[q + 1];
+            if suf_null[q + 1] {
+                union(&mut f, &fol[lhs_of[q] as usize]);
+            }
+            out[q] = f;
+        }
+    }
+    out
+}
+
 impl CfgGrammar {
     /// Parse and compile GBNF text.
     ///
@@ -552,11 +687,27 @@ impl CfgGrammar {
         }
         nullable[n] = nullable[root];
 
+        // The lexical level: maximal regular sub-rules become DFAs.
+        let (lex_of, lexemes) = if config.lexer {
+            let rhs: Vec<Vec<Vec<RSym>>> = defs.iter().map(|d| d.alts.clone()).collect();
+            let dfa_config = DfaConfig {
+                max_states: config.max_lexeme_states,
+                max_memory: config.max_lexeme_states.saturating_mul(4096).max(1 << 20),
+                ..DfaConfig::default()
+            };
+            lexer::build(&rhs, &sets, root, &dfa_config)
+        } else {
+            (vec![None; n], Vec::new())
+        };
+
         // Flatten. Nonterminal n is the augmented start S' → root.
         let mut syms = Vec::new();
         let mut alts: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
         let pack = |s: &RSym| match *s {
-            RSym::Nt(j) => j,
+            RSym::Nt(j) => match lex_of[j as usize] {
+                Some(l) => LEX_FLAG | l,
+                None => j,
+            },
             RSym::T(t) => T_FLAG | t,
         };
         let mut alt_pos: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -571,7 +722,7 @@ impl CfgGrammar {
         }
         let start_pos = syms.len() as u32;
         alts[n].push(start_pos);
-        syms.push(root as u32);
+        syms.push(pack(&RSym::Nt(root as u32)));
         syms.push(END_FLAG | n as u32);
         let accept_pos = start_pos + 1;
 
@@ -588,6 +739,7 @@ impl CfgGrammar {
             flat_loops.push(Loop { pos: alt_pos[nt as usize][k] + 1, class });
         }
 
+        let follow = lexeme_follow(&syms, &sets, &lexemes, &alts, &nullable);
         let productions: usize = alts.iter().map(Vec::len).sum();
         let report = GrammarReport {
             rules: rules
@@ -614,6 +766,8 @@ impl CfgGrammar {
             start_pos,
             accept_pos,
             loops: flat_loops,
+            lexemes,
+            follow,
             names,
             report,
         })
@@ -627,6 +781,16 @@ impl CfgGrammar {
     /// Name of nonterminal `id` (helper rules are named `<…>`).
     pub fn nonterminal_name(&self, id: u32) -> &str {
         &self.names[id as usize]
+    }
+
+    /// Number of lexemes: regular sub-rules run as one DFA each (see [`super::lexer`]).
+    pub fn lexeme_count(&self) -> usize {
+        self.lexemes.len()
+    }
+
+    /// The rules that became lexemes, by name (helper rules are named `<…>`).
+    pub fn lexeme_names(&self) -> Vec<&str> {
+        self.lexemes.iter().map(|l| self.names[l.nt as usize].as_str()).collect()
     }
 
     /// Number of terminal byte sets.

@@ -43,6 +43,7 @@ pub mod earley;
 pub mod engine;
 pub mod gbnf;
 pub mod grammar;
+pub mod lexer;
 
 pub use engine::CfgConstraint;
 pub use grammar::{CfgGrammar, GrammarReport};
@@ -63,9 +64,16 @@ pub struct CfgConfig {
     pub max_items_per_set: usize,
     /// Engine limits: rollback history and the number of cached masks (default 64 / 32).
     pub engine: EngineOptions,
-    /// Precompute lexical slices for character-class loops whose class allows at least this
-    /// many tokens (default 1,000; `usize::MAX` disables slices).
+    /// Precompute lexical slices for character-class loops and lexeme DFA states whose safe
+    /// bytes allow at least this many tokens (default 1,000; `usize::MAX` disables slices).
     pub slice_min_tokens: usize,
+    /// Run maximal regular sub-rules as DFAs (lexemes, see [`lexer`]; default `true`). `false`
+    /// keeps every rule at the byte level (slower; the masks are the same).
+    pub lexer: bool,
+    /// Most live DFA states of one lexeme (default 10,000). A regular sub-rule over it stays
+    /// a grammar rule (its own regular sub-rules are tried instead), so this never fails a
+    /// grammar.
+    pub max_lexeme_states: usize,
 }
 
 impl Default for CfgConfig {
@@ -75,6 +83,8 @@ impl Default for CfgConfig {
             max_items_per_set: 20_000,
             engine: EngineOptions { history: 64, mask_cache: 32 },
             slice_min_tokens: 1_000,
+            lexer: true,
+            max_lexeme_states: 10_000,
         }
     }
 }

@@ -1,0 +1,217 @@
+//! The lexical level of the CFG engine: regular sub-languages of the lowered grammar, each
+//! compiled to one [`ByteDfa`] (a *lexeme*), so that the Earley recogniser steps one DFA state
+//! per byte inside them instead of a closure over many byte-level items.
+//!
+//! GBNF has no lexical level of its own, so it is inferred from the lowered grammar:
+//! - A nonterminal is **regular** when each of its alternatives only uses terminals and regular
+//!   nonterminals (least fixpoint, so anything recursive is excluded), with one exception: the
+//!   left-recursive self-loops that lowering makes for repetitions, `R ::= A | R x` (bases that
+//!   do not mention `R`, recursive alternatives `R x` whose tail does not mention it), which is
+//!   the regular language `A x*`.
+//! - Each regular nonterminal gets a `regex-syntax` HIR built from its byte-set terminals
+//!   (inlining its regular sub-rules), bounded in size and depth so that a DAG of references
+//!   cannot blow up.
+//! - **Lexemes** are the maximal ones: starting from `root`, a regular nonterminal that a
+//!   non-regular rule (or the start rule) references is compiled to a DFA; if that DFA exceeds
+//!   the limits (`CfgConfig::max_lexeme_states`), the rule stays a grammar rule and its own
+//!   regular sub-rules are tried instead.
+//!
+//! Exactness: a lexeme's DFA accepts exactly the language of its nonterminal, and only live
+//! states exist (`ByteDfa` prunes states that cannot reach acceptance), so an Earley item inside
+//! a lexeme can always complete — the invariant that makes "set non-empty" mean "prefix viable".
+//! No maximal-munch or priority rule is applied (GBNF has none): an item in an accepting DFA
+//! state both stays in the lexeme and completes it, exactly like the byte-level rules did.
+
+use super::grammar::{set_add, ByteSet, RSym};
+use crate::automaton::{ByteDfa, DfaConfig, DfaStateId};
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
+
+/// Largest HIR (in nodes) inlined into one lexeme.
+const MAX_HIR_NODES: usize = 20_000;
+/// Deepest HIR inlined into one lexeme (the NFA compiler recurses over it).
+const MAX_HIR_DEPTH: usize = 200;
+
+/// One regular sub-language compiled to a DFA.
+#[derive(Debug)]
+pub(crate) struct Lexeme {
+    pub dfa: ByteDfa,
+    /// Per DFA state: the bytes with a live transition (the Earley set's scan prefilter).
+    pub first: Vec<ByteSet>,
+    /// The nonterminal it replaces.
+    pub nt: u32,
+}
+
+impl Lexeme {
+    #[inline(always)]
+    pub fn start(&self) -> u32 {
+        self.dfa.start().index() as u32
+    }
+    #[inline(always)]
+    pub fn next(&self, st: u32, b: u8) -> Option<u32> {
+        self.dfa.next(DfaStateId::from_index(st as usize), b).map(|s| s.index() as u32)
+    }
+    #[inline(always)]
+    pub fn accepting(&self, st: u32) -> bool {
+        self.dfa.is_accepting(DfaStateId::from_index(st as usize))
+    }
+}
+
+fn class_hir(s: &ByteSet) -> Hir {
+    let mut ranges = Vec::new();
+    let mut b = 0usize;
+    while b < 256 {
+        if s[b >> 6] >> (b & 63) & 1 != 0 {
+            let lo = b;
+            while b + 1 < 256 && s[(b + 1) >> 6] >> ((b + 1) & 63) & 1 != 0 {
+                b += 1;
+            }
+            ranges.push(ClassBytesRange::new(lo as u8, b as u8));
+        }
+        b += 1;
+    }
+    Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+}
+
+/// The regular nonterminals' HIR (`None`: not regular, or too big to inline).
+fn regular_hirs(defs: &[Vec<Vec<RSym>>], sets: &[ByteSet]) -> Vec<Option<Hir>> {
+    let n = defs.len();
+    let mut hir: Vec<Option<Hir>> = vec![None; n];
+    let mut size = vec![0usize; n];
+    let mut depth = vec![0usize; n];
+    // Least fixpoint, bottom-up: a rule is decided once all its references are.
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            if hir[i].is_some() || defs[i].is_empty() {
+                continue;
+            }
+            let me = i as u32;
+            let ok_sym = |s: &RSym| match *s {
+                RSym::T(_) => true,
+                RSym::Nt(j) => j != me && hir[j as usize].is_some(),
+            };
+            let mut bases = Vec::new();
+            let mut tails = Vec::new();
+            let mut fine = true;
+            for a in &defs[i] {
+                if a.iter().all(ok_sym) {
+                    bases.push(a);
+                } else if a.first() == Some(&RSym::Nt(me)) && a[1..].iter().all(ok_sym) {
+                    tails.push(&a[1..]);
+                } else {
+                    fine = false;
+                    break;
+                }
+            }
+            if !fine || bases.is_empty() {
+                continue;
+            }
+            let (mut sz, mut dp) = (1usize, 0usize);
+            for s in bases.iter().flat_map(|a| a.iter()).chain(tails.iter().flat_map(|a| a.iter()))
+            {
+                if let RSym::Nt(j) = *s {
+                    sz += size[j as usize];
+                    dp = dp.max(depth[j as usize]);
+                } else {
+                    sz += 1;
+                }
+            }
+            dp += 3;
+            if sz > MAX_HIR_NODES || dp > MAX_HIR_DEPTH {
+                continue;
+            }
+            let seq = |a: &[RSym]| {
+                Hir::concat(
+                    a.iter()
+                        .map(|s| match *s {
+                            RSym::T(t) => class_hir(&sets[t as usize]),
+                            RSym::Nt(j) => hir[j as usize].clone().expect("decided"),
+                        })
+                        .collect(),
+                )
+            };
+            let base = Hir::alternation(bases.iter().map(|a| seq(a)).collect());
+            let h = if tails.is_empty() {
+                base
+            } else {
+                let tail = Hir::alternation(tails.iter().map(|a| seq(a)).collect());
+                Hir::concat(vec![
+                    base,
+                    Hir::repetition(Repetition { min: 0, max: None, greedy: true, sub: Box::new(tail) }),
+                ])
+            };
+            hir[i] = Some(h);
+            size[i] = sz;
+            depth[i] = dp;
+            changed = true;
+        }
+        if !changed {
+            return hir;
+        }
+    }
+}
+
+/// Choose and compile the lexemes of a lowered grammar (see the module docs). `defs[i]` are
+/// nonterminal `i`'s alternatives (unproductive ones already removed). Returns, per nonterminal,
+/// its lexeme (if it became one), and the lexemes.
+pub(crate) fn build(
+    defs: &[Vec<Vec<RSym>>],
+    sets: &[ByteSet],
+    root: usize,
+    config: &DfaConfig,
+) -> (Vec<Option<u32>>, Vec<Lexeme>) {
+    let n = defs.len();
+    let hir = regular_hirs(defs, sets);
+    let mut lex_of: Vec<Option<u32>> = vec![None; n];
+    let mut lexemes = Vec::new();
+    // 0 = not visited, 1 = stays a rule (visited), 2 = lexeme.
+    let mut state = vec![0u8; n];
+    let try_lexeme = |j: usize, lexemes: &mut Vec<Lexeme>, lex_of: &mut Vec<Option<u32>>| {
+        let Some(h) = &hir[j] else { return false };
+        match ByteDfa::from_hir(h, config) {
+            Ok(dfa) => {
+                let first = (0..dfa.state_count())
+                    .map(|s| {
+                        let mut f: ByteSet = [0; 4];
+                        for b in 0..=255u8 {
+                            if dfa.next(DfaStateId::from_index(s), b).is_some() {
+                                set_add(&mut f, b);
+                            }
+                        }
+                        f
+                    })
+                    .collect();
+                lex_of[j] = Some(lexemes.len() as u32);
+                lexemes.push(Lexeme { dfa, first, nt: j as u32 });
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let mut work = Vec::new();
+    if try_lexeme(root, &mut lexemes, &mut lex_of) {
+        state[root] = 2;
+    } else {
+        state[root] = 1;
+        work.push(root);
+    }
+    while let Some(i) = work.pop() {
+        for a in &defs[i] {
+            for s in a {
+                if let RSym::Nt(j) = *s {
+                    let j = j as usize;
+                    if state[j] != 0 {
+                        continue;
+                    }
+                    if try_lexeme(j, &mut lexemes, &mut lex_of) {
+                        state[j] = 2;
+                    } else {
+                        state[j] = 1;
+                        work.push(j);
+                    }
+                }
+            }
+        }
+    }
+    (lex_of, lexemes)
+}
