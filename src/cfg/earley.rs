@@ -22,7 +22,6 @@
 //! a 64-bit hash collision.
 
 use super::grammar::{decode, set_has, CfgGrammar, Sym, END_FLAG, LEX_FLAG, T_FLAG};
-use crate::recognizer::Recognizer;
 use rustc_hash::FxHashSet;
 
 /// One Earley item: a dotted production (its flat position), the set it started in, and — when
@@ -477,18 +476,6 @@ impl Chart {
         true
     }
 
-    pub(crate) fn dump(&self) -> String {
-        let mut out = String::new();
-        for k in 0..self.set_count() {
-            out += &format!("set {k} sig {:x} osig {:x}: ", self.sigs[k] & 0xffff, self.osigs[k] & 0xffff);
-            for it in self.set(k) {
-                out += &format!("({} o{} s{}) ", it.pos, it.origin, it.st);
-            }
-            out += "\n";
-        }
-        out
-    }
-
     /// The structural signature of the last (committed) set.
     pub(crate) fn signature(&self) -> u64 {
         self.sigs[self.set_count() - 1]
@@ -512,23 +499,6 @@ impl Chart {
 }
 
 const _: () = assert!(END_FLAG != T_FLAG);
-
-/// The trie walker's view of a chart: push = append a set, pop = truncate.
-pub(crate) struct EarleyWalk<'a> {
-    pub g: &'a CfgGrammar,
-    pub chart: &'a mut Chart,
-}
-
-impl Recognizer for EarleyWalk<'_> {
-    #[inline]
-    fn try_push_byte(&mut self, byte: u8) -> bool {
-        self.chart.push(self.g, byte)
-    }
-    #[inline]
-    fn pop_bytes(&mut self, n: usize) {
-        self.chart.pop(n);
-    }
-}
 
 /// Does the grammar accept `text` (whole-string)? Runs the same recogniser; tests use an
 /// independent one.

@@ -14,7 +14,8 @@
 //!
 //! EOS is allowed exactly when the chart accepts.
 
-use super::earley::{Chart, EarleyWalk};
+use super::earley::Chart;
+use super::walk::EarleyWalk;
 use super::grammar::{CfgGrammar, LEX_FLAG};
 use crate::automaton::DfaStateId;
 use crate::regex::safe_set;
@@ -50,7 +51,7 @@ struct Shared {
 
 /// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
 /// vocabulary and a trie of the other tokens).
-const MAX_LEX_SLICES: usize = 16;
+const MAX_LEX_SLICES: usize = 8;
 
 /// Slices for lexeme DFA states: a state that loops (a non-empty *safe byte set*, see
 /// [`crate::regex`]) gets the tokens whose bytes all run through the DFA from it. Each of them
@@ -94,7 +95,10 @@ fn build_lex_slices(
                     rest.push((t, b));
                 }
             }
-            if count < config.slice_min_tokens {
+            // A lexeme state's walk is cheap already (virtual pushes, see `walk`), and each slice
+            // costs a trie of the other tokens at build time: only states that allow a large
+            // part of the vocabulary (a string body, an identifier) get one.
+            if count < config.slice_min_tokens.max(vocab.n_vocab() / 4) {
                 continue;
             }
             let key = mask.words().to_vec();
@@ -277,11 +281,6 @@ impl CfgConstraint {
         self.lock().signature()
     }
 
-    #[doc(hidden)]
-    pub fn debug_dump(&self) -> String {
-        self.lock().dump()
-    }
-
     /// Number of vocabulary slices built for this grammar.
     pub fn slice_count(&self) -> usize {
         self.shared.slices.len()
@@ -348,7 +347,7 @@ impl CfgConstraint {
             }
             None => self.vocab.trie(),
         };
-        let mut walk = EarleyWalk { g, chart };
+        let mut walk = EarleyWalk::new(g, chart);
         trie.walk(&mut walk, mask);
         if chart.overflowed() {
             mask.clear();

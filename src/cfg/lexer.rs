@@ -50,6 +50,11 @@ impl Lexeme {
     pub fn next(&self, st: u32, b: u8) -> Option<u32> {
         self.dfa.next(DfaStateId::from_index(st as usize), b).map(|s| s.index() as u32)
     }
+    /// Can some byte follow in state `st` (else the lexeme must end there)?
+    #[inline(always)]
+    pub fn continues(&self, st: u32) -> bool {
+        self.dfa.can_continue(DfaStateId::from_index(st as usize))
+    }
     #[inline(always)]
     pub fn accepting(&self, st: u32) -> bool {
         self.dfa.is_accepting(DfaStateId::from_index(st as usize))

@@ -44,6 +44,7 @@ pub mod engine;
 pub mod gbnf;
 pub mod grammar;
 pub mod lexer;
+mod walk;
 
 pub use engine::CfgConstraint;
 pub use grammar::{CfgGrammar, GrammarReport};
