@@ -144,3 +144,27 @@ fn oversized_lexeme_falls_back_to_rules_with_the_same_masks() {
         .unwrap();
     compare("word-list", &mut a, &mut b, 7, 12);
 }
+
+#[test]
+fn long_rule_chains_compile_and_stay_exact() {
+    // 3,000 rules, each a literal and the next rule: regular, but too deep to inline whole
+    // (HIR depth bound), so the chain is split between grammar rules and lexemes. The analysis
+    // is linear, so this compiles promptly; the language is still exactly "a"×3000 "b".
+    let n = 3_000;
+    let mut text = String::from("root ::= r0\n");
+    for i in 0..n {
+        text += &format!("r{i} ::= \"a\" r{}\n", i + 1);
+    }
+    text += &format!("r{n} ::= \"b\"\n");
+    let g = CfgGrammar::from_gbnf(&text, &CfgConfig::default()).unwrap();
+    assert!(g.lexeme_count() >= 1);
+    assert!(!g.lexeme_names().contains(&"root"));
+    let v = vocab();
+    let mut e = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+    let mut doc = vec![b'a'; n];
+    doc.push(b'b');
+    assert_eq!(e.fork().advance_bytes(&doc[..n - 1]).map(|_| ()), Ok(()));
+    assert!(e.fork().advance_bytes(b"aab").is_err());
+    e.advance_bytes(&doc).unwrap();
+    assert!(e.is_accepting());
+}

@@ -15,6 +15,9 @@
 //!   non-regular rule (or the start rule) references is compiled to a DFA; if that DFA exceeds
 //!   the limits (`CfgConfig::max_lexeme_states`), the rule stays a grammar rule and its own
 //!   regular sub-rules are tried instead.
+//! - Build work is bounded: HIR size per rule and per grammar, DFA states per lexeme and for
+//!   all lexemes together (8× the per-lexeme limit), and at most 8 DFAs that fail to build;
+//!   past a bound, rules simply stay at the byte level (slower, same masks).
 //!
 //! Exactness: a lexeme's DFA accepts exactly the language of its nonterminal, and only live
 //! states exist (`ByteDfa` prunes states that cannot reach acceptance), so an Earley item inside
@@ -30,6 +33,13 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 const MAX_HIR_NODES: usize = 20_000;
 /// Deepest HIR inlined into one lexeme (the NFA compiler recurses over it).
 const MAX_HIR_DEPTH: usize = 200;
+/// HIR nodes built for a whole grammar (each regular rule copies its sub-rules' HIR).
+const MAX_TOTAL_HIR_NODES: usize = 1_000_000;
+/// Lexeme DFAs that may fail to build (over the state limit) before no more are tried: each
+/// failure costs a determinisation up to the limit.
+const MAX_LEXEME_FAILURES: usize = 8;
+/// Live DFA states of all lexemes together, in multiples of the per-lexeme limit.
+const TOTAL_STATES_FACTOR: usize = 8;
 
 /// One regular sub-language compiled to a DFA.
 #[derive(Debug)]
@@ -78,82 +88,120 @@ fn class_hir(s: &ByteSet) -> Hir {
 }
 
 /// The regular nonterminals' HIR (`None`: not regular, or too big to inline).
+///
+/// One pass in depth-first post-order over the reference graph: a rule is decided after the
+/// rules it references, and a reference to a rule still on the stack is a cycle (not regular;
+/// the self-loop form aside). Linear in the grammar, plus the HIR built, which is bounded.
 fn regular_hirs(defs: &[Vec<Vec<RSym>>], sets: &[ByteSet]) -> Vec<Option<Hir>> {
     let n = defs.len();
     let mut hir: Vec<Option<Hir>> = vec![None; n];
     let mut size = vec![0usize; n];
     let mut depth = vec![0usize; n];
-    // Least fixpoint, bottom-up: a rule is decided once all its references are.
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if hir[i].is_some() || defs[i].is_empty() {
-                continue;
-            }
-            let me = i as u32;
-            let ok_sym = |s: &RSym| match *s {
-                RSym::T(_) => true,
-                RSym::Nt(j) => j != me && hir[j as usize].is_some(),
-            };
-            let mut bases = Vec::new();
-            let mut tails = Vec::new();
-            let mut fine = true;
-            for a in &defs[i] {
-                if a.iter().all(ok_sym) {
-                    bases.push(a);
-                } else if a.first() == Some(&RSym::Nt(me)) && a[1..].iter().all(ok_sym) {
-                    tails.push(&a[1..]);
-                } else {
-                    fine = false;
-                    break;
-                }
-            }
-            if !fine || bases.is_empty() {
-                continue;
-            }
-            let (mut sz, mut dp) = (1usize, 0usize);
-            for s in bases.iter().flat_map(|a| a.iter()).chain(tails.iter().flat_map(|a| a.iter()))
-            {
-                if let RSym::Nt(j) = *s {
-                    sz += size[j as usize];
-                    dp = dp.max(depth[j as usize]);
-                } else {
-                    sz += 1;
-                }
-            }
-            dp += 3;
-            if sz > MAX_HIR_NODES || dp > MAX_HIR_DEPTH {
-                continue;
-            }
-            let seq = |a: &[RSym]| {
-                Hir::concat(
-                    a.iter()
-                        .map(|s| match *s {
-                            RSym::T(t) => class_hir(&sets[t as usize]),
-                            RSym::Nt(j) => hir[j as usize].clone().expect("decided"),
-                        })
-                        .collect(),
-                )
-            };
-            let base = Hir::alternation(bases.iter().map(|a| seq(a)).collect());
-            let h = if tails.is_empty() {
-                base
-            } else {
-                let tail = Hir::alternation(tails.iter().map(|a| seq(a)).collect());
-                Hir::concat(vec![
-                    base,
-                    Hir::repetition(Repetition { min: 0, max: None, greedy: true, sub: Box::new(tail) }),
-                ])
-            };
-            hir[i] = Some(h);
-            size[i] = sz;
-            depth[i] = dp;
-            changed = true;
+    let mut budget = MAX_TOTAL_HIR_NODES;
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut mark = vec![0u8; n];
+    for root in 0..n {
+        if mark[root] != 0 {
+            continue;
         }
-        if !changed {
-            return hir;
+        // Iterative DFS: (rule, its references, index of the next one to visit).
+        let refs_of = |i: usize| -> Vec<u32> {
+            defs[i]
+                .iter()
+                .flatten()
+                .filter_map(|s| if let RSym::Nt(j) = *s { Some(j) } else { None })
+                .collect()
+        };
+        let mut stack: Vec<(usize, Vec<u32>, usize)> = vec![(root, refs_of(root), 0)];
+        mark[root] = 1;
+        while let Some((i, refs, next)) = stack.last_mut() {
+            let i = *i;
+            if *next < refs.len() {
+                let j = refs[*next] as usize;
+                *next += 1;
+                if mark[j] == 0 {
+                    mark[j] = 1;
+                    stack.push((j, refs_of(j), 0));
+                }
+                continue;
+            }
+            stack.pop();
+            mark[i] = 2;
+            decide(i, defs, sets, &mut hir, &mut size, &mut depth, &mut budget);
         }
     }
+    hir
+}
+
+/// Decide rule `i` once the rules it references are decided (see [`regular_hirs`]).
+fn decide(
+    i: usize,
+    defs: &[Vec<Vec<RSym>>],
+    sets: &[ByteSet],
+    hir: &mut [Option<Hir>],
+    size: &mut [usize],
+    depth: &mut [usize],
+    budget: &mut usize,
+) {
+    if defs[i].is_empty() {
+        return;
+    }
+    let me = i as u32;
+    let ok_sym = |s: &RSym, hir: &[Option<Hir>]| match *s {
+        RSym::T(_) => true,
+        RSym::Nt(j) => j != me && hir[j as usize].is_some(),
+    };
+    let mut bases = Vec::new();
+    let mut tails = Vec::new();
+    for a in &defs[i] {
+        if a.iter().all(|s| ok_sym(s, hir)) {
+            bases.push(a.as_slice());
+        } else if a.first() == Some(&RSym::Nt(me)) && a[1..].iter().all(|s| ok_sym(s, hir)) {
+            tails.push(&a[1..]);
+        } else {
+            return;
+        }
+    }
+    if bases.is_empty() {
+        return;
+    }
+    let (mut sz, mut dp) = (1usize, 0usize);
+    for s in bases.iter().chain(tails.iter()).flat_map(|a| a.iter()) {
+        if let RSym::Nt(j) = *s {
+            sz += size[j as usize];
+            dp = dp.max(depth[j as usize]);
+        } else {
+            sz += 1;
+        }
+    }
+    dp += 3;
+    if sz > MAX_HIR_NODES || dp > MAX_HIR_DEPTH || sz > *budget {
+        return;
+    }
+    *budget -= sz;
+    let seq = |a: &[RSym]| {
+        Hir::concat(
+            a.iter()
+                .map(|s| match *s {
+                    RSym::T(t) => class_hir(&sets[t as usize]),
+                    RSym::Nt(j) => hir[j as usize].clone().expect("decided"),
+                })
+                .collect(),
+        )
+    };
+    let base = Hir::alternation(bases.iter().map(|a| seq(a)).collect());
+    let h = if tails.is_empty() {
+        base
+    } else {
+        let tail = Hir::alternation(tails.iter().map(|a| seq(a)).collect());
+        Hir::concat(vec![
+            base,
+            Hir::repetition(Repetition { min: 0, max: None, greedy: true, sub: Box::new(tail) }),
+        ])
+    };
+    hir[i] = Some(h);
+    size[i] = sz;
+    depth[i] = dp;
 }
 
 /// Choose and compile the lexemes of a lowered grammar (see the module docs). `defs[i]` are
@@ -171,10 +219,16 @@ pub(crate) fn build(
     let mut lexemes = Vec::new();
     // 0 = not visited, 1 = stays a rule (visited), 2 = lexeme.
     let mut state = vec![0u8; n];
-    let try_lexeme = |j: usize, lexemes: &mut Vec<Lexeme>, lex_of: &mut Vec<Option<u32>>| {
+    let (mut failures, mut states) = (0usize, 0usize);
+    let total = config.max_states.saturating_mul(TOTAL_STATES_FACTOR);
+    let mut try_lexeme = |j: usize, lexemes: &mut Vec<Lexeme>, lex_of: &mut Vec<Option<u32>>| {
         let Some(h) = &hir[j] else { return false };
+        if failures >= MAX_LEXEME_FAILURES || states >= total {
+            return false;
+        }
         match ByteDfa::from_hir(h, config) {
-            Ok(dfa) => {
+            Ok(dfa) if states + dfa.state_count() <= total => {
+                states += dfa.state_count();
                 let first = (0..dfa.state_count())
                     .map(|s| {
                         let mut f: ByteSet = [0; 4];
@@ -190,7 +244,11 @@ pub(crate) fn build(
                 lexemes.push(Lexeme { dfa, first, nt: j as u32 });
                 true
             }
-            Err(_) => false,
+            Ok(_) => false,
+            Err(_) => {
+                failures += 1;
+                false
+            }
         }
     };
     let mut work = Vec::new();
