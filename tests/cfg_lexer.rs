@@ -19,11 +19,12 @@ fn grammar(name: &str) -> String {
 }
 
 fn library() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/grammars"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".gbnf"))
-        .collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/grammars"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".gbnf"))
+            .collect();
     names.sort();
     names
 }
@@ -38,7 +39,13 @@ fn pick(mask: &TokenMask, v: &Vocabulary, rng: &mut u64) -> Option<TokenId> {
 }
 
 /// Walk `fast` and `slow` side by side with random allowed tokens, comparing masks.
-fn compare(name: &str, fast: &mut CfgConstraint, slow: &mut CfgConstraint, seed: u64, steps: usize) {
+fn compare(
+    name: &str,
+    fast: &mut CfgConstraint,
+    slow: &mut CfgConstraint,
+    seed: u64,
+    steps: usize,
+) {
     let v = vocab();
     let mut m1 = TokenMask::new(v.n_vocab());
     let mut m2 = TokenMask::new(v.n_vocab());
@@ -123,8 +130,9 @@ fn regular_rules_become_lexemes() {
     let g = CfgGrammar::from_gbnf("root ::= [a-z]+ (\",\" [a-z]+)*", &c).unwrap();
     assert_eq!(g.lexeme_names(), vec!["root"]);
     // Left recursion through a rule other than the loop form is not regular.
-    let g = CfgGrammar::from_gbnf("root ::= e\ne ::= e \"+\" t | t\nt ::= \"(\" e \")\" | [0-9]", &c)
-        .unwrap();
+    let g =
+        CfgGrammar::from_gbnf("root ::= e\ne ::= e \"+\" t | t\nt ::= \"(\" e \")\" | [0-9]", &c)
+            .unwrap();
     assert!(!g.lexeme_names().contains(&"e"));
 }
 
@@ -140,8 +148,9 @@ fn oversized_lexeme_falls_back_to_rules_with_the_same_masks() {
     let full = CfgGrammar::from_gbnf(text, &CfgConfig::default()).unwrap();
     assert_eq!(full.lexeme_names(), vec!["root"]);
     let mut a = CfgConstraint::from_gbnf(v, text, &small).unwrap();
-    let mut b = CfgConstraint::from_gbnf(v, text, &CfgConfig { lexer: false, ..CfgConfig::default() })
-        .unwrap();
+    let mut b =
+        CfgConstraint::from_gbnf(v, text, &CfgConfig { lexer: false, ..CfgConfig::default() })
+            .unwrap();
     compare("word-list", &mut a, &mut b, 7, 12);
 }
 

@@ -205,7 +205,10 @@ impl ByteDfa {
     ///
     /// # Errors
     /// As [`ByteDfa::from_regex`], syntax aside.
-    pub fn from_hir(hir: &regex_syntax::hir::Hir, config: &DfaConfig) -> Result<ByteDfa, RegexError> {
+    pub fn from_hir(
+        hir: &regex_syntax::hir::Hir,
+        config: &DfaConfig,
+    ) -> Result<ByteDfa, RegexError> {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()

@@ -38,11 +38,8 @@ impl Item {
     #[inline(always)]
     fn at(g: &CfgGrammar, pos: u32, origin: u32) -> Item {
         let s = g.syms[pos as usize];
-        let st = if s & LEX_FLAG == LEX_FLAG {
-            g.lexemes[(s & !LEX_FLAG) as usize].start()
-        } else {
-            0
-        };
+        let st =
+            if s & LEX_FLAG == LEX_FLAG { g.lexemes[(s & !LEX_FLAG) as usize].start() } else { 0 };
         Item { pos, origin, st }
     }
 
@@ -453,7 +450,8 @@ impl Chart {
                 let sym = g.syms[it.pos as usize];
                 let lex = sym & LEX_FLAG == LEX_FLAG;
                 if (sym & END_FLAG != 0 && !lex && it.pos != g.accept_pos)
-                    || (lex && g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] == [0; 4])
+                    || (lex
+                        && g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] == [0; 4])
                 {
                     continue;
                 }

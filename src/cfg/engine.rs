@@ -15,17 +15,17 @@
 //! EOS is allowed exactly when the chart accepts.
 
 use super::earley::Chart;
-use super::walk::EarleyWalk;
 use super::grammar::{CfgGrammar, LEX_FLAG};
-use crate::automaton::DfaStateId;
-use crate::regex::safe_set;
+use super::walk::EarleyWalk;
 use super::{CfgConfig, CfgError};
+use crate::automaton::DfaStateId;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
     EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
+use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -72,8 +72,8 @@ fn build_lex_slices(
     let mut budget = 20_000_000usize;
     let mut built = 0;
     let mut by_mask: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-    for (li, l) in g.lexemes.iter().enumerate() {
-        for s in 0..l.dfa.state_count() {
+    for (l, slots) in g.lexemes.iter().zip(out.iter_mut()) {
+        for (s, slot) in slots.iter_mut().enumerate() {
             let sid = DfaStateId::from_index(s);
             let safe = safe_set(&l.dfa, sid, 1024, &mut budget);
             if safe.iter().filter(|&&x| x).count() < 2 || built >= MAX_LEX_SLICES {
@@ -112,7 +112,7 @@ fn build_lex_slices(
                     k
                 }
             };
-            out[li][s] = k;
+            *slot = k;
         }
     }
     out
@@ -178,7 +178,10 @@ fn build_slices(
 }
 
 fn items_limit(value: usize) -> EngineError {
-    EngineError::new(EngineErrorKind::LimitExceeded { limit: "CfgConfig::max_items_per_set", value })
+    EngineError::new(EngineErrorKind::LimitExceeded {
+        limit: "CfgConfig::max_items_per_set",
+        value,
+    })
 }
 
 /// The GBNF constraint engine (see the module docs).

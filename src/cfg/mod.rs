@@ -5,22 +5,42 @@
 //!   left-recursive helper rules, character classes become UTF-8 byte-range sequences, and the
 //!   analysis finds undefined rules (error), unreachable rules (warning) and unproductive rules
 //!   (warning; they are removed, which is what keeps masks exact).
-//! - [`earley`] is a scannerless Earley recogniser over bytes (Earley 1970, with Aycock &
-//!   Horspool 2002's handling of nullable symbols) that implements
-//!   [`crate::recognizer::Recognizer`] with an undo log, so the shared trie walker drives it.
+//! - [`lexer`] infers a lexical level: maximal regular sub-rules (a JSON string or number, an
+//!   identifier, a whitespace run) become *lexemes*, each one DFA (`regex-automata`, through
+//!   [`crate::automaton::ByteDfa`]).
+//! - [`earley`] is an Earley recogniser over bytes and lexemes (Earley 1970, with Aycock &
+//!   Horspool 2002's handling of nullable symbols): an item before a lexeme carries the lexeme's
+//!   DFA state, so a byte inside a lexeme is one table step. It keeps an append-only chart (undo
+//!   = truncate) and implements [`crate::recognizer::Recognizer`] through `walk`, so the
+//!   shared trie walker drives it.
 //! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: mask cache keyed by a
-//!   structural signature of the chart, lexical slices for character-class loops, rollback by
-//!   truncating the chart.
+//!   structural signature of the chart, slices for character-class loops and lexeme states,
+//!   rollback by truncating the chart, [`crate::EngineErrorKind::LimitExceeded`] when an
+//!   Earley set would exceed [`CfgConfig::max_items_per_set`].
 //!
-//! # Why Earley over bytes
+//! # Why Earley, and why a lexer inside it
 //! Earley handles every CFG — left recursion, ambiguity, empty rules — with no grammar
 //! rewriting, and its sets answer exactly the question a mask asks: after these bytes, is some
 //! sentence still possible? (Yes iff the set is non-empty, once unproductive symbols are gone.)
-//! A scannerless design needs no lexer with its own ambiguities (GBNF has none: terminals are
-//! literals and classes inside rules). The cost is one Earley set per byte; the trie walk pays it
-//! for every trie node it visits, which is why masks are cached by chart signature and why
-//! character-class loops (string bodies, free text) are answered by precomputed slices. See
-//! `docs/grammars.md` for the numbers.
+//! Its cost is one Earley set per byte, and the trie walk pays it for every trie node it
+//! visits; a purely byte-level Earley was 16× slower than the native JSON engine on JSON and
+//! took 60–350 ms per mask on permissive grammars. The proven fix (llguidance) is a lexer:
+//! regular sub-languages as DFAs, Earley over lexemes. GBNF has no lexical level, so it is
+//! inferred (regular = not recursive through itself), and since GBNF has no maximal-munch or
+//! priority rule, a lexeme is not tokenised greedily: the DFA runs *inside* Earley items, an
+//! item in an accepting DFA state both continues and completes the lexeme, and the language is
+//! unchanged. Three things make it fast:
+//! 1. a byte inside a lexeme steps a DFA state instead of closing over many byte-level items;
+//! 2. completing an accepting lexeme is deferred until a byte of its FOLLOW set is pushed
+//!    (inside an identifier, eager completion walked the whole precedence chain per byte);
+//! 3. during the trie walk, bytes inside a lexeme run are *virtual* DFA steps, replayed into
+//!    Earley sets only when the run ends (`walk`).
+//!
+//! The alternative, a pushdown automaton with a context-independent token cache (XGrammar),
+//! needs a large precomputation per grammar and vocabulary and was more than this step could
+//! build; a lexer over the existing recogniser kept every exactness test applicable and gave
+//! the numbers in `docs/performance.md` ("Regex and CFG"). The masks are checked equal to the
+//! byte-level engine (`CfgConfig::lexer = false`) on every library grammar.
 //!
 //! # Example
 //! ```

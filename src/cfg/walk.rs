@@ -68,8 +68,8 @@ impl<'a> EarleyWalk<'a> {
                     match &mut p {
                         None => p = Some(Pure { lex: l, st: it.st, follow: *f }),
                         Some(q) if q.lex == l && q.st == it.st => {
-                            for w in 0..4 {
-                                q.follow[w] |= f[w];
+                            for (a, b) in q.follow.iter_mut().zip(f) {
+                                *a |= b;
                             }
                         }
                         Some(_) => return None,
