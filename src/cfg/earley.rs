@@ -149,7 +149,7 @@ impl Chart {
     }
 
     /// Did a set exceed the item limit (and its byte get refused) since the last
-    /// [`Chart::clear_overflow`]?
+    /// `clear_overflow`?
     pub fn overflowed(&self) -> bool {
         self.overflowed
     }
