@@ -320,6 +320,48 @@ impl Chart {
         true
     }
 
+    /// Append the sets for the bytes of `run`, a run inside the lexeme that every scannable item of the
+    /// last set is before, in one DFA state (a *pure* set, see `walk`), ending in DFA state
+    /// `st` from which the lexeme can go on. Such a run changes nothing but that state: the
+    /// set after it is the last set's lexeme items with state `st` (their completions deferred
+    /// when `st` accepts, every FOLLOW set being non-empty in a pure set). Only that set is
+    /// built; the sets before it are empty placeholders, which the walk never pushes from or
+    /// reads (it pops back over them into virtual pushes) and no item has as origin.
+    /// `false` (nothing changed) on overflow.
+    pub(crate) fn push_run(&mut self, g: &CfgGrammar, run: &[(u8, u32)], st: u32) -> bool {
+        let Some((&(last_byte, _), head)) = run.split_last() else { return true };
+        let count = self.set_count();
+        let (s, e) = (self.starts[count - 1] as usize, self.starts[count] as usize);
+        for &(b, _) in head {
+            self.starts.push(self.items.len() as u32);
+            self.scan.push([0; 4]);
+            self.pend.push([0; 4]);
+            self.kernel_end.push(self.items.len() as u32);
+            self.bytes.push(b);
+        }
+        let i = self.set_count() as u32;
+        let base = self.items.len();
+        self.next_generation();
+        for idx in s..e {
+            let it = self.items[idx];
+            if g.syms[it.pos as usize] & LEX_FLAG == LEX_FLAG {
+                self.add(Item { pos: it.pos, origin: it.origin, st }, base);
+            }
+        }
+        let kernel_end = self.items.len();
+        let Some(pend) = self.close(g, i, base, base, kernel_end) else {
+            self.items.truncate(base);
+            self.truncate(count);
+            return false;
+        };
+        self.starts.push(self.items.len() as u32);
+        self.push_scan(g, base, pend);
+        self.pend.push(pend);
+        self.kernel_end.push(kernel_end as u32);
+        self.bytes.push(last_byte);
+        true
+    }
+
     /// Consume `byte` if some sentence continues with it; else leave the chart unchanged.
     pub(crate) fn push(&mut self, g: &CfgGrammar, byte: u8) -> bool {
         let i = self.set_count() as u32;
@@ -482,6 +524,12 @@ impl Chart {
     /// Is the input so far a sentence?
     pub(crate) fn is_accepting(&self, g: &CfgGrammar) -> bool {
         self.last().iter().any(|it| it.pos == g.accept_pos)
+    }
+
+    /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
+    #[inline]
+    pub(crate) fn last_scan(&self) -> [u64; 4] {
+        self.scan[self.set_count() - 1]
     }
 
     /// Can some byte follow?

@@ -15,7 +15,8 @@
 //! EOS is allowed exactly when the chart accepts.
 
 use super::earley::Chart;
-use super::grammar::{CfgGrammar, LEX_FLAG};
+use super::earley::Item;
+use super::grammar::{CfgGrammar, LEX_FLAG, T_FLAG};
 use super::walk::EarleyWalk;
 use super::{CfgConfig, CfgError};
 use crate::automaton::DfaStateId;
@@ -37,6 +38,10 @@ struct Slice {
     safe: TokenMask,
     count: usize,
     rest: TokTrie,
+    /// For a lexeme-state slice, built from lexeme `.0` in DFA state `.1`: the other tokens
+    /// less those the lexeme refuses before it could end (its DFA dies with no accepting state
+    /// on the way). Where that item is all the set can scan, nothing else could take them.
+    pure_rest: Option<(u32, u32, TokTrie)>,
 }
 
 struct Shared {
@@ -72,7 +77,7 @@ fn build_lex_slices(
     let mut budget = 20_000_000usize;
     let mut built = 0;
     let mut by_mask: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-    for (l, slots) in g.lexemes.iter().zip(out.iter_mut()) {
+    for (li, (l, slots)) in g.lexemes.iter().zip(out.iter_mut()).enumerate() {
         for (s, slot) in slots.iter_mut().enumerate() {
             let sid = DfaStateId::from_index(s);
             let safe = safe_set(&l.dfa, sid, 1024, &mut budget);
@@ -81,6 +86,7 @@ fn build_lex_slices(
             }
             let mut mask = TokenMask::new(vocab.n_vocab());
             let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut pure_rest: Vec<(TokenId, &[u8])> = Vec::new();
             let mut count = 0;
             for i in 0..vocab.n_tokens() {
                 let t = TokenId::from_index(i);
@@ -93,6 +99,22 @@ fn build_lex_slices(
                     count += 1;
                 } else {
                     rest.push((t, b));
+                    // Could the lexeme end inside the token (an accepting state before the
+                    // DFA dies)? Only then can anything after the lexeme take the rest.
+                    let mut q = sid;
+                    let mut may_end = false;
+                    for &x in b {
+                        match l.dfa.next(q, x) {
+                            Some(n) => {
+                                q = n;
+                                may_end |= l.dfa.is_accepting(n);
+                            }
+                            None => break,
+                        }
+                    }
+                    if may_end {
+                        pure_rest.push((t, b));
+                    }
                 }
             }
             // A lexeme state's walk is cheap already (virtual pushes, see `walk`), and each slice
@@ -106,7 +128,12 @@ fn build_lex_slices(
                 Some(&k) => k,
                 None => {
                     built += 1;
-                    slices.push(Slice { safe: mask, count, rest: TokTrie::build(rest) });
+                    slices.push(Slice {
+                        safe: mask,
+                        count,
+                        rest: TokTrie::build(rest),
+                        pure_rest: Some((li as u32, s as u32, TokTrie::build(pure_rest))),
+                    });
                     let k = slices.len() as u32 - 1;
                     by_mask.insert(key, k);
                     k
@@ -167,7 +194,7 @@ fn build_slices(
             if count < config.slice_min_tokens {
                 return None;
             }
-            slices.push(Slice { safe, count, rest: TokTrie::build(rest) });
+            slices.push(Slice { safe, count, rest: TokTrie::build(rest), pure_rest: None });
             Some(slices.len() - 1)
         });
         if let Some(i) = idx {
@@ -175,6 +202,14 @@ fn build_slices(
         }
     }
     (slices, loop_slice)
+}
+
+/// Is every item of `set` that can scan before lexeme `lex` in DFA state `st`?
+fn pure_at(g: &CfgGrammar, set: &[Item], lex: u32, st: u32) -> bool {
+    set.iter().all(|it| {
+        let sym = g.syms[it.pos as usize];
+        sym & T_FLAG == 0 || (sym & LEX_FLAG == LEX_FLAG && sym & !LEX_FLAG == lex && it.st == st)
+    })
 }
 
 fn items_limit(value: usize) -> EngineError {
@@ -346,7 +381,10 @@ impl CfgConstraint {
         let trie = match best {
             Some(s) => {
                 mask.copy_from(&s.safe);
-                &s.rest
+                match &s.pure_rest {
+                    Some((l, st, t)) if pure_at(g, chart.last(), *l, *st) => t,
+                    _ => &s.rest,
+                }
             }
             None => self.vocab.trie(),
         };

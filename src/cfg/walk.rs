@@ -33,14 +33,39 @@ pub(crate) struct EarleyWalk<'a> {
     chart: &'a mut Chart,
     /// Virtual pushes above the chart's last set: (byte, DFA state after it).
     virt: Vec<(u8, u32)>,
-    /// Whether the chart's last set is pure, for the set count in `pure_for`.
+    /// Whether the chart's last set is pure, and the bytes it can take (`scan`, its deferred
+    /// completions' FOLLOW bytes included); valid when `pure_for` is the set count.
     pure: Option<Pure>,
+    scan: ByteSet,
     pure_for: usize,
+    /// Runs turned into real sets ([`Chart::push_run`]), innermost last: popping back onto one
+    /// of their placeholder sets turns the rest of the run virtual again.
+    runs: Vec<Run>,
+    /// The pushes of all runs, back to back.
+    run_store: Vec<(u8, u32)>,
+}
+
+/// A run of virtual pushes made real: the set count before it, where its pushes are in
+/// `run_store`, its pure set.
+struct Run {
+    base: usize,
+    from: usize,
+    len: usize,
+    pure: Pure,
 }
 
 impl<'a> EarleyWalk<'a> {
     pub(crate) fn new(g: &'a CfgGrammar, chart: &'a mut Chart) -> Self {
-        EarleyWalk { g, chart, virt: Vec::with_capacity(64), pure: None, pure_for: usize::MAX }
+        EarleyWalk {
+            g,
+            chart,
+            virt: Vec::with_capacity(64),
+            pure: None,
+            scan: [0; 4],
+            pure_for: usize::MAX,
+            runs: Vec::new(),
+            run_store: Vec::new(),
+        }
     }
 
     /// Is the chart's last set pure (see the module docs)?
@@ -49,6 +74,7 @@ impl<'a> EarleyWalk<'a> {
         if self.pure_for != n {
             self.pure_for = n;
             self.pure = self.compute_pure();
+            self.scan = self.chart.last_scan();
         }
         self.pure
     }
@@ -81,15 +107,20 @@ impl<'a> EarleyWalk<'a> {
         p
     }
 
-    /// Turn the virtual pushes into real sets. `false` (nothing changed) on overflow.
+    /// Turn the virtual pushes into real sets (one real set and placeholders, see
+    /// [`Chart::push_run`]). `false` (nothing changed) on overflow.
     fn replay(&mut self) -> bool {
-        let before = self.chart.set_count();
-        for k in 0..self.virt.len() {
-            if !self.chart.push(self.g, self.virt[k].0) {
-                self.chart.truncate(before);
-                return false;
-            }
+        if self.virt.is_empty() {
+            return true;
         }
+        let (Some(pure), Some(&(_, st))) = (self.pure, self.virt.last()) else { return true };
+        let base = self.chart.set_count();
+        if !self.chart.push_run(self.g, &self.virt, st) {
+            return false;
+        }
+        let from = self.run_store.len();
+        self.run_store.extend_from_slice(&self.virt);
+        self.runs.push(Run { base, from, len: self.virt.len(), pure });
         self.virt.clear();
         true
     }
@@ -99,7 +130,16 @@ impl Recognizer for EarleyWalk<'_> {
     #[inline]
     fn try_push_byte(&mut self, byte: u8) -> bool {
         // While virtual pushes are stacked, the last set (and its purity) cannot change.
-        let pure = if self.virt.is_empty() { self.pure_top() } else { self.pure };
+        let pure = if self.virt.is_empty() {
+            let p = self.pure_top();
+            // Most tries of a walk fail here, on the last set's scannable bytes.
+            if !set_has(&self.scan, byte) {
+                return false;
+            }
+            p
+        } else {
+            self.pure
+        };
         if let Some(p) = pure {
             let lx = &self.g.lexemes[p.lex as usize];
             let cur = self.virt.last().map_or(p.st, |v| v.1);
@@ -130,6 +170,25 @@ impl Recognizer for EarleyWalk<'_> {
         if n > v {
             self.chart.pop(n - v);
             self.pure_for = usize::MAX;
+            let count = self.chart.set_count();
+            while let Some(r) = self.runs.last() {
+                if count <= r.base {
+                    self.run_store.truncate(r.from);
+                    self.runs.pop();
+                    continue;
+                }
+                if count < r.base + r.len {
+                    // On a placeholder: back to the pure set and virtual pushes.
+                    let r = self.runs.pop().expect("checked");
+                    self.chart.truncate(r.base);
+                    self.virt.extend_from_slice(&self.run_store[r.from..r.from + count - r.base]);
+                    self.run_store.truncate(r.from);
+                    self.pure = Some(r.pure);
+                    self.scan = self.chart.last_scan();
+                    self.pure_for = r.base;
+                }
+                break;
+            }
         }
     }
 }
