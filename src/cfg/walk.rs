@@ -10,9 +10,12 @@
 //! completions (see [`super::earley`]) only matter for bytes in the lexeme's FOLLOW set. So
 //! such pushes are *virtual*: a stack of DFA states above the chart's last set, one table step
 //! each. The first push that leaves the run — a byte that would complete the lexeme (in the
-//! FOLLOW set while accepting) or end it (a state with no way on) — replays the virtual bytes
-//! into real sets and then pushes normally, so the chart is exactly what pushing every byte
-//! would have made. Pops take virtual bytes first.
+//! FOLLOW set while accepting) or end it (a state with no way on) — makes the run real and then
+//! pushes normally. Making it real builds only the set after the run (the pure set's items with
+//! the run's final DFA state: what pushing every byte would have made) and empty placeholder
+//! sets for the bytes before it ([`Chart::push_run`]); a pop that lands on a placeholder turns
+//! the rest of the run virtual again, so no walk ever pushes from one. Pops take virtual bytes
+//! first.
 
 use super::earley::Chart;
 use super::grammar::{decode, set_has, ByteSet, CfgGrammar, Sym};
