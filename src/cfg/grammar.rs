@@ -424,127 +424,6 @@ fn class_of(defs: &[NtDef], sets: &[ByteSet], s: RSym, depth: u32) -> Vec<(u32, 
     }
 }
 
-fn union(a: &mut ByteSet, b: &ByteSet) -> bool {
-    let mut changed = false;
-    for w in 0..4 {
-        let n = a[w] | b[w];
-        changed |= n != a[w];
-        a[w] = n;
-    }
-    changed
-}
-
-/// FIRST/FOLLOW over bytes (least fixpoints) on the flat grammar, reported per lexeme position
-/// (see [`CfgGrammar::follow`]). Over-approximation would only cost speed; these are exact sets
-/// of the context-free grammar.
-fn lexeme_follow(
-    syms: &[u32],
-    sets: &[ByteSet],
-    lexemes: &[Lexeme],
-    alts: &[Vec<u32>],
-    nullable_nt: &[bool],
-) -> Vec<ByteSet> {
-    let n = alts.len();
-    if lexemes.is_empty() {
-        return Vec::new();
-    }
-    let sym_nullable = |s: u32| match decode(s) {
-        Sym::T(_) => false,
-        Sym::Lex(l) => {
-            let lx = &lexemes[l as usize];
-            lx.accepting(lx.start())
-        }
-        Sym::Nt(a) => nullable_nt[a as usize],
-        Sym::End(_) => true,
-    };
-    let mut first: Vec<ByteSet> = vec![[0; 4]; n];
-    let sym_first = |s: u32, first: &[ByteSet]| -> ByteSet {
-        match decode(s) {
-            Sym::T(t) => sets[t as usize],
-            Sym::Lex(l) => {
-                let lx = &lexemes[l as usize];
-                lx.first[lx.start() as usize]
-            }
-            Sym::Nt(a) => first[a as usize],
-            Sym::End(_) => [0; 4],
-        }
-    };
-    loop {
-        let mut changed = false;
-        for a in 0..n {
-            for &p in &alts[a] {
-                let mut q = p as usize;
-                loop {
-                    let s = syms[q];
-                    if let Sym::End(_) = decode(s) {
-                        break;
-                    }
-                    let f = sym_first(s, &first);
-                    changed |= union(&mut first[a], &f);
-                    if !sym_nullable(s) {
-                        break;
-                    }
-                    q += 1;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    // FIRST and nullability of every suffix, right to left within each production.
-    let mut suf_first: Vec<ByteSet> = vec![[0; 4]; syms.len() + 1];
-    let mut suf_null = vec![true; syms.len() + 1];
-    let mut lhs_of = vec![0u32; syms.len()];
-    for q in (0..syms.len()).rev() {
-        match decode(syms[q]) {
-            Sym::End(a) => {
-                suf_first[q] = [0; 4];
-                suf_null[q] = true;
-                lhs_of[q] = a;
-            }
-            _ => {
-                let mut f = sym_first(syms[q], &first);
-                let nul = sym_nullable(syms[q]);
-                if nul {
-                    let next = suf_first[q + 1];
-                    union(&mut f, &next);
-                }
-                suf_first[q] = f;
-                suf_null[q] = nul && suf_null[q + 1];
-                lhs_of[q] = lhs_of[q + 1];
-            }
-        }
-    }
-    let mut fol: Vec<ByteSet> = vec![[0; 4]; n];
-    loop {
-        let mut changed = false;
-        for q in 0..syms.len() {
-            if let Sym::Nt(a) = decode(syms[q]) {
-                let mut f = suf_first[q + 1];
-                if suf_null[q + 1] {
-                    union(&mut f, &fol[lhs_of[q] as usize]);
-                }
-                changed |= union(&mut fol[a as usize], &f);
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let mut out = vec![[0; 4]; syms.len()];
-    for q in 0..syms.len() {
-        if let Sym::Lex(_) = decode(syms[q]) {
-            let mut f = suf_first[q + 1];
-            if suf_null[q + 1] {
-                union(&mut f, &fol[lhs_of[q] as usize]);
-            }
-            out[q] = f;
-        }
-    }
-    out
-}
-
 impl CfgGrammar {
     /// Parse and compile GBNF text.
     ///
@@ -739,7 +618,7 @@ impl CfgGrammar {
             flat_loops.push(Loop { pos: alt_pos[nt as usize][k] + 1, class });
         }
 
-        let follow = lexeme_follow(&syms, &sets, &lexemes, &alts, &nullable);
+        let follow = lexer::follow_sets(&syms, &sets, &lexemes, &alts, &nullable);
         let productions: usize = alts.iter().map(Vec::len).sum();
         let report = GrammarReport {
             rules: rules

@@ -15,6 +15,9 @@
 //!   non-regular rule (or the start rule) references is compiled to a DFA; if that DFA exceeds
 //!   the limits (`CfgConfig::max_lexeme_states`), the rule stays a grammar rule and its own
 //!   regular sub-rules are tried instead.
+//! - [`follow_sets`] gives, per lexeme position, the bytes that can follow the lexeme there
+//!   (byte FIRST/FOLLOW sets of the flat grammar), which the recogniser's deferred completions
+//!   wait for.
 //! - Build work is bounded: HIR size per rule and per grammar, DFA states per lexeme and for
 //!   all lexemes together (8× the per-lexeme limit), and at most 8 DFAs that fail to build;
 //!   past a bound, rules simply stay at the byte level (slower, same masks).
@@ -25,7 +28,7 @@
 //! No maximal-munch or priority rule is applied (GBNF has none): an item in an accepting DFA
 //! state both stays in the lexeme and completes it, exactly like the byte-level rules did.
 
-use super::grammar::{set_add, ByteSet, RSym};
+use super::grammar::{decode, set_add, ByteSet, RSym, Sym};
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
@@ -277,4 +280,126 @@ pub(crate) fn build(
         }
     }
     (lex_of, lexemes)
+}
+
+fn union(a: &mut ByteSet, b: &ByteSet) -> bool {
+    let mut changed = false;
+    for w in 0..4 {
+        let n = a[w] | b[w];
+        changed |= n != a[w];
+        a[w] = n;
+    }
+    changed
+}
+
+/// FIRST/FOLLOW over bytes (least fixpoints) on the flat grammar, reported per lexeme position:
+/// the bytes that can come right after the lexeme there (`CfgGrammar::follow`, what deferred
+/// completions wait for). Over-approximation would only cost speed; these are exact sets
+/// of the context-free grammar.
+pub(crate) fn follow_sets(
+    syms: &[u32],
+    sets: &[ByteSet],
+    lexemes: &[Lexeme],
+    alts: &[Vec<u32>],
+    nullable_nt: &[bool],
+) -> Vec<ByteSet> {
+    let n = alts.len();
+    if lexemes.is_empty() {
+        return Vec::new();
+    }
+    let sym_nullable = |s: u32| match decode(s) {
+        Sym::T(_) => false,
+        Sym::Lex(l) => {
+            let lx = &lexemes[l as usize];
+            lx.accepting(lx.start())
+        }
+        Sym::Nt(a) => nullable_nt[a as usize],
+        Sym::End(_) => true,
+    };
+    let mut first: Vec<ByteSet> = vec![[0; 4]; n];
+    let sym_first = |s: u32, first: &[ByteSet]| -> ByteSet {
+        match decode(s) {
+            Sym::T(t) => sets[t as usize],
+            Sym::Lex(l) => {
+                let lx = &lexemes[l as usize];
+                lx.first[lx.start() as usize]
+            }
+            Sym::Nt(a) => first[a as usize],
+            Sym::End(_) => [0; 4],
+        }
+    };
+    loop {
+        let mut changed = false;
+        for a in 0..n {
+            for &p in &alts[a] {
+                let mut q = p as usize;
+                loop {
+                    let s = syms[q];
+                    if let Sym::End(_) = decode(s) {
+                        break;
+                    }
+                    let f = sym_first(s, &first);
+                    changed |= union(&mut first[a], &f);
+                    if !sym_nullable(s) {
+                        break;
+                    }
+                    q += 1;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // FIRST and nullability of every suffix, right to left within each production.
+    let mut suf_first: Vec<ByteSet> = vec![[0; 4]; syms.len() + 1];
+    let mut suf_null = vec![true; syms.len() + 1];
+    let mut lhs_of = vec![0u32; syms.len()];
+    for q in (0..syms.len()).rev() {
+        match decode(syms[q]) {
+            Sym::End(a) => {
+                suf_first[q] = [0; 4];
+                suf_null[q] = true;
+                lhs_of[q] = a;
+            }
+            _ => {
+                let mut f = sym_first(syms[q], &first);
+                let nul = sym_nullable(syms[q]);
+                if nul {
+                    let next = suf_first[q + 1];
+                    union(&mut f, &next);
+                }
+                suf_first[q] = f;
+                suf_null[q] = nul && suf_null[q + 1];
+                lhs_of[q] = lhs_of[q + 1];
+            }
+        }
+    }
+    let mut fol: Vec<ByteSet> = vec![[0; 4]; n];
+    loop {
+        let mut changed = false;
+        for q in 0..syms.len() {
+            if let Sym::Nt(a) = decode(syms[q]) {
+                let mut f = suf_first[q + 1];
+                if suf_null[q + 1] {
+                    union(&mut f, &fol[lhs_of[q] as usize]);
+                }
+                changed |= union(&mut fol[a as usize], &f);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out = vec![[0; 4]; syms.len()];
+    for q in 0..syms.len() {
+        if let Sym::Lex(_) = decode(syms[q]) {
+            let mut f = suf_first[q + 1];
+            if suf_null[q + 1] {
+                union(&mut f, &fol[lhs_of[q] as usize]);
+            }
+            out[q] = f;
+        }
+    }
+    out
 }
