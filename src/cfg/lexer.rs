@@ -15,7 +15,7 @@
 //!   non-regular rule (or the start rule) references is compiled to a DFA; if that DFA exceeds
 //!   the limits (`CfgConfig::max_lexeme_states`), the rule stays a grammar rule and its own
 //!   regular sub-rules are tried instead.
-//! - [`follow_sets`] gives, per lexeme position, the bytes that can follow the lexeme there
+//! - `follow_sets` gives, per lexeme position, the bytes that can follow the lexeme there
 //!   (byte FIRST/FOLLOW sets of the flat grammar), which the recogniser's deferred completions
 //!   wait for.
 //! - Build work is bounded: HIR size per rule and per grammar, DFA states per lexeme and for
