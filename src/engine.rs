@@ -74,6 +74,15 @@ pub enum EngineErrorKind {
         /// Tokens that can be undone.
         available: usize,
     },
+    /// Computing the mask or the token's step would exceed a configured resource limit (e.g.
+    /// `CfgConfig::max_items_per_set`). The engine's state is unchanged; no mask is produced
+    /// rather than a wrong one.
+    LimitExceeded {
+        /// The configuration field that was hit.
+        limit: &'static str,
+        /// Its value.
+        value: usize,
+    },
 }
 
 impl EngineError {
@@ -112,6 +121,10 @@ impl fmt::Display for EngineError {
             EngineErrorKind::RollbackTooFar { requested, available } => write!(
                 f,
                 "cannot roll back {requested} tokens: only {available} are in the history"
+            ),
+            EngineErrorKind::LimitExceeded { limit, value } => write!(
+                f,
+                "resource limit {limit} = {value} exceeded; state unchanged (raise the limit)"
             ),
         }
     }

@@ -68,8 +68,9 @@
 //! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
 //! - [`schema::SchemaOptions`]: whitespace, property order, `lenient`, and
 //!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives).
-//! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits; [`CfgConfig`]: grammar size
-//!   and Earley items per set.
+//! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits; [`CfgConfig`]: grammar size,
+//!   Earley items per set (over it: [`EngineErrorKind::LimitExceeded`], never a smaller mask)
+//!   and DFA states per lexeme.
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
 //!
 //! ## Cargo features

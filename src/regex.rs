@@ -128,7 +128,12 @@ struct Shared {
 /// `C`-bytes refuses, until stable (the set only shrinks, so this terminates). Every token made
 /// only of `C`-bytes is then allowed at `s` (all DFA states are live). Gives up (empty set) when
 /// the reachable region exceeds `limit` states or the shared work `budget` runs out.
-fn safe_set(dfa: &ByteDfa, s: DfaStateId, limit: usize, budget: &mut usize) -> [bool; 256] {
+pub(crate) fn safe_set(
+    dfa: &ByteDfa,
+    s: DfaStateId,
+    limit: usize,
+    budget: &mut usize,
+) -> [bool; 256] {
     // Candidates: bytes that can follow `s` twice in a row. (Without this, one byte that leads
     // somewhere narrow, like `(` before a phone number, would make the fixpoint drop everything.)
     let mut set = [false; 256];

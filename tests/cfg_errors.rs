@@ -97,6 +97,33 @@ fn item_limit_refuses_instead_of_exploding() {
     let mut e = CfgConstraint::from_gbnf(&v, "root ::= e\ne ::= e e | \"a\"", &config).unwrap();
     let r = e.advance_bytes(&[b'a'; 64]);
     assert!(r.is_err() && e.overflowed());
+    // The chart is unchanged by the refused run; feed the longest accepted prefix.
+    let ok = r.unwrap_err();
+    assert!(ok > 0);
+    e.advance_bytes(&vec![b'a'; ok]).unwrap();
+    assert!(!e.overflowed());
+    let before = e.output_bytes();
+    // The next byte overflows: advance and fill_mask say so instead of refusing or
+    // returning an under-approximated mask, and the state stays as it was.
+    let a = v.encode("a").unwrap()[0];
+    let err = e.advance(a).unwrap_err();
+    assert!(
+        matches!(err.kind(), EngineErrorKind::LimitExceeded { limit, value: 40 } if limit.contains("max_items_per_set")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("max_items_per_set"));
+    assert_eq!(e.output_bytes(), before);
+    let mut mask = TokenMask::new(v.n_vocab());
+    let err = e.fill_mask(&mut mask).unwrap_err();
+    assert!(matches!(err.kind(), EngineErrorKind::LimitExceeded { .. }), "{err}");
+    assert_eq!(mask.count(), 0);
+    assert_eq!(e.output_bytes(), before);
+    // With room, the same state masks and advances normally.
+    let big = CfgConfig { max_items_per_set: 1 << 20, ..CfgConfig::default() };
+    let mut e2 = CfgConstraint::from_gbnf(&v, "root ::= e\ne ::= e e | \"a\"", &big).unwrap();
+    e2.advance_bytes(&before).unwrap();
+    e2.fill_mask(&mut mask).unwrap();
+    assert!(mask.contains(a));
 }
 
 /// Every grammar of the library compiles cleanly: no unreachable or unproductive rules.

@@ -197,6 +197,18 @@ impl ByteDfa {
             .build()
             .parse(pattern)
             .map_err(|e| syntax_error(&e))?;
+        Self::from_hir(&hir, config)
+    }
+
+    /// Compile an already built `regex-syntax` HIR (byte classes allowed: the CFG lexer builds
+    /// its lexemes' HIR from byte-level terminals) to a full-match DFA.
+    ///
+    /// # Errors
+    /// As [`ByteDfa::from_regex`], syntax aside.
+    pub fn from_hir(
+        hir: &regex_syntax::hir::Hir,
+        config: &DfaConfig,
+    ) -> Result<ByteDfa, RegexError> {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
@@ -204,7 +216,7 @@ impl ByteDfa {
                     .shrink(false)
                     .which_captures(thompson::WhichCaptures::None),
             )
-            .build_from_hir(&hir)
+            .build_from_hir(hir)
             .map_err(|e| {
                 RegexError::new(RegexErrorKind::TooBig { message: format!("NFA: {e}") })
             })?;

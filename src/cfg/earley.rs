@@ -21,15 +21,32 @@
 //! step reads is reachable through origin links), so the mask cache keys on it. A false hit needs
 //! a 64-bit hash collision.
 
-use super::grammar::{decode, set_has, CfgGrammar, Sym, END_FLAG, T_FLAG};
-use crate::recognizer::Recognizer;
+use super::grammar::{decode, set_has, CfgGrammar, Sym, END_FLAG, LEX_FLAG, T_FLAG};
 use rustc_hash::FxHashSet;
 
-/// One Earley item: a dotted production (its flat position) and the set it started in.
+/// One Earley item: a dotted production (its flat position), the set it started in, and — when
+/// the dot is before a lexeme — the lexeme's DFA state (0 otherwise).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct Item {
     pub pos: u32,
     pub origin: u32,
+    pub st: u32,
+}
+
+impl Item {
+    /// The item at `pos` from `origin`, entering the lexeme there (if any) at its start state.
+    #[inline(always)]
+    fn at(g: &CfgGrammar, pos: u32, origin: u32) -> Item {
+        let s = g.syms[pos as usize];
+        let st =
+            if s & LEX_FLAG == LEX_FLAG { g.lexemes[(s & !LEX_FLAG) as usize].start() } else { 0 };
+        Item { pos, origin, st }
+    }
+
+    #[inline(always)]
+    fn key(self) -> (u64, u32) {
+        (u64::from(self.pos) << 32 | u64::from(self.origin), self.st)
+    }
 }
 
 /// Sets smaller than this are deduplicated by a linear scan; larger ones through a hash set.
@@ -51,6 +68,9 @@ pub struct Chart {
     /// `starts[k]` = first item of set `k`; the last entry is `items.len()`.
     starts: Vec<u32>,
     sigs: Vec<u64>,
+    /// Per committed set: the signature of what later sets can read of it as an origin (its
+    /// items waiting for a nonterminal; see the module docs).
+    osigs: Vec<u64>,
     /// Completion index of committed sets: `(nonterminal, item index)` of the items waiting
     /// for a nonterminal, sorted, set `k`'s at `waiting[wait_starts[k]..wait_starts[k + 1]]`.
     waiting: Vec<(u32, u32)>,
@@ -58,9 +78,14 @@ pub struct Chart {
     /// Per set: the union of the byte sets of its scannable terminals, so that a byte nothing
     /// can scan is refused without looking at the items (most tries of a trie walk fail).
     scan: Vec<[u64; 4]>,
+    /// Per set: the bytes that could follow its deferred lexeme completions (zero when none
+    /// are pending). See [`Chart::materialise`].
+    pend: Vec<[u64; 4]>,
+    /// Per set: the end of its kernel (the items made by scanning its byte).
+    kernel_end: Vec<u32>,
     /// The byte that produced each set after the first.
     bytes: Vec<u8>,
-    seen: FxHashSet<u64>,
+    seen: FxHashSet<(u64, u32)>,
     predicted: Vec<u32>,
     generation: u32,
     max_items: usize,
@@ -74,9 +99,12 @@ impl Chart {
             items: Vec::new(),
             starts: vec![0],
             sigs: Vec::new(),
+            osigs: Vec::new(),
             waiting: Vec::new(),
             wait_starts: vec![0],
             scan: Vec::new(),
+            pend: Vec::new(),
+            kernel_end: Vec::new(),
             bytes: Vec::new(),
             seen: FxHashSet::default(),
             predicted: vec![0; g.alts.len()],
@@ -86,11 +114,14 @@ impl Chart {
         };
         c.generation += 1;
         c.seen.clear();
-        c.add(Item { pos: g.start_pos, origin: 0 }, 0);
-        c.close(g, 0, 0);
+        c.add(Item::at(g, g.start_pos, 0), 0);
+        let pend = c.close(g, 0, 0, 0, 0).unwrap_or([0; 4]);
         c.starts.push(c.items.len() as u32);
-        c.push_scan(g, 0);
-        c.commit(g);
+        c.push_scan(g, 0, pend);
+        c.pend.push(pend);
+        c.kernel_end.push(0);
+        // Set 0 has no kernel, so nothing is deferred; an overflow there shows on the first push.
+        let _ = c.commit(g);
         c
     }
 
@@ -117,9 +148,21 @@ impl Chart {
         self.set(self.set_count() - 1)
     }
 
-    /// Did a set ever exceed the item limit (and its byte get refused)?
+    /// Did a set exceed the item limit (and its byte get refused) since the last
+    /// `clear_overflow`?
     pub fn overflowed(&self) -> bool {
         self.overflowed
+    }
+
+    /// Forget earlier overflows (each engine operation starts with this, so that a refusal can
+    /// be told apart from an overflow afterwards).
+    pub(crate) fn clear_overflow(&mut self) {
+        self.overflowed = false;
+    }
+
+    /// The item limit per set.
+    pub(crate) fn max_items(&self) -> usize {
+        self.max_items
     }
 
     #[inline]
@@ -132,21 +175,40 @@ impl Chart {
             if n + 1 == LINEAR_DEDUP {
                 self.seen.clear();
                 for x in &self.items[base..] {
-                    self.seen.insert(u64::from(x.pos) << 32 | u64::from(x.origin));
+                    self.seen.insert(x.key());
                 }
-                self.seen.insert(u64::from(it.pos) << 32 | u64::from(it.origin));
+                self.seen.insert(it.key());
             }
-        } else if !self.seen.insert(u64::from(it.pos) << 32 | u64::from(it.origin)) {
+        } else if !self.seen.insert(it.key()) {
             return;
         }
         self.items.push(it);
     }
 
-    /// Close the set `i` whose first item is at `base` under prediction and completion.
-    /// Returns false on overflow.
-    fn close(&mut self, g: &CfgGrammar, i: u32, base: usize) -> bool {
+    fn next_generation(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Stamps from 2^32 sets ago could equal new generations: forget them all.
+            self.predicted.fill(0);
+            self.generation = 1;
+        }
+    }
+
+    /// Close the set `i` whose first item is at `base` under prediction and completion,
+    /// processing the items from `from` on. Kernel items (before `kernel_end`) before a lexeme
+    /// in an accepting state do not complete it yet: the bytes that could follow it are
+    /// returned instead (see [`Chart::materialise`]). `None` on overflow.
+    fn close(
+        &mut self,
+        g: &CfgGrammar,
+        i: u32,
+        base: usize,
+        from: usize,
+        kernel_end: usize,
+    ) -> Option<[u64; 4]> {
         let gen = self.generation;
-        let mut k = base;
+        let mut pend = [0u64; 4];
+        let mut k = from;
         while k < self.items.len() {
             let it = self.items[k];
             k += 1;
@@ -155,23 +217,52 @@ impl Chart {
                     if self.predicted[b as usize] != gen {
                         self.predicted[b as usize] = gen;
                         for &p in &g.alts[b as usize] {
-                            self.add(Item { pos: p, origin: i }, base);
+                            self.add(Item::at(g, p, i), base);
                         }
                     }
                     if g.nullable[b as usize] {
-                        self.add(Item { pos: it.pos + 1, origin: it.origin }, base);
+                        self.add(Item::at(g, it.pos + 1, it.origin), base);
+                    }
+                }
+                Sym::Lex(l) => {
+                    // A lexeme in an accepting DFA state may end here (it may also go on: no
+                    // maximal munch, GBNF has none). An empty lexeme ends where it starts.
+                    if g.lexemes[l as usize].accepting(it.st) {
+                        // (Deferral needs a non-empty follow set: an empty `pend` means
+                        // "nothing deferred", and commit would not complete it.)
+                        if k - 1 < kernel_end && g.follow[it.pos as usize] != [0; 4] {
+                            let f = &g.follow[it.pos as usize];
+                            for w in 0..4 {
+                                pend[w] |= f[w];
+                            }
+                        } else {
+                            self.add(Item::at(g, it.pos + 1, it.origin), base);
+                        }
                     }
                 }
                 Sym::End(a) => {
                     // Completions with origin == i are of nullable symbols: already advanced
                     // at prediction time (Aycock & Horspool).
-                    if it.origin != i {
-                        let (s, e) =
-                            (self.starts[it.origin as usize], self.starts[it.origin as usize + 1]);
+                    let o = it.origin as usize;
+                    if o as u32 != i && o < self.sigs.len() {
+                        // A committed origin: its completion index has the waiting items.
+                        let ws = &self.waiting
+                            [self.wait_starts[o] as usize..self.wait_starts[o + 1] as usize];
+                        let from = ws.partition_point(|&(b, _)| b < a);
+                        for j in from..ws.len() {
+                            let (b, idx) = self.waiting[self.wait_starts[o] as usize + j];
+                            if b != a {
+                                break;
+                            }
+                            let w = self.items[idx as usize];
+                            self.add(Item::at(g, w.pos + 1, w.origin), base);
+                        }
+                    } else if o as u32 != i {
+                        let (s, e) = (self.starts[o], self.starts[o + 1]);
                         for idx in s..e {
                             let w = self.items[idx as usize];
                             if g.syms[w.pos as usize] == a {
-                                self.add(Item { pos: w.pos + 1, origin: w.origin }, base);
+                                self.add(Item::at(g, w.pos + 1, w.origin), base);
                             }
                         }
                     }
@@ -180,53 +271,158 @@ impl Chart {
             }
             if self.items.len() - base > self.max_items {
                 self.overflowed = true;
-                return false;
+                return None;
             }
         }
+        Some(pend)
+    }
+
+    /// Complete the deferred lexemes of the last set `k` (and close under them).
+    ///
+    /// Inside a lexeme such as an identifier, every byte reaches an accepting DFA state, and
+    /// completing it eagerly would walk the whole chain of rules above it (`primary → ident`,
+    /// `postfix → primary`, … up to the statement) once per byte — most of the trie walk's
+    /// work. So a scanned item whose lexeme accepts does not complete at once: its set records
+    /// the bytes that can follow the lexeme there ([`CfgGrammar::follow`]), and only a push of
+    /// such a byte completes it first. A byte outside that set could not be scanned by anything
+    /// the completion would add (nor by what those items predict, whose first bytes are in the
+    /// set too), so the next set is the same either way; and no later set reads the missing
+    /// items as an origin, since reaching them needs such a byte. Committing a set completes
+    /// its deferred lexemes, so the last committed set is always whole (EOS, signatures).
+    fn materialise(&mut self, g: &CfgGrammar, k: usize) -> bool {
+        debug_assert_eq!(k + 1, self.set_count());
+        self.next_generation();
+        let base = self.starts[k] as usize;
+        let old = self.items.len();
+        if old - base >= LINEAR_DEDUP {
+            // `seen` may hold another set's items since this one was closed.
+            self.seen.clear();
+            for x in &self.items[base..] {
+                self.seen.insert(x.key());
+            }
+        }
+        for idx in base..self.kernel_end[k] as usize {
+            let it = self.items[idx];
+            if let Sym::Lex(l) = decode(g.syms[it.pos as usize]) {
+                if g.lexemes[l as usize].accepting(it.st) {
+                    self.add(Item::at(g, it.pos + 1, it.origin), base);
+                }
+            }
+        }
+        if self.close(g, k as u32, base, old, 0).is_none() {
+            self.items.truncate(old);
+            return false;
+        }
+        self.starts[k + 1] = self.items.len() as u32;
+        self.scan.pop();
+        self.push_scan(g, base, [0; 4]);
+        self.pend[k] = [0; 4];
+        true
+    }
+
+    /// Append the sets for the bytes of `run`, a run inside the lexeme that every scannable item of the
+    /// last set is before, in one DFA state (a *pure* set, see `walk`), ending in DFA state
+    /// `st` from which the lexeme can go on. Such a run changes nothing but that state: the
+    /// set after it is the last set's lexeme items with state `st` (their completions deferred
+    /// when `st` accepts, every FOLLOW set being non-empty in a pure set). Only that set is
+    /// built; the sets before it are empty placeholders, which the walk never pushes from or
+    /// reads (it pops back over them into virtual pushes) and no item has as origin.
+    /// `false` (nothing changed) on overflow.
+    pub(crate) fn push_run(&mut self, g: &CfgGrammar, run: &[(u8, u32)], st: u32) -> bool {
+        let Some((&(last_byte, _), head)) = run.split_last() else { return true };
+        let count = self.set_count();
+        let (s, e) = (self.starts[count - 1] as usize, self.starts[count] as usize);
+        for &(b, _) in head {
+            self.starts.push(self.items.len() as u32);
+            self.scan.push([0; 4]);
+            self.pend.push([0; 4]);
+            self.kernel_end.push(self.items.len() as u32);
+            self.bytes.push(b);
+        }
+        let i = self.set_count() as u32;
+        let base = self.items.len();
+        self.next_generation();
+        for idx in s..e {
+            let it = self.items[idx];
+            if g.syms[it.pos as usize] & LEX_FLAG == LEX_FLAG {
+                self.add(Item { pos: it.pos, origin: it.origin, st }, base);
+            }
+        }
+        let kernel_end = self.items.len();
+        let Some(pend) = self.close(g, i, base, base, kernel_end) else {
+            self.items.truncate(base);
+            self.truncate(count);
+            return false;
+        };
+        self.starts.push(self.items.len() as u32);
+        self.push_scan(g, base, pend);
+        self.pend.push(pend);
+        self.kernel_end.push(kernel_end as u32);
+        self.bytes.push(last_byte);
         true
     }
 
     /// Consume `byte` if some sentence continues with it; else leave the chart unchanged.
     pub(crate) fn push(&mut self, g: &CfgGrammar, byte: u8) -> bool {
         let i = self.set_count() as u32;
-        let base = self.items.len();
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            // Stamps from 2^32 sets ago could equal new generations: forget them all.
-            self.predicted.fill(0);
-            self.generation = 1;
-        }
         if !set_has(&self.scan[i as usize - 1], byte) {
             return false;
         }
+        if set_has(&self.pend[i as usize - 1], byte) && !self.materialise(g, i as usize - 1) {
+            return false;
+        }
+        let base = self.items.len();
+        self.next_generation();
         let (s, e) = (self.starts[i as usize - 1] as usize, self.starts[i as usize] as usize);
         for idx in s..e {
             let it = self.items[idx];
             let sym = g.syms[it.pos as usize];
-            if sym & T_FLAG != 0 && set_has(&g.sets[(sym & !T_FLAG) as usize], byte) {
-                self.add(Item { pos: it.pos + 1, origin: it.origin }, base);
+            if sym & T_FLAG == 0 {
+                continue;
+            }
+            if sym & END_FLAG != 0 {
+                // A lexeme: one DFA step; the item stays before the lexeme.
+                let lx = &g.lexemes[(sym & !LEX_FLAG) as usize];
+                if let Some(st) = lx.next(it.st, byte) {
+                    if lx.first[st as usize] == [0; 4] {
+                        // The lexeme can only end here (live states accept or continue).
+                        self.add(Item::at(g, it.pos + 1, it.origin), base);
+                    } else {
+                        self.add(Item { pos: it.pos, origin: it.origin, st }, base);
+                    }
+                }
+            } else if set_has(&g.sets[(sym & !T_FLAG) as usize], byte) {
+                self.add(Item::at(g, it.pos + 1, it.origin), base);
             }
         }
         if self.items.len() == base {
             return false;
         }
-        if !self.close(g, i, base) {
+        let kernel_end = self.items.len();
+        let Some(pend) = self.close(g, i, base, base, kernel_end) else {
             self.items.truncate(base);
             return false;
-        }
+        };
         self.starts.push(self.items.len() as u32);
-        self.push_scan(g, base);
+        self.push_scan(g, base, pend);
+        self.pend.push(pend);
+        self.kernel_end.push(kernel_end as u32);
         self.bytes.push(byte);
         true
     }
 
-    /// Record the scannable bytes of the set that starts at item `base` (the last set).
-    fn push_scan(&mut self, g: &CfgGrammar, base: usize) {
-        let mut u = [0u64; 4];
+    /// Record the scannable bytes of the set that starts at item `base` (the last set), plus
+    /// the bytes `pend` that would complete a deferred lexeme first.
+    fn push_scan(&mut self, g: &CfgGrammar, base: usize, pend: [u64; 4]) {
+        let mut u = pend;
         for it in &self.items[base..] {
             let sym = g.syms[it.pos as usize];
             if sym & T_FLAG != 0 {
-                let t = &g.sets[(sym & !T_FLAG) as usize];
+                let t = if sym & END_FLAG != 0 {
+                    &g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize]
+                } else {
+                    &g.sets[(sym & !T_FLAG) as usize]
+                };
                 for w in 0..4 {
                     u[w] |= t[w];
                 }
@@ -248,8 +444,11 @@ impl Chart {
         self.starts.truncate(sets + 1);
         self.items.truncate(self.starts[sets] as usize);
         self.scan.truncate(sets);
+        self.pend.truncate(sets);
+        self.kernel_end.truncate(sets);
         if self.sigs.len() > sets {
             self.sigs.truncate(sets);
+            self.osigs.truncate(sets);
             self.wait_starts.truncate(sets + 1);
             self.waiting.truncate(self.wait_starts[sets] as usize);
         }
@@ -261,8 +460,15 @@ impl Chart {
         &self.bytes
     }
 
-    /// Compute the signatures and completion indexes of sets pushed since the last commit.
-    pub(crate) fn commit(&mut self, g: &CfgGrammar) {
+    /// Complete the last set's deferred lexemes and compute the signatures and completion
+    /// indexes of the sets pushed since the last commit. `false` (nothing committed) when the
+    /// completed set would exceed the item limit: the caller truncates back.
+    #[must_use]
+    pub(crate) fn commit(&mut self, g: &CfgGrammar) -> bool {
+        let last = self.set_count() - 1;
+        if self.pend[last] != [0; 4] && !self.materialise(g, last) {
+            return false;
+        }
         for k in self.sigs.len()..self.set_count() {
             let first = self.waiting.len();
             for idx in self.starts[k]..self.starts[k + 1] {
@@ -276,23 +482,38 @@ impl Chart {
             // closed, and nothing later reads them (only items before a symbol are scanned or
             // completed into). Keeping them would chain every set to its predecessor and no
             // two charts would ever share a signature. The accepting item is kept.
-            let mut h = 0u64;
+            // Items whose lexeme cannot take another byte are left out for the same reason.
+            // An origin is only ever read by completion (items waiting for a nonterminal), so
+            // the origin part of each item's hash is its origin's `osig`, which covers those
+            // items alone: what a set scanned (a finished number, a closed string) then no
+            // longer tells its successors apart.
+            let (mut h, mut oh) = (0u64, 0u64);
             for it in self.set(k) {
-                if g.syms[it.pos as usize] & END_FLAG != 0
-                    && g.syms[it.pos as usize] & T_FLAG == 0
-                    && it.pos != g.accept_pos
+                let sym = g.syms[it.pos as usize];
+                let lex = sym & LEX_FLAG == LEX_FLAG;
+                if (sym & END_FLAG != 0 && !lex && it.pos != g.accept_pos)
+                    || (lex
+                        && g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] == [0; 4])
                 {
                     continue;
                 }
                 let o = if it.origin as usize == k {
                     SELF_ORIGIN
                 } else {
-                    self.sigs[it.origin as usize]
+                    self.osigs[it.origin as usize]
                 };
-                h = h.wrapping_add(mix(u64::from(it.pos).wrapping_mul(0xA24B_AED4_963E_E407) ^ o));
+                let x = mix(u64::from(it.pos).wrapping_mul(0xA24B_AED4_963E_E407)
+                    ^ u64::from(it.st).wrapping_mul(0x9FB2_1C65_1E98_DF25)
+                    ^ o);
+                h = h.wrapping_add(x);
+                if sym & (T_FLAG | END_FLAG) == 0 {
+                    oh = oh.wrapping_add(x);
+                }
             }
             self.sigs.push(h);
+            self.osigs.push(oh);
         }
+        true
     }
 
     /// The structural signature of the last (committed) set.
@@ -305,46 +526,32 @@ impl Chart {
         self.last().iter().any(|it| it.pos == g.accept_pos)
     }
 
+    /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
+    #[inline]
+    pub(crate) fn last_scan(&self) -> [u64; 4] {
+        self.scan[self.set_count() - 1]
+    }
+
     /// Can some byte follow?
     pub(crate) fn can_continue(&self, _g: &CfgGrammar) -> bool {
         self.scan[self.set_count() - 1] != [0; 4]
     }
 
     /// Bytes that can follow now (for diagnostics and tests).
-    pub fn next_bytes(&self, g: &CfgGrammar) -> Vec<u8> {
-        (0..=255u8)
-            .filter(|&b| {
-                self.last().iter().any(|it| {
-                    let s = g.syms[it.pos as usize];
-                    s & T_FLAG != 0 && set_has(&g.sets[(s & !T_FLAG) as usize], b)
-                })
-            })
-            .collect()
+    pub fn next_bytes(&self, _g: &CfgGrammar) -> Vec<u8> {
+        let u = &self.scan[self.set_count() - 1];
+        (0..=255u8).filter(|&b| set_has(u, b)).collect()
     }
 }
 
 const _: () = assert!(END_FLAG != T_FLAG);
 
-/// The trie walker's view of a chart: push = append a set, pop = truncate.
-pub(crate) struct EarleyWalk<'a> {
-    pub g: &'a CfgGrammar,
-    pub chart: &'a mut Chart,
-}
-
-impl Recognizer for EarleyWalk<'_> {
-    #[inline]
-    fn try_push_byte(&mut self, byte: u8) -> bool {
-        self.chart.push(self.g, byte)
-    }
-    #[inline]
-    fn pop_bytes(&mut self, n: usize) {
-        self.chart.pop(n);
-    }
-}
-
 /// Does the grammar accept `text` (whole-string)? Runs the same recogniser; tests use an
 /// independent one.
 pub fn accepts(g: &CfgGrammar, text: &[u8], max_items: usize) -> bool {
     let mut c = Chart::new(g, max_items);
-    text.iter().all(|&b| c.push(g, b)) && c.is_accepting(g)
+    if !text.iter().all(|&b| c.push(g, b)) {
+        return false;
+    }
+    c.commit(g) && c.is_accepting(g)
 }

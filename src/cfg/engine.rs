@@ -14,15 +14,19 @@
 //!
 //! EOS is allowed exactly when the chart accepts.
 
-use super::earley::{Chart, EarleyWalk};
-use super::grammar::CfgGrammar;
+use super::earley::Chart;
+use super::earley::Item;
+use super::grammar::{CfgGrammar, LEX_FLAG, T_FLAG};
+use super::walk::EarleyWalk;
 use super::{CfgConfig, CfgError};
+use crate::automaton::DfaStateId;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
     EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
+use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -34,6 +38,10 @@ struct Slice {
     safe: TokenMask,
     count: usize,
     rest: TokTrie,
+    /// For a lexeme-state slice, built from lexeme `.0` in DFA state `.1`: the other tokens
+    /// less those the lexeme refuses before it could end (its DFA dies with no accepting state
+    /// on the way). Where that item is all the set can scan, nothing else could take them.
+    pure_rest: Option<(u32, u32, TokTrie)>,
 }
 
 struct Shared {
@@ -41,7 +49,100 @@ struct Shared {
     slices: Vec<Slice>,
     /// Flat position of a loop's `x` → its slice.
     loop_slice: FxHashMap<u32, usize>,
+    /// Per lexeme, per DFA state: its slice, or `u32::MAX`.
+    lex_slice: Vec<Vec<u32>>,
     config: CfgConfig,
+}
+
+/// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
+/// vocabulary and a trie of the other tokens).
+const MAX_LEX_SLICES: usize = 8;
+
+/// Slices for lexeme DFA states: a state that loops (a non-empty *safe byte set*, see
+/// [`crate::regex`]) gets the tokens whose bytes all run through the DFA from it. Each of them
+/// keeps the item before the lexeme alive, so it is allowed wherever that item is in the set;
+/// unlike the byte-set slices of the regex engine this includes tokens with multi-byte
+/// characters (run through the DFA, not tested byte by byte).
+fn build_lex_slices(
+    g: &CfgGrammar,
+    vocab: &Vocabulary,
+    config: &CfgConfig,
+    slices: &mut Vec<Slice>,
+) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> =
+        g.lexemes.iter().map(|l| vec![u32::MAX; l.dfa.state_count()]).collect();
+    if config.slice_min_tokens == usize::MAX {
+        return out;
+    }
+    let mut budget = 20_000_000usize;
+    let mut built = 0;
+    let mut by_mask: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    for (li, (l, slots)) in g.lexemes.iter().zip(out.iter_mut()).enumerate() {
+        for (s, slot) in slots.iter_mut().enumerate() {
+            let sid = DfaStateId::from_index(s);
+            let safe = safe_set(&l.dfa, sid, 1024, &mut budget);
+            if safe.iter().filter(|&&x| x).count() < 2 || built >= MAX_LEX_SLICES {
+                continue;
+            }
+            let mut mask = TokenMask::new(vocab.n_vocab());
+            let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut pure_rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut count = 0;
+            for i in 0..vocab.n_tokens() {
+                let t = TokenId::from_index(i);
+                if vocab.kind(t) != TokenKind::Text {
+                    continue;
+                }
+                let b = vocab.token_bytes(t);
+                if !b.is_empty() && l.dfa.run(sid, b).is_some() {
+                    mask.insert(t);
+                    count += 1;
+                } else {
+                    rest.push((t, b));
+                    // Could the lexeme end inside the token (an accepting state before the
+                    // DFA dies)? Only then can anything after the lexeme take the rest.
+                    let mut q = sid;
+                    let mut may_end = false;
+                    for &x in b {
+                        match l.dfa.next(q, x) {
+                            Some(n) => {
+                                q = n;
+                                may_end |= l.dfa.is_accepting(n);
+                            }
+                            None => break,
+                        }
+                    }
+                    if may_end {
+                        pure_rest.push((t, b));
+                    }
+                }
+            }
+            // A lexeme state's walk is cheap already (virtual pushes, see `walk`), and each slice
+            // costs a trie of the other tokens at build time: only states that allow a large
+            // part of the vocabulary (a string body, an identifier) get one.
+            if count < config.slice_min_tokens.max(vocab.n_vocab() / 4) {
+                continue;
+            }
+            let key = mask.words().to_vec();
+            let k = match by_mask.get(&key) {
+                Some(&k) => k,
+                None => {
+                    built += 1;
+                    slices.push(Slice {
+                        safe: mask,
+                        count,
+                        rest: TokTrie::build(rest),
+                        pure_rest: Some((li as u32, s as u32, TokTrie::build(pure_rest))),
+                    });
+                    let k = slices.len() as u32 - 1;
+                    by_mask.insert(key, k);
+                    k
+                }
+            };
+            *slot = k;
+        }
+    }
+    out
 }
 
 fn in_class(class: &[(u32, u32)], c: u32) -> bool {
@@ -93,7 +194,7 @@ fn build_slices(
             if count < config.slice_min_tokens {
                 return None;
             }
-            slices.push(Slice { safe, count, rest: TokTrie::build(rest) });
+            slices.push(Slice { safe, count, rest: TokTrie::build(rest), pure_rest: None });
             Some(slices.len() - 1)
         });
         if let Some(i) = idx {
@@ -101,6 +202,21 @@ fn build_slices(
         }
     }
     (slices, loop_slice)
+}
+
+/// Is every item of `set` that can scan before lexeme `lex` in DFA state `st`?
+fn pure_at(g: &CfgGrammar, set: &[Item], lex: u32, st: u32) -> bool {
+    set.iter().all(|it| {
+        let sym = g.syms[it.pos as usize];
+        sym & T_FLAG == 0 || (sym & LEX_FLAG == LEX_FLAG && sym & !LEX_FLAG == lex && it.st == st)
+    })
+}
+
+fn items_limit(value: usize) -> EngineError {
+    EngineError::new(EngineErrorKind::LimitExceeded {
+        limit: "CfgConfig::max_items_per_set",
+        value,
+    })
 }
 
 /// The GBNF constraint engine (see the module docs).
@@ -145,8 +261,10 @@ impl CfgConstraint {
     /// An engine over an already compiled grammar. Builds the vocabulary slices (a pass over
     /// the vocabulary per distinct character-class loop).
     pub fn new(vocab: &Vocabulary, grammar: Arc<CfgGrammar>, config: &CfgConfig) -> Self {
-        let (slices, loop_slice) = build_slices(&grammar, vocab, config);
-        let shared = Arc::new(Shared { grammar, slices, loop_slice, config: config.clone() });
+        let (mut slices, loop_slice) = build_slices(&grammar, vocab, config);
+        let lex_slice = build_lex_slices(&grammar, vocab, config, &mut slices);
+        let shared =
+            Arc::new(Shared { grammar, slices, loop_slice, lex_slice, config: config.clone() });
         Self::with_shared(vocab, shared)
     }
 
@@ -187,8 +305,11 @@ impl CfgConstraint {
         &self.shared.grammar
     }
 
-    /// Did an Earley set ever hit [`CfgConfig::max_items_per_set`]? If so, bytes were refused
-    /// that the grammar may allow (masks under-approximate from then on).
+    /// Did the last operation (`advance`, `advance_bytes`, `fill_mask`, `allows`) hit
+    /// [`CfgConfig::max_items_per_set`]? `fill_mask` and `advance` then return
+    /// [`EngineErrorKind::LimitExceeded`]; `advance_bytes` returns the index of the byte whose set
+    /// was too big and `allows` returns `false` — this tells those two apart from a refusal. The
+    /// state is unchanged either way.
     pub fn overflowed(&self) -> bool {
         self.lock().overflowed()
     }
@@ -213,6 +334,7 @@ impl CfgConstraint {
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let g = &*self.shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let before = chart.set_count();
         for (i, &b) in bytes.iter().enumerate() {
             if !chart.push(g, b) {
@@ -220,38 +342,62 @@ impl CfgConstraint {
                 return Err(i);
             }
         }
-        chart.commit(g);
+        if !chart.commit(g) {
+            chart.truncate(before);
+            return Err(bytes.len().saturating_sub(1));
+        }
         Ok(())
     }
 
-    fn compute(&mut self, mask: &mut TokenMask) {
+    /// Compute the mask by walking the trie; [`EngineErrorKind::LimitExceeded`] (and an empty
+    /// mask) when some set of the walk would exceed the item limit.
+    fn compute(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
         mask.clear();
         let shared = &*self.shared;
         let g = &*shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let mut best: Option<&Slice> = None;
-        if !shared.loop_slice.is_empty() {
+        if !shared.slices.is_empty() {
             for it in chart.last() {
-                if let Some(&si) = shared.loop_slice.get(&it.pos) {
-                    let s = &shared.slices[si];
-                    if best.is_none_or(|b| b.count < s.count) {
-                        best = Some(s);
+                let sym = g.syms[it.pos as usize];
+                let si = if sym & LEX_FLAG == LEX_FLAG {
+                    match shared.lex_slice[(sym & !LEX_FLAG) as usize][it.st as usize] {
+                        u32::MAX => continue,
+                        k => k as usize,
                     }
+                } else {
+                    match shared.loop_slice.get(&it.pos) {
+                        Some(&k) => k,
+                        None => continue,
+                    }
+                };
+                let s = &shared.slices[si];
+                if best.is_none_or(|b| b.count < s.count) {
+                    best = Some(s);
                 }
             }
         }
         let trie = match best {
             Some(s) => {
                 mask.copy_from(&s.safe);
-                &s.rest
+                match &s.pure_rest {
+                    Some((l, st, t)) if pure_at(g, chart.last(), *l, *st) => t,
+                    _ => &s.rest,
+                }
             }
             None => self.vocab.trie(),
         };
-        let mut walk = EarleyWalk { g, chart };
+        let mut walk = EarleyWalk::new(g, chart);
         trie.walk(&mut walk, mask);
+        if chart.overflowed() {
+            mask.clear();
+            return Err(items_limit(chart.max_items()));
+        }
         if chart.is_accepting(g) {
             allow_eos(&self.vocab, mask);
         }
+        Ok(())
     }
 
     /// The chart, for `&self` queries (`allows`, `is_accepting`): `&mut self` paths use
@@ -292,7 +438,7 @@ impl ConstraintEngine for CfgConstraint {
         if self.cache.lookup(|s| *s == sig, mask) {
             return Ok(());
         }
-        self.compute(mask);
+        self.compute(mask)?;
         self.cache.insert(sig, mask);
         Ok(())
     }
@@ -306,14 +452,21 @@ impl ConstraintEngine for CfgConstraint {
         }
         let g = &*self.shared.grammar;
         let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        chart.clear_overflow();
         let before = chart.set_count();
         for (i, &b) in self.vocab.token_bytes(token).iter().enumerate() {
             if !chart.push(g, b) {
                 chart.truncate(before);
+                if chart.overflowed() {
+                    return Err(items_limit(chart.max_items()));
+                }
                 return Err(refused(&self.vocab, token, i));
             }
         }
-        chart.commit(g);
+        if !chart.commit(g) {
+            chart.truncate(before);
+            return Err(items_limit(chart.max_items()));
+        }
         // Record the state before the token.
         let cap = self.shared.config.engine.history;
         if cap > 0 {
@@ -346,6 +499,7 @@ impl ConstraintEngine for CfgConstraint {
             Ok(false) => {
                 let g = &*self.shared.grammar;
                 let mut chart = self.lock();
+                chart.clear_overflow();
                 let before = chart.set_count();
                 let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
                 chart.truncate(before);

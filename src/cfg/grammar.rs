@@ -20,7 +20,9 @@
 //! - Unreachable rules are a warning (they are kept but never predicted).
 
 use super::gbnf::{self, Expr, Rule};
+use super::lexer::{self, Lexeme};
 use super::{CfgConfig, CfgError, CfgErrorKind};
+use crate::automaton::DfaConfig;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -33,17 +35,20 @@ pub(crate) fn set_has(s: &ByteSet, b: u8) -> bool {
     s[(b >> 6) as usize] >> (b & 63) & 1 != 0
 }
 
-fn set_add(s: &mut ByteSet, b: u8) {
+pub(crate) fn set_add(s: &mut ByteSet, b: u8) {
     s[(b >> 6) as usize] |= 1 << (b & 63);
 }
 
 /// A packed symbol of the flat grammar.
 pub(crate) const T_FLAG: u32 = 1 << 31;
 pub(crate) const END_FLAG: u32 = 1 << 30;
+/// Both flags: a lexeme (a regular sub-language run as one DFA, see [`super::lexer`]).
+pub(crate) const LEX_FLAG: u32 = T_FLAG | END_FLAG;
 const ID_MASK: u32 = END_FLAG - 1;
 
+/// A symbol of a lowered (not yet flattened) right-hand side.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum RSym {
+pub(crate) enum RSym {
     Nt(u32),
     T(u32),
 }
@@ -132,6 +137,12 @@ pub struct CfgGrammar {
     /// Position of the END of `S' → root` (an item there with origin 0 means "accepted").
     pub(crate) accept_pos: u32,
     pub(crate) loops: Vec<Loop>,
+    /// The lexemes, indexed by `sym & ID_MASK` for `LEX_FLAG` symbols.
+    pub(crate) lexemes: Vec<Lexeme>,
+    /// Per flat position of a lexeme: the bytes that can come right after the lexeme there
+    /// (FIRST of the rest of the production, and FOLLOW of its left-hand side where that rest is
+    /// nullable). The recogniser defers a lexeme's completion until such a byte is pushed.
+    pub(crate) follow: Vec<ByteSet>,
     names: Vec<String>,
     report: GrammarReport,
 }
@@ -142,11 +153,14 @@ pub(crate) enum Sym {
     Nt(u32),
     T(u32),
     End(u32),
+    Lex(u32),
 }
 
 #[inline(always)]
 pub(crate) fn decode(s: u32) -> Sym {
-    if s & T_FLAG != 0 {
+    if s & LEX_FLAG == LEX_FLAG {
+        Sym::Lex(s & ID_MASK)
+    } else if s & T_FLAG != 0 {
         Sym::T(s & ID_MASK)
     } else if s & END_FLAG != 0 {
         Sym::End(s & ID_MASK)
@@ -552,11 +566,27 @@ impl CfgGrammar {
         }
         nullable[n] = nullable[root];
 
+        // The lexical level: maximal regular sub-rules become DFAs.
+        let (lex_of, lexemes) = if config.lexer {
+            let rhs: Vec<Vec<Vec<RSym>>> = defs.iter().map(|d| d.alts.clone()).collect();
+            let dfa_config = DfaConfig {
+                max_states: config.max_lexeme_states,
+                max_memory: config.max_lexeme_states.saturating_mul(4096).max(1 << 20),
+                ..DfaConfig::default()
+            };
+            lexer::build(&rhs, &sets, root, &dfa_config)
+        } else {
+            (vec![None; n], Vec::new())
+        };
+
         // Flatten. Nonterminal n is the augmented start S' → root.
         let mut syms = Vec::new();
         let mut alts: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
         let pack = |s: &RSym| match *s {
-            RSym::Nt(j) => j,
+            RSym::Nt(j) => match lex_of[j as usize] {
+                Some(l) => LEX_FLAG | l,
+                None => j,
+            },
             RSym::T(t) => T_FLAG | t,
         };
         let mut alt_pos: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -571,7 +601,7 @@ impl CfgGrammar {
         }
         let start_pos = syms.len() as u32;
         alts[n].push(start_pos);
-        syms.push(root as u32);
+        syms.push(pack(&RSym::Nt(root as u32)));
         syms.push(END_FLAG | n as u32);
         let accept_pos = start_pos + 1;
 
@@ -588,6 +618,7 @@ impl CfgGrammar {
             flat_loops.push(Loop { pos: alt_pos[nt as usize][k] + 1, class });
         }
 
+        let follow = lexer::follow_sets(&syms, &sets, &lexemes, &alts, &nullable);
         let productions: usize = alts.iter().map(Vec::len).sum();
         let report = GrammarReport {
             rules: rules
@@ -614,6 +645,8 @@ impl CfgGrammar {
             start_pos,
             accept_pos,
             loops: flat_loops,
+            lexemes,
+            follow,
             names,
             report,
         })
@@ -627,6 +660,16 @@ impl CfgGrammar {
     /// Name of nonterminal `id` (helper rules are named `<…>`).
     pub fn nonterminal_name(&self, id: u32) -> &str {
         &self.names[id as usize]
+    }
+
+    /// Number of lexemes: regular sub-rules run as one DFA each (see [`super::lexer`]).
+    pub fn lexeme_count(&self) -> usize {
+        self.lexemes.len()
+    }
+
+    /// The rules that became lexemes, by name (helper rules are named `<…>`).
+    pub fn lexeme_names(&self) -> Vec<&str> {
+        self.lexemes.iter().map(|l| self.names[l.nt as usize].as_str()).collect()
     }
 
     /// Number of terminal byte sets.

@@ -5,22 +5,42 @@
 //!   left-recursive helper rules, character classes become UTF-8 byte-range sequences, and the
 //!   analysis finds undefined rules (error), unreachable rules (warning) and unproductive rules
 //!   (warning; they are removed, which is what keeps masks exact).
-//! - [`earley`] is a scannerless Earley recogniser over bytes (Earley 1970, with Aycock &
-//!   Horspool 2002's handling of nullable symbols) that implements
-//!   [`crate::recognizer::Recognizer`] with an undo log, so the shared trie walker drives it.
+//! - [`lexer`] infers a lexical level: maximal regular sub-rules (a JSON string or number, an
+//!   identifier, a whitespace run) become *lexemes*, each one DFA (`regex-automata`, through
+//!   [`crate::automaton::ByteDfa`]).
+//! - [`earley`] is an Earley recogniser over bytes and lexemes (Earley 1970, with Aycock &
+//!   Horspool 2002's handling of nullable symbols): an item before a lexeme carries the lexeme's
+//!   DFA state, so a byte inside a lexeme is one table step. It keeps an append-only chart (undo
+//!   = truncate) and implements [`crate::recognizer::Recognizer`] through `walk`, so the
+//!   shared trie walker drives it.
 //! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: mask cache keyed by a
-//!   structural signature of the chart, lexical slices for character-class loops, rollback by
-//!   truncating the chart.
+//!   structural signature of the chart, slices for character-class loops and lexeme states,
+//!   rollback by truncating the chart, [`crate::EngineErrorKind::LimitExceeded`] when an
+//!   Earley set would exceed [`CfgConfig::max_items_per_set`].
 //!
-//! # Why Earley over bytes
+//! # Why Earley, and why a lexer inside it
 //! Earley handles every CFG — left recursion, ambiguity, empty rules — with no grammar
 //! rewriting, and its sets answer exactly the question a mask asks: after these bytes, is some
 //! sentence still possible? (Yes iff the set is non-empty, once unproductive symbols are gone.)
-//! A scannerless design needs no lexer with its own ambiguities (GBNF has none: terminals are
-//! literals and classes inside rules). The cost is one Earley set per byte; the trie walk pays it
-//! for every trie node it visits, which is why masks are cached by chart signature and why
-//! character-class loops (string bodies, free text) are answered by precomputed slices. See
-//! `docs/grammars.md` for the numbers.
+//! Its cost is one Earley set per byte, and the trie walk pays it for every trie node it
+//! visits; a purely byte-level Earley was 16× slower than the native JSON engine on JSON and
+//! took 60–350 ms per mask on permissive grammars. The proven fix (llguidance) is a lexer:
+//! regular sub-languages as DFAs, Earley over lexemes. GBNF has no lexical level, so it is
+//! inferred (regular = not recursive through itself), and since GBNF has no maximal-munch or
+//! priority rule, a lexeme is not tokenised greedily: the DFA runs *inside* Earley items, an
+//! item in an accepting DFA state both continues and completes the lexeme, and the language is
+//! unchanged. Three things make it fast:
+//! 1. a byte inside a lexeme steps a DFA state instead of closing over many byte-level items;
+//! 2. completing an accepting lexeme is deferred until a byte of its FOLLOW set is pushed
+//!    (inside an identifier, eager completion walked the whole precedence chain per byte);
+//! 3. during the trie walk, bytes inside a lexeme run are *virtual* DFA steps, replayed into
+//!    Earley sets only when the run ends (`walk`).
+//!
+//! The alternative, a pushdown automaton with a context-independent token cache (XGrammar),
+//! needs a large precomputation per grammar and vocabulary and was more than this step could
+//! build; a lexer over the existing recogniser kept every exactness test applicable and gave
+//! the numbers in `docs/performance.md` ("Regex and CFG"). The masks are checked equal to the
+//! byte-level engine (`CfgConfig::lexer = false`) on every library grammar.
 //!
 //! # Example
 //! ```
@@ -43,6 +63,8 @@ pub mod earley;
 pub mod engine;
 pub mod gbnf;
 pub mod grammar;
+pub mod lexer;
+mod walk;
 
 pub use engine::CfgConstraint;
 pub use grammar::{CfgGrammar, GrammarReport};
@@ -56,14 +78,23 @@ pub struct CfgConfig {
     /// Most symbols in the lowered grammar (all right-hand sides together; default 200,000).
     /// Large `{m,n}` bounds and wide Unicode classes count here.
     pub max_grammar_symbols: usize,
-    /// Most Earley items in one set (default 20,000). A byte whose set would exceed it is
-    /// refused, and [`CfgConstraint::overflowed`] reports it.
+    /// Most Earley items in one set (default 20,000). `fill_mask` and `advance` return
+    /// [`crate::EngineErrorKind::LimitExceeded`] (state unchanged) when a set they need would
+    /// exceed it, rather than a wrong mask; [`CfgConstraint::overflowed`] reports it for
+    /// `advance_bytes` and `allows`.
     pub max_items_per_set: usize,
     /// Engine limits: rollback history and the number of cached masks (default 64 / 32).
     pub engine: EngineOptions,
-    /// Precompute lexical slices for character-class loops whose class allows at least this
-    /// many tokens (default 1,000; `usize::MAX` disables slices).
+    /// Precompute lexical slices for character-class loops and lexeme DFA states whose safe
+    /// bytes allow at least this many tokens (default 1,000; `usize::MAX` disables slices).
     pub slice_min_tokens: usize,
+    /// Run maximal regular sub-rules as DFAs (lexemes, see [`lexer`]; default `true`). `false`
+    /// keeps every rule at the byte level (slower; the masks are the same).
+    pub lexer: bool,
+    /// Most live DFA states of one lexeme (default 10,000). A regular sub-rule over it stays
+    /// a grammar rule (its own regular sub-rules are tried instead), so this never fails a
+    /// grammar.
+    pub max_lexeme_states: usize,
 }
 
 impl Default for CfgConfig {
@@ -73,6 +104,8 @@ impl Default for CfgConfig {
             max_items_per_set: 20_000,
             engine: EngineOptions { history: 64, mask_cache: 32 },
             slice_min_tokens: 1_000,
+            lexer: true,
+            max_lexeme_states: 10_000,
         }
     }
 }

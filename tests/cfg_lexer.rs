@@ -1,0 +1,179 @@
+//! The lexical level of the CFG engine (regular sub-rules run as DFAs, lexeme completions
+//! deferred until a byte that can follow them) against the byte-level Earley engine it
+//! replaces: on every grammar of `grammars/`, along seeded random walks on the embedded Qwen3
+//! vocabulary, both allow exactly the same tokens at every step, accept at the same states and
+//! agree on `allows`. Also: which rules become lexemes, and the fallback when a lexeme's DFA
+//! is over `max_lexeme_states`.
+
+use grammask::cfg::CfgGrammar;
+use grammask::{CfgConfig, CfgConstraint, ConstraintEngine, TokenId, TokenMask, Vocabulary};
+use std::sync::OnceLock;
+
+fn vocab() -> &'static Vocabulary {
+    static V: OnceLock<Vocabulary> = OnceLock::new();
+    V.get_or_init(|| Vocabulary::embedded().unwrap())
+}
+
+fn grammar(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/grammars/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn library() -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/grammars"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".gbnf"))
+            .collect();
+    names.sort();
+    names
+}
+
+fn pick(mask: &TokenMask, v: &Vocabulary, rng: &mut u64) -> Option<TokenId> {
+    let allowed: Vec<TokenId> = mask.iter().filter(|t| !v.is_eos(*t)).collect();
+    if allowed.is_empty() {
+        return None;
+    }
+    *rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    Some(allowed[(*rng >> 33) as usize % allowed.len()])
+}
+
+/// Walk `fast` and `slow` side by side with random allowed tokens, comparing masks.
+fn compare(
+    name: &str,
+    fast: &mut CfgConstraint,
+    slow: &mut CfgConstraint,
+    seed: u64,
+    steps: usize,
+) {
+    let v = vocab();
+    let mut m1 = TokenMask::new(v.n_vocab());
+    let mut m2 = TokenMask::new(v.n_vocab());
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for step in 0..steps {
+        fast.fill_mask(&mut m1).unwrap();
+        slow.fill_mask(&mut m2).unwrap();
+        assert!(
+            m1 == m2,
+            "{name} seed {seed} step {step}: masks differ after {:?}: lexer-only {:?}, byte-level-only {:?}",
+            String::from_utf8_lossy(&fast.output_bytes()),
+            m1.iter().filter(|t| !m2.contains(*t)).take(5).map(|t| v.describe(t)).collect::<Vec<_>>(),
+            m2.iter().filter(|t| !m1.contains(*t)).take(5).map(|t| v.describe(t)).collect::<Vec<_>>()
+        );
+        assert_eq!(fast.is_accepting(), slow.is_accepting(), "{name} seed {seed} step {step}");
+        // `allows` (sample-then-check) on a spread of tokens agrees with the mask.
+        for k in 0..64 {
+            let t = TokenId::from_index((k * 2_371 + step * 97 + seed as usize) % v.n_tokens());
+            assert_eq!(fast.allows(t), m1.contains(t), "{name}: allows({}) ", v.describe(t));
+        }
+        let Some(t) = pick(&m1, v, &mut rng) else { break };
+        fast.advance(t).unwrap();
+        slow.advance(t).unwrap();
+        assert_eq!(fast.output_bytes(), slow.output_bytes());
+    }
+}
+
+#[test]
+fn lexer_masks_equal_byte_level_masks_on_every_library_grammar() {
+    let v = vocab();
+    let names = library();
+    assert!(names.len() >= 10, "{names:?}");
+    let slow_cfg = CfgConfig { lexer: false, ..CfgConfig::default() };
+    for name in &names {
+        let text = grammar(name);
+        let fast = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+        let slow = CfgConstraint::from_gbnf(v, &text, &slow_cfg).unwrap();
+        assert!(fast.grammar().lexeme_count() > 0, "{name}: no lexemes");
+        assert_eq!(slow.grammar().lexeme_count(), 0);
+        for seed in 0..3u64 {
+            compare(name, &mut fast.fork(), &mut slow.fork(), seed, 14);
+        }
+    }
+}
+
+#[test]
+fn rollback_through_deferred_lexemes() {
+    // An identifier lexeme that is accepting at every byte, followed by operators: rollback
+    // and re-advance reproduce the same masks.
+    let v = vocab();
+    let text = grammar("c_expr.gbnf");
+    let mut e = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+    let toks = v.encode("int total = count + limit;").unwrap();
+    let mut masks = Vec::new();
+    let mut m = TokenMask::new(v.n_vocab());
+    for &t in &toks {
+        e.fill_mask(&mut m).unwrap();
+        masks.push(m.clone());
+        e.advance(t).unwrap();
+    }
+    e.rollback(toks.len() - 2).unwrap();
+    for (i, &t) in toks.iter().enumerate().skip(2) {
+        e.fill_mask(&mut m).unwrap();
+        assert!(m == masks[i], "mask {i} differs after rollback");
+        e.advance(t).unwrap();
+    }
+}
+
+#[test]
+fn regular_rules_become_lexemes() {
+    let c = CfgConfig::default();
+    let json = CfgGrammar::from_gbnf(&grammar("json.gbnf"), &c).unwrap();
+    let names = json.lexeme_names();
+    for want in ["string", "number", "ws"] {
+        assert!(names.contains(&want), "json.gbnf lexemes {names:?} lack {want}");
+    }
+    // `value` is recursive (through object and array): it stays a rule.
+    assert!(!names.contains(&"value"), "{names:?}");
+    let c_expr = CfgGrammar::from_gbnf(&grammar("c_expr.gbnf"), &c).unwrap();
+    assert!(c_expr.lexeme_names().contains(&"ident"), "{:?}", c_expr.lexeme_names());
+    // A wholly regular grammar is one lexeme: its root.
+    let g = CfgGrammar::from_gbnf("root ::= [a-z]+ (\",\" [a-z]+)*", &c).unwrap();
+    assert_eq!(g.lexeme_names(), vec!["root"]);
+    // Left recursion through a rule other than the loop form is not regular.
+    let g =
+        CfgGrammar::from_gbnf("root ::= e\ne ::= e \"+\" t | t\nt ::= \"(\" e \")\" | [0-9]", &c)
+            .unwrap();
+    assert!(!g.lexeme_names().contains(&"e"));
+}
+
+#[test]
+fn oversized_lexeme_falls_back_to_rules_with_the_same_masks() {
+    let v = vocab();
+    // `word{0,20}` of a 5-letter lexeme has far more than 8 DFA states: the root stays a rule,
+    // its sub-rules become lexemes instead, and the masks do not change.
+    let text = "root ::= (word \" \"){0,20}\nword ::= [a-e] [a-e] [a-e] [a-e] [a-e]";
+    let small = CfgConfig { max_lexeme_states: 8, ..CfgConfig::default() };
+    let g = CfgGrammar::from_gbnf(text, &small).unwrap();
+    assert!(!g.lexeme_names().contains(&"root"), "{:?}", g.lexeme_names());
+    let full = CfgGrammar::from_gbnf(text, &CfgConfig::default()).unwrap();
+    assert_eq!(full.lexeme_names(), vec!["root"]);
+    let mut a = CfgConstraint::from_gbnf(v, text, &small).unwrap();
+    let mut b =
+        CfgConstraint::from_gbnf(v, text, &CfgConfig { lexer: false, ..CfgConfig::default() })
+            .unwrap();
+    compare("word-list", &mut a, &mut b, 7, 12);
+}
+
+#[test]
+fn long_rule_chains_compile_and_stay_exact() {
+    // 3,000 rules, each a literal and the next rule: regular, but too deep to inline whole
+    // (HIR depth bound), so the chain is split between grammar rules and lexemes. The analysis
+    // is linear, so this compiles promptly; the language is still exactly "a"×3000 "b".
+    let n = 3_000;
+    let mut text = String::from("root ::= r0\n");
+    for i in 0..n {
+        text += &format!("r{i} ::= \"a\" r{}\n", i + 1);
+    }
+    text += &format!("r{n} ::= \"b\"\n");
+    let g = CfgGrammar::from_gbnf(&text, &CfgConfig::default()).unwrap();
+    assert!(g.lexeme_count() >= 1);
+    assert!(!g.lexeme_names().contains(&"root"));
+    let v = vocab();
+    let mut e = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+    let mut doc = vec![b'a'; n];
+    doc.push(b'b');
+    assert_eq!(e.fork().advance_bytes(&doc[..n - 1]).map(|_| ()), Ok(()));
+    assert!(e.fork().advance_bytes(b"aab").is_err());
+    e.advance_bytes(&doc).unwrap();
+    assert!(e.is_accepting());
+}
