@@ -17,7 +17,7 @@
 use super::error::SchemaError;
 use super::number::{Dec, NumCore};
 use super::string::{self, ByteDfa, DfaError, Op};
-use super::{SchemaLimits, SchemaOptions};
+use super::{FormatMode, SchemaLimits, SchemaOptions};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
@@ -929,10 +929,12 @@ impl<'a> Compiler<'a> {
         if let Some(v) = m.get("format") {
             let f =
                 v.as_str().ok_or_else(|| SchemaError::invalid(ptr, "format must be a string"))?;
-            if string::UNSUPPORTED_FORMATS.contains(&f) {
+            // Annotate mode: every format is an annotation (the string must still be a string).
+            let assert = self.opts.formats == FormatMode::Assert;
+            if assert && string::UNSUPPORTED_FORMATS.contains(&f) {
                 self.unsupported("format", ptr)?;
             }
-            if let Some(re) = string::format_regex(f) {
+            if let Some(re) = string::format_regex(f).filter(|_| assert) {
                 let d = self.regex_dfa(&re, "format", ptr)?;
                 s.dfa = Some(match s.dfa {
                     None => d,
@@ -1164,6 +1166,7 @@ impl<'a> Compiler<'a> {
                 | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
                 | "deprecated" | "format" => {
                     if k == "format"
+                        && self.opts.formats == FormatMode::Assert
                         && x.as_str().is_some_and(|f| {
                             string::format_regex(f).is_some()
                                 || string::UNSUPPORTED_FORMATS.contains(&f)

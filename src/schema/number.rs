@@ -142,6 +142,36 @@ impl Dec {
     }
 }
 
+impl Dec {
+    /// The least common multiple of two positive decimals (`x` is a multiple of both iff it
+    /// is a multiple of this), or `None` when the mantissas are too long to combine exactly.
+    pub(crate) fn lcm(&self, o: &Dec) -> Option<Dec> {
+        let (da, pa) = self.int_pow();
+        let (db, pb) = o.int_pow();
+        let p = pa.min(pb);
+        // Both as integers × 10^p.
+        let scale = |d: &[u8], k: i64| -> Option<u128> {
+            let mut v = small(d)?;
+            for _ in 0..k {
+                v = v.checked_mul(10)?;
+            }
+            Some(v)
+        };
+        let a = scale(da, pa - p)?;
+        let b = scale(db, pb - p)?;
+        let g = {
+            let (mut x, mut y) = (a, b);
+            while y != 0 {
+                (x, y) = (y, x % y);
+            }
+            x
+        };
+        let l = (a / g).checked_mul(b)?;
+        let text = format!("{l}e{p}");
+        Dec::parse(&text)
+    }
+}
+
 fn small(d: &[u8]) -> Option<u128> {
     if d.len() > 30 {
         return None;
@@ -331,7 +361,7 @@ impl NumCore {
                 } else if b.is_multiple_of(a) {
                     Some(b.clone())
                 } else {
-                    return Err(());
+                    Some(a.lcm(b).ok_or(())?)
                 }
             }
         };
@@ -735,6 +765,9 @@ mod tests {
         assert!(d("-3") < d("-2.5") && d("0.01") < d("0.1") && d("9") < d("10"));
         assert!(d("7.5").is_multiple_of(&d("2.5")) && !d("7.4").is_multiple_of(&d("2.5")));
         assert!(d("1e3").is_multiple_of(&d("8")) && !d("0.1").is_multiple_of(&d("1")));
+        assert_eq!(d("2").lcm(&d("3")), Some(d("6")));
+        assert_eq!(d("0.4").lcm(&d("0.6")), Some(d("1.2")));
+        assert_eq!(d("1.5").lcm(&d("25")), Some(d("75")));
     }
 
     #[test]
