@@ -45,10 +45,23 @@ fn unsupported_keywords_name_keyword_and_pointer() {
     let cases = [
         (json!({"$dynamicRef": "#meta"}), "$dynamicRef", ""),
         (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
+        // Finite item languages: a partial item could be a dead end (every completion a
+        // duplicate), which the runtime does not decide.
         (
-            json!({"properties": {"a": {"type": "array", "uniqueItems": true}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true}}}),
             "uniqueItems",
             "/properties/a",
+        ),
+        (
+            json!({"type": "array", "items": {"type": "integer"}, "uniqueItems": true}),
+            "uniqueItems",
+            "",
+        ),
+        // maxContains needs the items that do not match, i.e. `not` of the contains schema.
+        (
+            json!({"contains": {"type": "array", "items": {"type": "string"}}, "maxContains": 2}),
+            "maxContains",
+            "",
         ),
         (json!({"type": "string", "pattern": "(?=a)b"}), "pattern", ""),
         (json!({"type": "string", "format": "regex"}), "format", ""),
@@ -73,7 +86,7 @@ fn unsupported_keywords_name_keyword_and_pointer() {
 fn lenient_mode_reports_what_it_ignored() {
     let opts = SchemaOptions { lenient: true, ..SchemaOptions::default() };
     let c = CompiledSchema::compile(
-        &json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}),
+        &json!({"type": "object", "properties": {"a": {"type": "array", "items": {"const": 1}, "uniqueItems": true}}}),
         &opts,
     )
     .unwrap();

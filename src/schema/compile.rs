@@ -17,6 +17,7 @@
 use super::error::SchemaError;
 use super::number::{Dec, NumCore};
 use super::string::{self, ByteDfa, DfaError, Op};
+use super::unique;
 use super::{FormatMode, SchemaLimits, SchemaOptions};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
@@ -73,6 +74,33 @@ pub(crate) struct ArrC {
     pub items: ExprId,
     pub min: u32,
     pub max: u32,
+    pub contains: Option<ContainsC>,
+    /// `uniqueItems: true`, with the pointer of the schema that said so.
+    pub unique: Option<String>,
+}
+
+/// `contains` with `minContains`/`maxContains`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ContainsC {
+    /// The `contains` schema.
+    pub schema: ExprId,
+    /// Its negation, when [`Compiler::negate`] can build it (required when `max` is finite).
+    pub neg: Option<ExprId>,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// `contains` as the runtime reads it: per item position (the prefix positions, then one
+/// entry for every later position) the node of items that match and of items that do not.
+#[derive(Debug)]
+pub(crate) struct ContainsRt {
+    pub min: u32,
+    pub max: u32,
+    /// `item ∧ contains` per position.
+    pub yes: Vec<ExprId>,
+    /// `item ∧ ¬contains` per position (`item` itself when `max` is unbounded: there an
+    /// uncounted match never hurts).
+    pub no: Vec<ExprId>,
 }
 
 /// A typed alternative: the runtime's unit of progress.
@@ -172,8 +200,72 @@ pub(crate) enum CoreRt {
         items: ExprId,
         min: u32,
         max: u32,
+        contains: Option<Box<ContainsRt>>,
+        unique: bool,
     },
     Object(ObjRt),
+}
+
+/// Can an array holding `k` items, `c` of which match `contains`, still be completed (with at
+/// least one more item when `more`)? `cap(i)` says whether item position `i` (the prefix
+/// positions, then `tail` for every later one) can hold a matching / a non-matching item.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn contains_feasible(
+    cap: impl Fn(usize) -> (bool, bool),
+    tail: usize,
+    min_items: u32,
+    max_items: u32,
+    c: &ContainsRt,
+    k: u32,
+    count: u32,
+    more: bool,
+) -> bool {
+    let need = u64::from(c.min.saturating_sub(count));
+    let room = if c.max == u32::MAX { u64::MAX } else { u64::from(c.max.saturating_sub(count)) };
+    if count > c.max {
+        return false;
+    }
+    let lo = u64::from(min_items).max(u64::from(k) + u64::from(more));
+    let hi = u64::from(max_items);
+    // Positions k..n: `only` must match, `both` may match or not.
+    let (mut only, mut both) = (0u64, 0u64);
+    let mut n = u64::from(k);
+    let ok =
+        |n: u64, only: u64, both: u64| n >= lo && n <= hi && only <= room && only + both >= need;
+    loop {
+        if ok(n, only, both) {
+            return true;
+        }
+        if n >= hi || n >= tail as u64 {
+            break;
+        }
+        match cap(n as usize) {
+            (false, false) => return false,
+            (true, false) => only += 1,
+            (true, true) => both += 1,
+            (false, true) => {}
+        }
+        n += 1;
+    }
+    if n >= hi {
+        return false;
+    }
+    // Every later position is like `tail`: add m ≥ 1 of them.
+    let m_lo = lo.saturating_sub(n).max(1);
+    let m = match cap(tail) {
+        (false, false) => return false,
+        (false, true) => m_lo,
+        (true, true) => m_lo.max(need.saturating_sub(only + both)),
+        (true, false) => {
+            let m = m_lo.max(need.saturating_sub(only + both));
+            if only.saturating_add(m) > room {
+                return false;
+            }
+            return n.saturating_add(m) <= hi;
+        }
+    };
+    n.saturating_add(m) <= hi
+        && ok(n.saturating_add(m), only, both + if cap(tail).0 { m } else { 0 })
 }
 
 /// The compiled schema (inside [`super::CompiledSchema`]).
@@ -383,6 +475,8 @@ impl<'a> Compiler<'a> {
                 items,
                 min: 0,
                 max: u32::MAX,
+                contains: None,
+                unique: None,
             })));
         }
         if t & T_OBJ != 0 {
@@ -945,8 +1039,15 @@ impl<'a> Compiler<'a> {
         Ok(s)
     }
 
-    fn arr_shape(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<ArrC, SchemaError> {
-        let mut a = ArrC { prefix: Vec::new(), items: self.true_e, min: 0, max: u32::MAX };
+    fn arr_shape(&mut self, m: &'a Map<String, Value>, ptr: &str) -> Result<ArrC, SchemaError> {
+        let mut a = ArrC {
+            prefix: Vec::new(),
+            items: self.true_e,
+            min: 0,
+            max: u32::MAX,
+            contains: None,
+            unique: None,
+        };
         if let Some(v) = m.get("minItems") {
             a.min = Self::get_u32(v, ptr, "minItems")?;
         }
@@ -975,11 +1076,35 @@ impl<'a> Compiler<'a> {
             }
         }
         if let Some(c) = m.get("contains") {
-            let _ = c;
-            self.unsupported("contains", ptr)?;
+            let cp = format!("{ptr}/contains");
+            let schema = self.schema_at(&cp)?;
+            let min = match m.get("minContains") {
+                Some(v) => Self::get_u32(v, ptr, "minContains")?,
+                None => 1,
+            };
+            let mut max = match m.get("maxContains") {
+                Some(v) => Self::get_u32(v, ptr, "maxContains")?,
+                None => u32::MAX,
+            };
+            let neg = match self.negate(c, &cp, 0) {
+                Ok(n) => Some(n),
+                Err(e) if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            if max != u32::MAX && neg.is_none() {
+                // Refusing a further match needs the items that do *not* match.
+                self.unsupported("maxContains", ptr)?;
+                max = u32::MAX;
+            }
+            if min > 0 || max != u32::MAX {
+                a.contains = Some(ContainsC { schema, neg, min, max });
+            }
         }
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            self.unsupported("uniqueItems", ptr)?;
+        if let Some(u) = m.get("uniqueItems") {
+            let u = u
+                .as_bool()
+                .ok_or_else(|| SchemaError::invalid(ptr, "uniqueItems must be a boolean"))?;
+            a.unique = u.then(|| ptr.to_string());
         }
         Ok(a)
     }
@@ -1124,7 +1249,14 @@ impl<'a> Compiler<'a> {
                 }
                 let n = a.len() as u32;
                 let items = self.false_e;
-                vec![self.core(Core::Array(ArrC { prefix, items, min: n, max: n }))]
+                vec![self.core(Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: n,
+                    max: n,
+                    contains: None,
+                    unique: None,
+                }))]
             }
             Value::Object(m) => {
                 let mut props = Vec::new();
@@ -1641,7 +1773,27 @@ impl<'a> Compiler<'a> {
                     prefix.push(self.and(vec![pa, pb]));
                 }
                 let items = self.and(vec![x.items, y.items]);
-                Core::Array(ArrC { prefix, items, min: x.min.max(y.min), max: x.max.min(y.max) })
+                let contains = match (&x.contains, &y.contains) {
+                    (None, c) | (c, None) => c.clone(),
+                    (Some(p), Some(q)) if p.schema == q.schema => Some(ContainsC {
+                        min: p.min.max(q.min),
+                        max: p.max.min(q.max),
+                        ..p.clone()
+                    }),
+                    (Some(p), Some(_)) => {
+                        // Two different `contains` counts would need a counter per schema.
+                        self.unsupported("contains", ptr)?;
+                        Some(p.clone())
+                    }
+                };
+                Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    contains,
+                    unique: x.unique.clone().or_else(|| y.unique.clone()),
+                })
             }
             (Core::Object(x), Core::Object(y)) => {
                 let mut groups = x.groups.clone();
@@ -1696,9 +1848,12 @@ impl<'a> Compiler<'a> {
                 }
                 let rt = self.finalize_core(c)?;
                 match &rt {
-                    CoreRt::Array { prefix, items, .. } => {
+                    CoreRt::Array { prefix, items, contains, .. } => {
                         todo.extend(prefix.iter().copied());
                         todo.push(*items);
+                        if let Some(c) = contains {
+                            todo.extend(c.yes.iter().chain(&c.no).copied());
+                        }
                     }
                     CoreRt::Object(o) => {
                         todo.extend(o.props.iter().map(|p| p.node));
@@ -1745,11 +1900,17 @@ impl<'a> Compiler<'a> {
                     CoreRt::String { dfa, min, max, .. } => {
                         !self.dfas[*dfa as usize].is_empty() && min <= max
                     }
-                    CoreRt::Array { prefix, items, min, max } => {
+                    CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
                         min <= max
                             && (0..*min as usize).all(|k| {
                                 node_sat(&nodes, &sat, prefix.get(k).copied().unwrap_or(*items))
                             })
+                    }
+                    CoreRt::Array { min, max, contains: Some(c), .. } => {
+                        let cap = |i: usize| {
+                            (node_sat(&nodes, &sat, c.yes[i]), node_sat(&nodes, &sat, c.no[i]))
+                        };
+                        contains_feasible(cap, c.yes.len() - 1, *min, *max, c, 0, 0, false)
                     }
                     CoreRt::Object(o) => {
                         o.required.iter().all(|&r| node_sat(&nodes, &sat, o.props[r as usize].node))
@@ -1818,12 +1979,35 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        // `uniqueItems` only where the runtime decides it exactly (see `unique`).
+        for i in 0..out_cores.len() {
+            let CoreRt::Array { prefix, items, contains, unique: true, .. } = &out_cores[i] else {
+                continue;
+            };
+            let mut item_nodes: Vec<ExprId> = prefix.clone();
+            item_nodes.push(*items);
+            if let Some(c) = contains {
+                item_nodes.extend(c.yes.iter().chain(&c.no).copied());
+            }
+            let ok = item_nodes
+                .iter()
+                .all(|&e| unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e));
+            if !ok {
+                let ptr = match &self.cores[core_src[i] as usize] {
+                    Core::Array(a) => a.unique.clone().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                self.unsupported("uniqueItems", &ptr)?;
+                if let CoreRt::Array { unique, .. } = &mut out_cores[i] {
+                    *unique = false;
+                }
+            }
+        }
         if nodes[root as usize].is_empty() {
             return Err(SchemaError::unsat("", "no instance satisfies the schema"));
         }
         let any_dfa = self.any_dfa;
         let ignored = std::mem::take(&mut self.ignored);
-        let _ = core_src;
         Ok((Program { nodes, cores: out_cores, dfas: self.dfas, root, any_dfa }, ignored))
     }
 
@@ -1841,7 +2025,29 @@ impl<'a> Compiler<'a> {
                 }
             }
             Core::Array(a) => {
-                CoreRt::Array { prefix: a.prefix, items: a.items, min: a.min, max: a.max }
+                let contains = match &a.contains {
+                    None => None,
+                    Some(c) => {
+                        let (mut yes, mut no) = (Vec::new(), Vec::new());
+                        for i in 0..=a.prefix.len() {
+                            let node = a.prefix.get(i).copied().unwrap_or(a.items);
+                            yes.push(self.and(vec![node, c.schema]));
+                            no.push(match c.neg {
+                                Some(n) if c.max != u32::MAX => self.and(vec![node, n]),
+                                _ => node,
+                            });
+                        }
+                        Some(Box::new(ContainsRt { min: c.min, max: c.max, yes, no }))
+                    }
+                };
+                CoreRt::Array {
+                    prefix: a.prefix,
+                    items: a.items,
+                    min: a.min,
+                    max: a.max,
+                    contains,
+                    unique: a.unique.is_some(),
+                }
             }
             Core::Object(o) => CoreRt::Object(self.finalize_obj(&o)?),
         })

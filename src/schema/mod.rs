@@ -44,6 +44,7 @@ mod error;
 mod number;
 mod runtime;
 mod string;
+mod unique;
 
 pub use error::{SchemaError, SchemaErrorKind};
 pub use runtime::SchemaConstraint;

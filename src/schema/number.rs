@@ -99,6 +99,13 @@ impl Dec {
         Dec::parse(&n.to_string())
     }
 
+    /// A canonical byte form: equal numbers (`1`, `1.0`, `10e-1`) give equal bytes.
+    pub(crate) fn canon(&self, out: &mut Vec<u8>) {
+        out.push(if self.neg { b'-' } else { b'+' });
+        out.extend(self.digits.iter().map(|d| b'0' + d));
+        out.extend_from_slice(format!("e{}", self.exp).as_bytes());
+    }
+
     pub(crate) fn is_zero(&self) -> bool {
         self.digits.is_empty()
     }

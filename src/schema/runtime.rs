@@ -20,9 +20,10 @@
 //! feasibility checks (`completable_after`) are linear in the declared names per byte when
 //! `minProperties`/`maxProperties`/dependencies or schema order are in play.
 
-use super::compile::{CoreRt, ObjRt, Program};
+use super::compile::{contains_feasible, CoreRt, ObjRt, Program};
 use super::number;
 use super::string::DEAD;
+use super::unique;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
 use crate::copy_engine::EngineOptions;
 use crate::engine::{
@@ -49,6 +50,8 @@ struct Alt {
     c: u32,
     d: u32,
     alive: bool,
+    /// An item alternative from `item ∧ contains`: its survival counts a match.
+    tag: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -84,6 +87,13 @@ struct Frame {
     bits: u32,
     xk: u32,
     xtext: u32,
+    /// Offset of this frame's tail of the raw-text arena.
+    raw: u32,
+    /// Arrays with `uniqueItems`: raw-text offset where the current item started.
+    item: u32,
+    /// An array some of whose alternatives have `uniqueItems` (raw text is recorded while
+    /// such a frame is open).
+    uniq: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -99,8 +109,8 @@ enum Undo {
     Frame(u32, Frame),
     Alt(u32, Alt),
     Bit(u32, u64),
-    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
-    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
+    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
+    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
 }
 
 /// The runtime state (what the mask is a function of).
@@ -112,6 +122,9 @@ struct St {
     bits: Vec<u64>,
     xk: Vec<XKey>,
     xtext: Vec<u8>,
+    /// The bytes of the document while an array with `uniqueItems` is open (the items'
+    /// texts, canonicalised when they complete; see [`super::unique`]).
+    raw: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -122,6 +135,7 @@ struct Graves {
     bits: Vec<u64>,
     xk: Vec<XKey>,
     xtext: Vec<u8>,
+    raw: Vec<u8>,
 }
 
 /// The recogniser: state plus undo log, over a compiled schema.
@@ -176,6 +190,7 @@ impl<'a> Rt<'a> {
             bits: self.st.bits.len() as u32,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: self.st.raw.len() as u32,
         }
     }
 
@@ -220,12 +235,18 @@ impl<'a> Rt<'a> {
         self.graves.xk.extend(self.st.xk.drain(f.xk as usize..));
         let nt = self.st.xtext.len() - f.xtext as usize;
         self.graves.xtext.extend(self.st.xtext.drain(f.xtext as usize..));
+        // Only the outermost `uniqueItems` array owns raw text (`NONE` elsewhere).
+        let nr = if f.raw == NONE { 0 } else { self.st.raw.len() - f.raw as usize };
+        if f.raw != NONE {
+            self.graves.raw.extend(self.st.raw.drain(f.raw as usize..));
+        }
         self.log.push(Undo::Restore {
             alts: na as u32,
             buf: nb as u32,
             bits: nw as u32,
             xk: nx as u32,
             xtext: nt as u32,
+            raw: nr as u32,
         });
     }
 
@@ -236,7 +257,8 @@ impl<'a> Rt<'a> {
             Undo::Frame(i, f) => self.st.frames[i as usize] = f,
             Undo::Alt(i, a) => self.st.alts[i as usize] = a,
             Undo::Bit(i, w) => self.st.bits[i as usize] = w,
-            Undo::Len { frames, alts, buf, bits, xk, xtext } => {
+            Undo::Len { frames, alts, buf, bits, xk, xtext, raw } => {
+                self.st.raw.truncate(raw as usize);
                 self.st.frames.truncate(frames as usize);
                 self.st.alts.truncate(alts as usize);
                 self.st.buf.truncate(buf as usize);
@@ -244,7 +266,7 @@ impl<'a> Rt<'a> {
                 self.st.xk.truncate(xk as usize);
                 self.st.xtext.truncate(xtext as usize);
             }
-            Undo::Restore { alts, buf, bits, xk, xtext } => {
+            Undo::Restore { alts, buf, bits, xk, xtext, raw } => {
                 fn back<T>(dst: &mut Vec<T>, src: &mut Vec<T>, n: u32) {
                     let at = src.len() - n as usize;
                     dst.extend(src.drain(at..));
@@ -254,6 +276,7 @@ impl<'a> Rt<'a> {
                 back(&mut self.st.bits, &mut self.graves.bits, bits);
                 back(&mut self.st.xk, &mut self.graves.xk, xk);
                 back(&mut self.st.xtext, &mut self.graves.xtext, xtext);
+                back(&mut self.st.raw, &mut self.graves.raw, raw);
                 let f = self.graves.frames.pop().expect("grave frame");
                 self.st.frames.push(f);
             }
@@ -494,6 +517,10 @@ impl<'a> Rt<'a> {
     // ---- the byte step ----
 
     fn step(&mut self, b: u8) -> bool {
+        if self.st.frames.iter().any(|f| f.uniq) {
+            self.note_lens();
+            self.st.raw.push(b);
+        }
         loop {
             let fi = self.top();
             let f = self.st.frames[fi];
@@ -517,7 +544,10 @@ impl<'a> Rt<'a> {
         }
     }
 
-    fn child_done(&mut self, mask: u64) {
+    /// A child value completed: `mask` holds the parent alternatives it serves, `cmask` those
+    /// for which it matched `contains`. `false` when no parent alternative survives (a
+    /// duplicate item under `uniqueItems`).
+    fn child_done(&mut self, mask: u64, cmask: u64) -> bool {
         let pi = self.top();
         let pf = self.st.frames[pi];
         let r = self.alt_range(pi);
@@ -529,8 +559,12 @@ impl<'a> Rt<'a> {
             if (mask >> li) & 1 == 0 {
                 self.kill(ai);
             } else if pf.kind == Kind::Arr {
-                self.set_alt(ai, Alt { a: a.a + 1, ..a });
+                let matched = u32::from((cmask >> li) & 1 == 1);
+                self.set_alt(ai, Alt { a: a.a + 1, b: a.b + matched, ..a });
             }
+        }
+        if pf.kind == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
+            return false;
         }
         let phase = match pf.kind {
             Kind::Obj => 4,
@@ -538,6 +572,109 @@ impl<'a> Rt<'a> {
             _ => 1,
         };
         self.set_frame(pi, Frame { phase, ws: 0, ..pf });
+        true
+    }
+
+    /// Does the array core have `uniqueItems`?
+    fn is_unique(&self, core: u32) -> bool {
+        matches!(&self.prog().cores[core as usize], CoreRt::Array { unique: true, .. })
+    }
+
+    /// Has the `uniqueItems` array in frame `fi` already completed an item equal to the
+    /// canonical form `canon`?
+    fn seen_item(&self, fi: usize, canon: &[u8]) -> bool {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..].iter().any(|x| {
+            x.alt == NONE && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == canon
+        })
+    }
+
+    /// The current item of the `uniqueItems` array in frame `fi` completed: alternatives with
+    /// `uniqueItems` die on a duplicate, otherwise its canonical form is remembered.
+    fn unique_item_done(&mut self, fi: usize) -> bool {
+        let f = self.st.frames[fi];
+        let mut canon = Vec::new();
+        if unique::canonical(&self.st.raw[f.item as usize..], &mut canon).is_none() {
+            // The recogniser only completes valid JSON; nothing to compare otherwise.
+            return true;
+        }
+        if self.seen_item(fi, &canon) {
+            let mut any = false;
+            for ai in self.alt_range(fi) {
+                let a = self.st.alts[ai];
+                if a.alive && self.is_unique(a.core) {
+                    self.kill(ai);
+                } else if a.alive {
+                    any = true;
+                }
+            }
+            return any;
+        }
+        self.note_lens();
+        let start = self.st.xtext.len() as u32;
+        self.st.xtext.extend_from_slice(&canon);
+        self.st.xk.push(XKey { alt: NONE, start, len: canon.len() as u32 });
+        true
+    }
+
+    /// The item nodes an array alternative offers its next item, each with whether the item's
+    /// alternatives count as `contains` matches.
+    fn item_nodes(&self, pa: &Alt, out: &mut smallvec::SmallVec<[(u32, bool); 2]>) {
+        let prog = self.prog();
+        let CoreRt::Array { prefix, items, min, max, contains, .. } = &prog.cores[pa.core as usize]
+        else {
+            return;
+        };
+        let Some(c) = contains else {
+            if let Some(n) = self.arr_node(pa.core, pa.a) {
+                out.push((n, false));
+            }
+            return;
+        };
+        let k = pa.a;
+        if k >= *max {
+            return;
+        }
+        let live = |n: u32| !prog.nodes[n as usize].is_empty();
+        let i = (k as usize).min(prefix.len());
+        let node = prefix.get(i).copied().unwrap_or(*items);
+        if c.max == u32::MAX && pa.b >= c.min {
+            // Enough matches and no upper bound: matches no longer matter.
+            if live(node) {
+                out.push((node, false));
+            }
+            return;
+        }
+        let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
+        let feasible =
+            |count: u32| contains_feasible(cap, prefix.len(), *min, *max, c, k + 1, count, false);
+        let yes = pa.b < c.max && live(c.yes[i]) && feasible(pa.b + 1);
+        let no = live(c.no[i]) && feasible(pa.b);
+        match (yes, no) {
+            (true, true) => {
+                if live(node) {
+                    out.push((node, false));
+                }
+                out.push((c.yes[i], true));
+            }
+            (true, false) => out.push((c.yes[i], true)),
+            (false, true) => out.push((c.no[i], false)),
+            (false, false) => {}
+        }
+    }
+
+    /// Can array alternative `ai` take one more item?
+    fn arr_more(&self, ai: usize) -> bool {
+        let a = self.st.alts[ai];
+        let prog = self.prog();
+        match &prog.cores[a.core as usize] {
+            CoreRt::Array { prefix, min, max, contains: Some(c), .. } => {
+                let live = |n: u32| !prog.nodes[n as usize].is_empty();
+                let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
+                contains_feasible(cap, prefix.len(), *min, *max, c, a.a, a.b, true)
+            }
+            _ => self.arr_node(a.core, a.a).is_some(),
+        }
     }
 
     fn value_start(&mut self, pi: usize, b: u8) -> bool {
@@ -555,21 +692,30 @@ impl<'a> Rt<'a> {
         let bits0 = self.st.bits.len() as u32;
         let pkind = self.st.frames[pi].kind;
         let r = self.alt_range(pi);
+        // A `true`/`false`/`null` item is known from its first byte: a duplicate is refused
+        // here, by the alternatives with `uniqueItems`.
+        let puniq = pkind == Kind::Arr && self.st.frames[pi].uniq;
+        let lit_dup = puniq && kind == Kind::Lit && self.seen_item(pi, &unique::literal(b));
+        if puniq {
+            let pf = self.st.frames[pi];
+            self.set_frame(pi, Frame { item: self.st.raw.len() as u32 - 1, ..pf });
+        }
         for (li, ai) in r.enumerate() {
             let pa = self.st.alts[ai];
-            if !pa.alive || li >= 64 {
+            if !pa.alive || li >= 64 || (lit_dup && self.is_unique(pa.core)) {
                 continue;
             }
-            let node = match pkind {
-                Kind::Root => prog.root,
-                Kind::Obj => pa.d,
-                Kind::Arr => match self.arr_node(pa.core, pa.a) {
-                    Some(n) => n,
-                    None => continue,
-                },
+            let mut item_nodes: smallvec::SmallVec<[(u32, bool); 2]> = smallvec::SmallVec::new();
+            match pkind {
+                Kind::Root => item_nodes.push((prog.root, false)),
+                Kind::Obj => item_nodes.push((pa.d, false)),
+                Kind::Arr => self.item_nodes(&pa, &mut item_nodes),
                 _ => unreachable!("value in a scalar"),
-            };
-            for &c in &prog.nodes[node as usize] {
+            }
+            for (tag, c) in item_nodes
+                .iter()
+                .flat_map(|&(n, t)| prog.nodes[n as usize].iter().map(move |&c| (t, c)))
+            {
                 let core = &prog.cores[c as usize];
                 let ok = match (kind, core) {
                     (Kind::Obj, CoreRt::Object(_))
@@ -585,12 +731,14 @@ impl<'a> Rt<'a> {
                 if !ok {
                     continue;
                 }
-                if let Some(e) = self.st.alts[start..].iter_mut().find(|e| e.core == c) {
+                if let Some(e) =
+                    self.st.alts[start..].iter_mut().find(|e| e.core == c && e.tag == tag)
+                {
                     e.parents |= 1 << li;
                     continue;
                 }
                 let mut alt =
-                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true };
+                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true, tag };
                 match core {
                     CoreRt::Object(o) => {
                         alt.b = self.st.bits.len() as u32;
@@ -610,6 +758,14 @@ impl<'a> Rt<'a> {
             // More alternatives than the parent masks can address: refuse (documented limit).
             return false;
         }
+        let uniq =
+            kind == Kind::Arr && self.st.alts[start..].iter().any(|a| self.is_unique(a.core));
+        // The outermost `uniqueItems` array owns the raw text recorded from here on.
+        let raw_own = if uniq && !self.st.frames.iter().any(|f| f.uniq) {
+            self.st.raw.len() as u32
+        } else {
+            NONE
+        };
         let buf = self.st.buf.len() as u32;
         let (phase, ws) = match kind {
             Kind::Lit => (
@@ -635,6 +791,9 @@ impl<'a> Rt<'a> {
             bits: bits0,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: raw_own,
+            item: 0,
+            uniq,
         });
         if kind == Kind::Num {
             self.st.buf.push(b);
@@ -708,19 +867,21 @@ impl<'a> Rt<'a> {
     }
 
     fn obj_close(&mut self, fi: usize) -> bool {
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if a.alive && self.can_close_obj(&a) {
                 mask |= a.parents;
+                if a.tag {
+                    cmask |= a.parents;
+                }
             }
         }
         if mask == 0 {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn key_start(&mut self, fi: usize) -> bool {
@@ -750,6 +911,7 @@ impl<'a> Rt<'a> {
                 c: o.names.len() as u32,
                 d: ai as u32,
                 alive: true,
+                tag: false,
             });
         }
         if self.st.alts.len() == start {
@@ -768,6 +930,9 @@ impl<'a> Rt<'a> {
             bits: self.st.bits.len() as u32,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: NONE,
+            item: 0,
+            uniq: false,
         });
         true
     }
@@ -807,7 +972,7 @@ impl<'a> Rt<'a> {
                             if !a.alive {
                                 continue;
                             }
-                            if self.arr_node(a.core, a.a).is_some() {
+                            if self.arr_more(ai) {
                                 any = true;
                             } else {
                                 self.kill(ai);
@@ -826,12 +991,15 @@ impl<'a> Rt<'a> {
     }
 
     fn arr_close(&mut self, fi: usize) -> bool {
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if let CoreRt::Array { min, .. } = &self.prog().cores[a.core as usize] {
-                if a.alive && a.a >= *min {
+            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core as usize] {
+                if a.alive && a.a >= *min && contains.as_ref().is_none_or(|c| a.b >= c.min) {
                     mask |= a.parents;
+                    if a.tag {
+                        cmask |= a.parents;
+                    }
                 }
             }
         }
@@ -839,8 +1007,7 @@ impl<'a> Rt<'a> {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
@@ -853,16 +1020,18 @@ impl<'a> Rt<'a> {
             self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
             return true;
         }
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if a.alive {
                 mask |= a.parents;
+                if a.tag {
+                    cmask |= a.parents;
+                }
             }
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn num_extend(&mut self, fi: usize, b: u8) -> bool {
@@ -918,9 +1087,18 @@ impl<'a> Rt<'a> {
         if mask == 0 {
             return false;
         }
+        let text = &self.st.buf[self.st.frames[fi].buf as usize..];
+        let mut cmask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
+                if a.alive && a.tag && n.accepts_text(text) {
+                    cmask |= a.parents;
+                }
+            }
+        }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     // ---- strings and keys ----
@@ -1164,7 +1342,7 @@ impl<'a> Rt<'a> {
 
     fn str_close(&mut self, fi: usize) -> bool {
         let prog = self.prog();
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if !a.alive {
@@ -1173,6 +1351,9 @@ impl<'a> Rt<'a> {
             if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
                 if prog.dfas[*dfa as usize].is_accept(a.a) && a.b >= *min {
                     mask |= a.parents;
+                    if a.tag {
+                        cmask |= a.parents;
+                    }
                 }
             }
         }
@@ -1180,8 +1361,7 @@ impl<'a> Rt<'a> {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn key_close(&mut self, fi: usize) -> bool {
@@ -1300,8 +1480,20 @@ impl St {
             bits: 0,
             xk: 0,
             xtext: 0,
+            raw: NONE,
+            item: 0,
+            uniq: false,
         });
-        st.alts.push(Alt { core: NONE, parents: 1, a: 0, b: 0, c: 0, d: NONE, alive: true });
+        st.alts.push(Alt {
+            core: NONE,
+            parents: 1,
+            a: 0,
+            b: 0,
+            c: 0,
+            d: NONE,
+            alive: true,
+            tag: false,
+        });
         st
     }
 }

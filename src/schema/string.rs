@@ -266,8 +266,17 @@ fn minimize(trans: &[u32], stride: usize, accept: &[bool]) -> (Vec<u32>, Vec<boo
         return (trans.to_vec(), accept.to_vec());
     }
     // Initial blocks: dead, accepting, non-accepting live.
-    let mut block: Vec<u32> =
-        (0..m).map(|s| if s == 0 { 0 } else if accept[s] { 1 } else { 2 }).collect();
+    let mut block: Vec<u32> = (0..m)
+        .map(|s| {
+            if s == 0 {
+                0
+            } else if accept[s] {
+                1
+            } else {
+                2
+            }
+        })
+        .collect();
     let mut n_blocks = 0;
     let mut sig: Vec<u32> = Vec::with_capacity(stride + 1);
     loop {
