@@ -962,6 +962,7 @@ impl<'a> Compiler<'a> {
                     integer: false,
                     multiple: None,
                     int_syntax: false,
+                    frac: false,
                 })
                 .expect("no multiple");
         }
@@ -973,6 +974,7 @@ impl<'a> Compiler<'a> {
                     integer: false,
                     multiple: None,
                     int_syntax: false,
+                    frac: false,
                 })
                 .expect("no multiple");
         }
@@ -1338,10 +1340,16 @@ impl<'a> Compiler<'a> {
                             _ => return Err(SchemaError::invalid(ptr, "unknown type")),
                         };
                     }
-                    if has_int_only && !has_num {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
-                    let cs = self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 });
+                    let cs = if has_int_only && !has_num {
+                        // Not an integer: the other types, and numbers with a fraction.
+                        let mut cs = self.type_cores(s & !(T_INT | T_NUM));
+                        let mut n = NumCore::any();
+                        n.frac = true;
+                        cs.push(self.core(Core::Number(n)));
+                        cs
+                    } else {
+                        self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 })
+                    };
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 "const" | "enum" => {
@@ -1514,6 +1522,7 @@ impl<'a> Compiler<'a> {
                 integer: false,
                 multiple: None,
                 int_syntax: false,
+                frac: false,
             };
             cs.push(self.core(Core::Number(n)));
             prev = Some(d.clone());
@@ -1524,6 +1533,7 @@ impl<'a> Compiler<'a> {
             integer: false,
             multiple: None,
             int_syntax: false,
+            frac: false,
         };
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);

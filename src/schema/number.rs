@@ -227,6 +227,9 @@ pub(crate) struct NumCore {
     /// Draft-04 `integer`: the text itself must be an integer literal (no fraction, no
     /// exponent), as Python's `json` module parses `1.0` to a float.
     pub int_syntax: bool,
+    /// The value must *not* be an integer (`not: {type: integer}`); not combined with
+    /// `multipleOf` (a merge refuses it).
+    pub frac: bool,
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -344,7 +347,14 @@ fn pow10(p: i64) -> Dec {
 impl NumCore {
     /// Any number.
     pub(crate) fn any() -> NumCore {
-        NumCore { lo: None, hi: None, integer: false, multiple: None, int_syntax: false }
+        NumCore {
+            lo: None,
+            hi: None,
+            integer: false,
+            multiple: None,
+            int_syntax: false,
+            frac: false,
+        }
     }
 
     /// Exactly `v`.
@@ -355,11 +365,15 @@ impl NumCore {
             integer: false,
             multiple: None,
             int_syntax: false,
+            frac: false,
         }
     }
 
     /// The intersection; `Err` when `multipleOf` values cannot be combined exactly.
     pub(crate) fn merge(&self, o: &NumCore) -> Result<NumCore, ()> {
+        if (self.frac || o.frac) && (self.multiple.is_some() || o.multiple.is_some()) {
+            return Err(());
+        }
         let multiple = match (&self.multiple, &o.multiple) {
             (None, x) | (x, None) => x.clone(),
             (Some(a), Some(b)) => {
@@ -378,6 +392,7 @@ impl NumCore {
             integer: self.integer || o.integer,
             multiple,
             int_syntax: self.int_syntax || o.int_syntax,
+            frac: self.frac || o.frac,
         })
     }
 
@@ -423,6 +438,7 @@ impl NumCore {
     pub(crate) fn accepts(&self, v: &Dec) -> bool {
         self.in_range(v)
             && (!self.integer || v.is_integer())
+            && (!self.frac || !v.is_integer())
             && self.multiple.as_ref().is_none_or(|q| v.is_multiple_of(q))
     }
 
@@ -437,6 +453,9 @@ impl NumCore {
     /// satisfies the constraint?
     pub(crate) fn live(&self, text: &[u8]) -> bool {
         let Some(p) = parse_prefix(text) else { return false };
+        if self.integer && self.frac {
+            return false;
+        }
         if self.int_syntax
             && !matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int)
         {
@@ -468,6 +487,7 @@ impl NumCore {
             integer: self.integer,
             multiple: self.multiple.clone(),
             int_syntax: self.int_syntax,
+            frac: self.frac,
         }
     }
 
@@ -615,6 +635,10 @@ impl NumCore {
         if c.integer {
             xlo = xlo.max(m.digits.len() as i64 - m.exp);
         }
+        if c.frac {
+            // m × 10^x has a fractional part iff x < (digits − exp).
+            xhi = xhi.min(m.digits.len() as i64 - m.exp - 1);
+        }
         if let Some(q) = &c.multiple {
             match min_exp_for_multiple(&m, q) {
                 Some(x0) => xlo = xlo.max(x0),
@@ -760,7 +784,28 @@ mod tests {
             integer,
             multiple: None,
             int_syntax: false,
+            frac: false,
         }
+    }
+
+    #[test]
+    fn non_integers() {
+        let mut c = range(Some(("2", false)), Some(("3", false)), false);
+        c.frac = true;
+        for t in ["2.5", "2.000001", "25e-1", "0.25e1"] {
+            assert!(c.live(t.as_bytes()) && c.accepts_text(t.as_bytes()), "{t}");
+        }
+        for t in ["2", "3", "2.0", "20e-1", "3.5", "1.5"] {
+            assert!(!c.accepts_text(t.as_bytes()), "{t}");
+        }
+        // Prefixes: "2" and "2.0" can still become 2.05; "2.5e1" only reaches integers or
+        // values out of range; "3" only 3 or more.
+        assert!(c.live(b"2") && c.live(b"2.0") && c.live(b"2.5e"));
+        assert!(!c.live(b"2.5e1") && !c.live(b"3.") && !c.live(b"-"));
+        let mut any = NumCore::any();
+        any.frac = true;
+        assert!(any.live(b"15") && any.live(b"0") && any.live(b"-0") && any.live(b"1.5e-"));
+        assert!(!any.live(b"1.5e1") && !any.live(b"0e") && !any.accepts_text(b"0"));
     }
 
     #[test]
