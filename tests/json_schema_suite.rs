@@ -8,6 +8,8 @@
 //! - The main (non-optional) tests run with [`FormatMode::Annotate`], as the 2020-12
 //!   specification says (`format` is an annotation unless the format-assertion vocabulary is
 //!   in use); expected outcomes in `tests/data/json-schema-test-suite-expected.json`.
+//! - Remote `$ref`s resolve to the suite's `remotes/` documents, pre-loaded through
+//!   [`SchemaOptions::documents`] under `http://localhost:1234/…` as the suite names them.
 //! - `optional/format/` runs with [`FormatMode::Assert`] (our default), which is what those
 //!   tests assume; expected outcomes in `tests/data/json-schema-test-suite-format-expected.json`.
 //!
@@ -15,7 +17,7 @@
 //! vocabulary; the verdict (every token allowed, EOS allowed at the end) must equal `valid`.
 
 use grammask::bench::schema::SchemaCompiler;
-use grammask::bench::suite::run_suite;
+use grammask::bench::suite::{load_remotes, run_suite};
 use grammask::schema::{FormatMode, SchemaOptions};
 use grammask::Vocabulary;
 use std::path::Path;
@@ -25,8 +27,11 @@ const SUITE: &str = "tests/data/json-schema-test-suite/tests/draft2020-12";
 fn check(dir: &str, expected: &str, formats: FormatMode) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let vocab = Vocabulary::embedded().unwrap();
-    let compiler =
-        SchemaCompiler { options: SchemaOptions { formats, ..SchemaOptions::default() } };
+    // The suite's remote `$ref` targets, pre-loaded (never fetched).
+    let documents = load_remotes(&root.join("tests/data/json-schema-test-suite/remotes")).unwrap();
+    let compiler = SchemaCompiler {
+        options: SchemaOptions { formats, documents, ..SchemaOptions::default() },
+    };
     let report = run_suite(&root.join(dir), &vocab, &compiler).unwrap();
     println!("{report}");
     let expected_path = root.join(expected);

@@ -138,3 +138,31 @@ fn limits_are_typed_errors() {
     // Display names the thing.
     assert!(e.to_string().contains("alternatives"));
 }
+
+#[test]
+fn remote_refs_resolve_to_preloaded_documents_only() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    let schema = json!({"type": "object", "properties": {"id": {"$ref": "https://example.com/defs.json#/$defs/id"}}});
+    // Not loaded: a typed error, never a fetch.
+    match err(schema.clone()) {
+        SchemaErrorKind::Unsupported { keyword, pointer } => {
+            assert_eq!((keyword.as_str(), pointer.as_str()), ("$ref", "/properties/id"));
+        }
+        e => panic!("{e:?}"),
+    }
+    let mut opts = SchemaOptions::default();
+    opts.documents.insert(
+        "https://example.com/defs.json".into(),
+        json!({"$defs": {"id": {"type": "integer", "minimum": 1}}}),
+    );
+    let vocab = Vocabulary::embedded().unwrap();
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"id": 3}"#));
+    assert!(!e.accepts_bytes(br#"{"id": 0}"#));
+    assert!(!e.accepts_bytes(br#"{"id": "x"}"#));
+    // A pointer into the document that does not resolve is dangling.
+    let bad = json!({"$ref": "https://example.com/defs.json#/$defs/nope"});
+    let got = CompiledSchema::compile(&bad, &opts).expect_err("dangling");
+    assert!(matches!(got.kind(), SchemaErrorKind::DanglingRef { .. }), "{got}");
+}

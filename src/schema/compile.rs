@@ -396,6 +396,20 @@ impl<'a> Compiler<'a> {
         c.true_e = c.push(Expr::Cores(all));
         c.false_e = c.push(Expr::Cores(Vec::new()));
         c.scan_ids(doc, "", "");
+        // Pre-loaded documents: pointers into them are `URI#/json/pointer` (those into the
+        // schema itself are empty or start with `/`).
+        for (uri, d) in &opts.documents {
+            let u = uri.split_once('#').map_or(uri.as_str(), |x| x.0);
+            if u.is_empty() || u.starts_with('/') {
+                return Err(SchemaError::invalid(
+                    "",
+                    format!("document URI {uri:?} is not absolute"),
+                ));
+            }
+            let root = format!("{u}#");
+            c.ids.entry(u.to_string()).or_insert_with(|| root.clone());
+            c.scan_ids(d, &root, u);
+        }
         Ok(c)
     }
 
@@ -549,7 +563,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn lookup(&self, ptr: &str) -> Option<&'a Value> {
-        let mut cur = self.doc;
+        let (mut cur, ptr) = if ptr.is_empty() || ptr.starts_with('/') {
+            (self.doc, ptr)
+        } else {
+            let (u, local) = ptr.split_once('#')?;
+            (self.opts.documents.get(u)?, local)
+        };
         if ptr.is_empty() {
             return Some(cur);
         }

@@ -146,6 +146,11 @@ pub struct SchemaOptions {
     pub lenient: bool,
     /// `format` policy (default [`FormatMode::Assert`]).
     pub formats: FormatMode,
+    /// Pre-loaded documents that `$ref`s to other URIs resolve to, keyed by absolute URI
+    /// without fragment (e.g. `http://example.com/defs.json`); documents are also found by
+    /// the `$id`s inside them. Nothing is ever fetched: a `$ref` to a URI that is neither here
+    /// nor an `$id` of the schema is [`SchemaErrorKind::Unsupported`] (default: none).
+    pub documents: std::collections::BTreeMap<String, serde_json::Value>,
     /// Compile limits.
     pub limits: SchemaLimits,
     /// Engine limits (rollback history, mask cache).
