@@ -1465,6 +1465,71 @@ impl<'a> Compiler<'a> {
                     let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
+                "minProperties" | "maxProperties" | "minItems" | "maxItems" => {
+                    let n = Self::get_u32(x, ptr, k)?;
+                    let (lo, hi) = if k.starts_with("min") {
+                        if n == 0 {
+                            continue; // `≥ 0` holds for every value of the type
+                        }
+                        (0, n - 1)
+                    } else {
+                        (n.saturating_add(1), u32::MAX)
+                    };
+                    let c = if k.ends_with("Items") {
+                        let tr = self.true_e;
+                        self.arr_core(Vec::new(), tr, lo, hi)
+                    } else {
+                        let c = self.obj_core(Vec::new(), Vec::new(), lo);
+                        if let Core::Object(o) = &mut self.cores[c as usize] {
+                            o.max = hi;
+                        }
+                        c
+                    };
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+                "items" | "prefixItems" if x.is_array() => {
+                    // Some listed position holds a non-matching item (`additionalItems`, if
+                    // any, is negated on its own below).
+                    let a = x.as_array().expect("array");
+                    let tr = self.true_e;
+                    for i in 0..a.len() {
+                        let ni = self.negate(&a[i], &format!("{kp}/{i}"), depth + 1)?;
+                        let mut prefix = vec![tr; i];
+                        prefix.push(ni);
+                        let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
+                        alts.push(self.push(Expr::Cores(vec![c])));
+                    }
+                }
+                "items" | "contains"
+                    if !m.contains_key("prefixItems")
+                        && !m.contains_key("minContains")
+                        && !m.contains_key("maxContains")
+                        && !(k == "items" && m.contains_key("additionalItems")) =>
+                {
+                    // ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`);
+                    // ¬(some item ∈ C) = every item ∈ ¬C.
+                    let pos = self.schema_at(&kp)?;
+                    let neg = self.negate(x, &kp, depth + 1)?;
+                    let tr = self.true_e;
+                    let c = if k == "items" {
+                        self.core(Core::Array(ArrC {
+                            prefix: Vec::new(),
+                            items: tr,
+                            min: 0,
+                            max: u32::MAX,
+                            contains: Some(ContainsC {
+                                schema: neg,
+                                neg: Some(pos),
+                                min: 1,
+                                max: u32::MAX,
+                            }),
+                            unique: None,
+                        }))
+                    } else {
+                        self.arr_core(Vec::new(), neg, 0, u32::MAX)
+                    };
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
                 "minLength" | "maxLength" | "pattern" => {
                     let mut s = StrC { dfa: None, min: 0, max: u32::MAX };
                     match k.as_str() {
@@ -1505,6 +1570,7 @@ impl<'a> Compiler<'a> {
     /// Every value except the given literals (scalars only).
     fn not_literals(&mut self, vals: &[&Value], ptr: &str) -> Result<ExprId, SchemaError> {
         let mut null_ok = true;
+        let mut compound: Vec<&Value> = Vec::new();
         let mut bools = 3u8;
         let mut strs: Vec<&str> = Vec::new();
         let mut nums: Vec<Dec> = Vec::new();
@@ -1516,7 +1582,7 @@ impl<'a> Compiler<'a> {
                 Value::Number(n) => nums.push(
                     Dec::from_json(n).ok_or_else(|| SchemaError::invalid(ptr, "bad number"))?,
                 ),
-                _ => return Err(SchemaError::unsupported("not", ptr)),
+                _ => compound.push(v),
             }
         }
         let mut cs = Vec::new();
@@ -1557,7 +1623,78 @@ impl<'a> Compiler<'a> {
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);
         cs.extend(arr);
-        Ok(self.push(Expr::Cores(cs)))
+        let mut parts = vec![self.push(Expr::Cores(cs))];
+        for v in compound {
+            parts.push(self.not_compound(v, ptr)?);
+        }
+        Ok(self.and(parts))
+    }
+
+    /// An array core with these items and length bounds (no `contains`, no `uniqueItems`).
+    fn arr_core(&mut self, prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> CoreId {
+        self.core(Core::Array(ArrC { prefix, items, min, max, contains: None, unique: None }))
+    }
+
+    /// An object core with these property schemas, required keys and minimum size.
+    fn obj_core(
+        &mut self,
+        props: Vec<(String, ExprId)>,
+        required: Vec<String>,
+        min: u32,
+    ) -> CoreId {
+        let additional = self.true_e;
+        self.core(Core::Object(Box::new(ObjC {
+            groups: vec![KeyGroup { props, patterns: Vec::new(), additional }],
+            required,
+            min,
+            max: u32::MAX,
+            deps: Vec::new(),
+            names: None,
+        })))
+    }
+
+    /// Every value except the array or object literal `v`.
+    fn not_compound(&mut self, v: &Value, ptr: &str) -> Result<ExprId, SchemaError> {
+        self.check_size()?;
+        let (t, n) = match v {
+            Value::Array(a) => (T_ARR, a.len()),
+            Value::Object(m) => (T_OBJ, m.len()),
+            _ => unreachable!("scalars are handled by not_literals"),
+        };
+        let mut cs = self.type_cores(T_ALL & !t);
+        let (tr, fa) = (self.true_e, self.false_e);
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut alts = Vec::new();
+        match v {
+            Value::Array(a) => {
+                // Another length, or some item different.
+                if n > 0 {
+                    cs.push(self.arr_core(Vec::new(), tr, 0, n32 - 1));
+                }
+                cs.push(self.arr_core(Vec::new(), tr, n32.saturating_add(1), u32::MAX));
+                for (i, x) in a.iter().enumerate() {
+                    let ni = self.not_literals(&[x], ptr)?;
+                    let mut prefix = vec![tr; i];
+                    prefix.push(ni);
+                    let c = self.arr_core(prefix, tr, n32, n32);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            Value::Object(m) => {
+                // A key missing, a value different, or more keys (all keys present and one
+                // more means more than `n`).
+                cs.push(self.obj_core(Vec::new(), Vec::new(), n32.saturating_add(1)));
+                for (k, x) in m {
+                    cs.push(self.obj_core(vec![(k.clone(), fa)], Vec::new(), 0));
+                    let nk = self.not_literals(&[x], ptr)?;
+                    let c = self.obj_core(vec![(k.clone(), nk)], vec![k.clone()], 0);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            _ => {}
+        }
+        alts.push(self.push(Expr::Cores(cs)));
+        Ok(self.push(Expr::Or(alts)))
     }
 
     /// Normal form of an expression: its union of cores.
