@@ -19,7 +19,7 @@ use super::number::{Dec, NumCore};
 use super::string::{self, ByteDfa, DfaError, Op};
 use super::unique;
 use super::{FormatMode, SchemaLimits, SchemaOptions};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
 
 /// Index of an expression (also the node id the runtime uses).
@@ -54,6 +54,11 @@ pub(crate) struct KeyGroup {
     /// (pattern automaton, schema)
     pub patterns: Vec<(u32, ExprId)>,
     pub additional: ExprId,
+    /// The group's names and patterns produce evaluation annotations (they come from a
+    /// schema's own `properties`/`patternProperties`, not from `const`, `not`, …).
+    pub annot: bool,
+    /// Every key is evaluated (`additionalProperties` or `unevaluatedProperties` present).
+    pub annot_all: bool,
 }
 
 /// Object constraint before finalisation.
@@ -77,6 +82,10 @@ pub(crate) struct ArrC {
     pub contains: Option<ContainsC>,
     /// `uniqueItems: true`, with the pointer of the schema that said so.
     pub unique: Option<String>,
+    /// Item positions evaluated by `prefixItems` (or array-form `items`).
+    pub annot_len: u32,
+    /// Every item is evaluated (`items`, `additionalItems` or `unevaluatedItems` present).
+    pub annot_all: bool,
 }
 
 /// `contains` with `minContains`/`maxContains`.
@@ -141,6 +150,15 @@ pub(crate) enum Expr {
     /// `oneOf`: normalised as a union once the branches are shown disjoint, otherwise as
     /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when every branch can be negated (last field).
     OneOf(Vec<ExprId>, String, Option<Vec<ExprId>>),
+    /// `unevaluatedProperties` / `unevaluatedItems` over the rest of a schema object (`base`):
+    /// decided per normal-form alternative, whose evaluated keys and items are static when
+    /// every in-place applicator below is exclusive (see [`Compiler::check_exclusive`]).
+    Uneval {
+        base: ExprId,
+        props: Option<ExprId>,
+        items: Option<ExprId>,
+        ptr: String,
+    },
 }
 
 /// Finalised object core, as the runtime reads it.
@@ -300,6 +318,10 @@ pub(crate) struct Compiler<'a> {
     pre_draft7: bool,
     ref_depth: usize,
     dfa_memo: FxHashMap<String, u32>,
+    /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
+    anyof: FxHashSet<ExprId>,
+    /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
+    unannotated: FxHashSet<ExprId>,
 }
 
 fn esc_ptr(s: &str) -> String {
@@ -387,6 +409,8 @@ impl<'a> Compiler<'a> {
                 .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
             ref_depth: 0,
             dfa_memo: FxHashMap::default(),
+            anyof: FxHashSet::default(),
+            unannotated: FxHashSet::default(),
         };
         let any = string::dfa_from_regex(r"(?s:.)*", 64)
             .map_err(|e| dfa_err(e, "type", "", &c.limits))?;
@@ -491,12 +515,20 @@ impl<'a> Compiler<'a> {
                 max: u32::MAX,
                 contains: None,
                 unique: None,
+                annot_len: 0,
+                annot_all: false,
             })));
         }
         if t & T_OBJ != 0 {
             let additional = self.true_e;
             v.push(self.core(Core::Object(Box::new(ObjC {
-                groups: vec![KeyGroup { props: Vec::new(), patterns: Vec::new(), additional }],
+                groups: vec![KeyGroup {
+                    props: Vec::new(),
+                    patterns: Vec::new(),
+                    additional,
+                    annot: false,
+                    annot_all: false,
+                }],
                 required: Vec::new(),
                 min: 0,
                 max: u32::MAX,
@@ -684,14 +716,12 @@ impl<'a> Compiler<'a> {
                 return Ok(self.and(parts));
             }
         }
-        for kw in ["$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"] {
+        for kw in ["$dynamicRef", "$recursiveRef"] {
             if m.contains_key(kw) {
-                if kw.starts_with("unevaluated") && m.get(kw) == Some(&Value::Bool(true)) {
-                    continue;
-                }
                 self.unsupported(kw, ptr)?;
             }
         }
+        let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
         let shape = self.shape(m, ptr)?;
         parts.push(shape);
         if let Some(x) = m.get("enum") {
@@ -727,7 +757,9 @@ impl<'a> Compiler<'a> {
             for i in 0..a.len() {
                 alts.push(self.schema_at(&format!("{ptr}/anyOf/{i}"))?);
             }
-            parts.push(self.push(Expr::Or(alts)));
+            let e = self.push(Expr::Or(alts));
+            self.anyof.insert(e);
+            parts.push(e);
         }
         if let Some(x) = m.get("oneOf") {
             let a =
@@ -768,7 +800,8 @@ impl<'a> Compiler<'a> {
         if let Some(c) = m.get("if").filter(|_| !self.pre_draft7) {
             let then = m.get("then");
             let els = m.get("else");
-            if then.is_some() || els.is_some() {
+            // A lone `if` constrains nothing, but its annotations count for `unevaluated*`.
+            if then.is_some() || els.is_some() || uneval {
                 match self.negate(c, &format!("{ptr}/if"), 0) {
                     Ok(not_if) => {
                         let if_e = self.schema_at(&format!("{ptr}/if"))?;
@@ -817,14 +850,126 @@ impl<'a> Compiler<'a> {
             let with = self.and(vec![present, s]);
             parts.push(self.push(Expr::Or(vec![non_obj, absent, with])));
         }
-        Ok(self.and(parts))
+        let base = self.and(parts);
+        if !uneval {
+            return Ok(base);
+        }
+        let props = match m.get("unevaluatedProperties") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedProperties"))?),
+            None => None,
+        };
+        let items = match m.get("unevaluatedItems") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedItems"))?),
+            None => None,
+        };
+        Ok(self.push(Expr::Uneval { base, props, items, ptr: ptr.to_string() }))
+    }
+
+    /// `unevaluated*` is decided per normal-form alternative, which is exact when an instance
+    /// matches at most one alternative with given annotations: every `anyOf` below `e` (through
+    /// in-place applicators) must have pairwise disjoint branches, and no annotations may come
+    /// from inside a double `not`.
+    fn check_exclusive(&mut self, e: ExprId, kw: &str, ptr: &str) -> Result<(), SchemaError> {
+        let mut stack = vec![e];
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if self.unannotated.contains(&x) {
+                return Err(SchemaError::unsupported(kw, ptr));
+            }
+            match self.exprs[x as usize].clone() {
+                Expr::And(a) => stack.extend(a),
+                Expr::Or(a) => {
+                    if self.anyof.contains(&x) {
+                        let mut branches = Vec::new();
+                        for &b in &a {
+                            branches.push(self.normalize(b, ptr)?);
+                        }
+                        for i in 0..branches.len() {
+                            for j in i + 1..branches.len() {
+                                for &ci in &branches[i] {
+                                    for &cj in &branches[j] {
+                                        if !self.disjoint(ci, cj, 0) {
+                                            return Err(SchemaError::unsupported(kw, ptr));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    stack.extend(a);
+                }
+                Expr::OneOf(a, _, negs) => {
+                    stack.extend(a);
+                    stack.extend(negs.into_iter().flatten());
+                }
+                Expr::Uneval { base, .. } => stack.push(base),
+                Expr::Cores(_) | Expr::Pending => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Core `c` with `unevaluatedProperties: props` / `unevaluatedItems: items` applied to
+    /// what its own annotations leave unevaluated.
+    fn apply_uneval(&mut self, c: CoreId, props: Option<ExprId>, items: Option<ExprId>) -> CoreId {
+        let tr = self.true_e;
+        match self.cores[c as usize].clone() {
+            Core::Object(o) if props.is_some() && !o.groups.iter().any(|g| g.annot_all) => {
+                let mut names: Vec<(String, ExprId)> = Vec::new();
+                let mut patterns: Vec<(u32, ExprId)> = Vec::new();
+                for g in o.groups.iter().filter(|g| g.annot) {
+                    for (n, _) in &g.props {
+                        if !names.iter().any(|(m, _)| m == n) {
+                            names.push((n.clone(), tr));
+                        }
+                    }
+                    for &(d, _) in &g.patterns {
+                        if !patterns.iter().any(|&(x, _)| x == d) {
+                            patterns.push((d, tr));
+                        }
+                    }
+                }
+                let mut o = *o;
+                o.groups.push(KeyGroup {
+                    props: names,
+                    patterns,
+                    additional: props.expect("checked"),
+                    annot: true,
+                    annot_all: true,
+                });
+                self.core(Core::Object(Box::new(o)))
+            }
+            Core::Array(mut a) if items.is_some() && !a.annot_all => {
+                let mut u = items.expect("checked");
+                if let Some(cn) = &a.contains {
+                    // Items that match `contains` are evaluated by it.
+                    u = self.push(Expr::Or(vec![cn.schema, u]));
+                }
+                for i in a.annot_len as usize..a.prefix.len() {
+                    a.prefix[i] = self.and(vec![a.prefix[i], u]);
+                }
+                a.items = self.and(vec![a.items, u]);
+                a.annot_all = true;
+                self.core(Core::Array(a))
+            }
+            _ => c,
+        }
     }
 
     /// An expression: non-objects, or objects with `required` and property schemas.
     fn obj_with(&mut self, required: &[String], props: &[(String, ExprId)]) -> ExprId {
         let additional = self.true_e;
         let c = self.core(Core::Object(Box::new(ObjC {
-            groups: vec![KeyGroup { props: props.to_vec(), patterns: Vec::new(), additional }],
+            groups: vec![KeyGroup {
+                props: props.to_vec(),
+                patterns: Vec::new(),
+                additional,
+                annot: false,
+                annot_all: false,
+            }],
             required: required.to_vec(),
             min: 0,
             max: u32::MAX,
@@ -1068,6 +1213,8 @@ impl<'a> Compiler<'a> {
             max: u32::MAX,
             contains: None,
             unique: None,
+            annot_len: 0,
+            annot_all: false,
         };
         if let Some(v) = m.get("minItems") {
             a.min = Self::get_u32(v, ptr, "minItems")?;
@@ -1081,18 +1228,25 @@ impl<'a> Compiler<'a> {
             }
             if m.get("items").is_some() {
                 a.items = self.schema_at(&format!("{ptr}/items"))?;
+                a.annot_all = true;
             }
+            a.annot_len = p.len() as u32;
         } else {
             match m.get("items") {
                 Some(Value::Array(p)) => {
                     for i in 0..p.len() {
                         a.prefix.push(self.schema_at(&format!("{ptr}/items/{i}"))?);
                     }
+                    a.annot_len = p.len() as u32;
                     if m.get("additionalItems").is_some() {
                         a.items = self.schema_at(&format!("{ptr}/additionalItems"))?;
+                        a.annot_all = true;
                     }
                 }
-                Some(_) => a.items = self.schema_at(&format!("{ptr}/items"))?,
+                Some(_) => {
+                    a.items = self.schema_at(&format!("{ptr}/items"))?;
+                    a.annot_all = true;
+                }
                 None => {}
             }
         }
@@ -1117,9 +1271,9 @@ impl<'a> Compiler<'a> {
                 self.unsupported("maxContains", ptr)?;
                 max = u32::MAX;
             }
-            if min > 0 || max != u32::MAX {
-                a.contains = Some(ContainsC { schema, neg, min, max });
-            }
+            // Kept even when it constrains nothing (`minContains: 0`): matching items are
+            // evaluated for `unevaluatedItems`.
+            a.contains = Some(ContainsC { schema, neg, min, max });
         }
         if let Some(u) = m.get("uniqueItems") {
             let u = u
@@ -1131,7 +1285,13 @@ impl<'a> Compiler<'a> {
     }
 
     fn obj_shape(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<ObjC, SchemaError> {
-        let mut g = KeyGroup { props: Vec::new(), patterns: Vec::new(), additional: self.true_e };
+        let mut g = KeyGroup {
+            props: Vec::new(),
+            patterns: Vec::new(),
+            additional: self.true_e,
+            annot: true,
+            annot_all: m.contains_key("additionalProperties"),
+        };
         if let Some(p) = m.get("properties") {
             let p = p
                 .as_object()
@@ -1277,6 +1437,8 @@ impl<'a> Compiler<'a> {
                     max: n,
                     contains: None,
                     unique: None,
+                    annot_len: 0,
+                    annot_all: false,
                 }))]
             }
             Value::Object(m) => {
@@ -1287,7 +1449,13 @@ impl<'a> Compiler<'a> {
                 }
                 let additional = self.false_e;
                 vec![self.core(Core::Object(Box::new(ObjC {
-                    groups: vec![KeyGroup { props, patterns: Vec::new(), additional }],
+                    groups: vec![KeyGroup {
+                        props,
+                        patterns: Vec::new(),
+                        additional,
+                        annot: false,
+                        annot_all: false,
+                    }],
                     required: m.keys().cloned().collect(),
                     min: 0,
                     max: u32::MAX,
@@ -1396,6 +1564,8 @@ impl<'a> Compiler<'a> {
                                 props: vec![(n.to_string(), f)],
                                 patterns: Vec::new(),
                                 additional: self.true_e,
+                                annot: false,
+                                annot_all: false,
                             }],
                             required: Vec::new(),
                             min: 0,
@@ -1417,6 +1587,8 @@ impl<'a> Compiler<'a> {
                                 props: vec![(name.clone(), ns)],
                                 patterns: Vec::new(),
                                 additional: self.true_e,
+                                annot: false,
+                                annot_all: false,
                             }],
                             required: vec![name.clone()],
                             min: 0,
@@ -1444,7 +1616,11 @@ impl<'a> Compiler<'a> {
                         alts.push(self.and(negs));
                     }
                 }
-                "not" => alts.push(self.schema_at(&kp)?),
+                "not" => {
+                    let e = self.schema_at(&kp)?;
+                    self.unannotated.insert(e);
+                    alts.push(e);
+                }
                 "$ref" => {
                     let r = x
                         .as_str()
@@ -1524,6 +1700,8 @@ impl<'a> Compiler<'a> {
                                 max: u32::MAX,
                             }),
                             unique: None,
+                            annot_len: 0,
+                            annot_all: false,
                         }))
                     } else {
                         self.arr_core(Vec::new(), neg, 0, u32::MAX)
@@ -1632,7 +1810,16 @@ impl<'a> Compiler<'a> {
 
     /// An array core with these items and length bounds (no `contains`, no `uniqueItems`).
     fn arr_core(&mut self, prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> CoreId {
-        self.core(Core::Array(ArrC { prefix, items, min, max, contains: None, unique: None }))
+        self.core(Core::Array(ArrC {
+            prefix,
+            items,
+            min,
+            max,
+            contains: None,
+            unique: None,
+            annot_len: 0,
+            annot_all: false,
+        }))
     }
 
     /// An object core with these property schemas, required keys and minimum size.
@@ -1644,7 +1831,13 @@ impl<'a> Compiler<'a> {
     ) -> CoreId {
         let additional = self.true_e;
         self.core(Core::Object(Box::new(ObjC {
-            groups: vec![KeyGroup { props, patterns: Vec::new(), additional }],
+            groups: vec![KeyGroup {
+                props,
+                patterns: Vec::new(),
+                additional,
+                annot: false,
+                annot_all: false,
+            }],
             required,
             min,
             max: u32::MAX,
@@ -1743,6 +1936,23 @@ impl<'a> Compiler<'a> {
                     });
                 }
                 acc.unwrap_or_default()
+            }
+            Expr::Uneval { base, props, items, ptr: p } => {
+                let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
+                if let Err(err) = self.check_exclusive(base, kw, &p) {
+                    self.in_progress[e as usize] = false;
+                    if !self.opts.lenient {
+                        return Err(err);
+                    }
+                    self.ignored
+                        .push(format!("{kw} at {}", if p.is_empty() { "(root)" } else { &p }));
+                    let cs = self.normalize(base, &p)?;
+                    self.in_progress[e as usize] = true;
+                    cs
+                } else {
+                    let cs = self.normalize(base, &p)?;
+                    cs.into_iter().map(|c| self.apply_uneval(c, props, items)).collect()
+                }
             }
             Expr::OneOf(a, p, negs) => {
                 let mut branches = Vec::new();
@@ -1959,6 +2169,8 @@ impl<'a> Compiler<'a> {
                     max: x.max.min(y.max),
                     contains,
                     unique: x.unique.clone().or_else(|| y.unique.clone()),
+                    annot_len: x.annot_len.max(y.annot_len),
+                    annot_all: x.annot_all || y.annot_all,
                 })
             }
             (Core::Object(x), Core::Object(y)) => {
