@@ -769,7 +769,7 @@ impl<'a> Compiler<'a> {
                 alts.push(self.schema_at(&format!("{ptr}/oneOf/{i}"))?);
             }
             let mut negs = Some(Vec::new());
-            if a.len() <= 8 {
+            if a.len() <= 16 {
                 for (i, b) in a.iter().enumerate() {
                     match self.negate(b, &format!("{ptr}/oneOf/{i}"), 0) {
                         Ok(n) => negs.as_mut().expect("some").push(n),
@@ -1739,7 +1739,34 @@ impl<'a> Compiler<'a> {
                     let cs = vec![self.core(Core::String(s))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
-                _ => return Err(SchemaError::unsupported("not", ptr)),
+                // Keywords the engine knows but cannot negate (or only in the forms above).
+                "additionalProperties"
+                | "patternProperties"
+                | "propertyNames"
+                | "multipleOf"
+                | "dependencies"
+                | "dependentRequired"
+                | "dependentSchemas"
+                | "if"
+                | "additionalItems"
+                | "minContains"
+                | "maxContains"
+                | "items"
+                | "prefixItems"
+                | "contains"
+                | "unevaluatedProperties"
+                | "unevaluatedItems"
+                | "$dynamicRef"
+                | "$recursiveRef" => return Err(SchemaError::unsupported("not", ptr)),
+                "uniqueItems" if x != &Value::Bool(false) => {
+                    return Err(SchemaError::unsupported("not", ptr))
+                }
+                "nullable" if x == &Value::Bool(true) => {
+                    return Err(SchemaError::unsupported("not", ptr))
+                }
+                // Anything else constrains nothing on the positive side either (unknown
+                // keywords, `then`/`else` without `if`, `content*`, anchors): nothing to negate.
+                _ => {}
             }
         }
         Ok(self.push(Expr::Or(alts)))
