@@ -1483,19 +1483,19 @@ impl<'a> Compiler<'a> {
         for (k, x) in m {
             let kp = format!("{ptr}/{}", esc_ptr(k));
             match k.as_str() {
-                "title" | "description" | "default" | "examples" | "$comment" | "$id"
-                | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
-                | "deprecated" | "format" => {
-                    if k == "format"
-                        && self.opts.formats == FormatMode::Assert
+                // An asserted format would need the complement of its automaton.
+                "format"
+                    if self.opts.formats == FormatMode::Assert
                         && x.as_str().is_some_and(|f| {
                             string::format_regex(f).is_some()
                                 || string::UNSUPPORTED_FORMATS.contains(&f)
-                        })
-                    {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
+                        }) =>
+                {
+                    return Err(SchemaError::unsupported("not", ptr));
                 }
+                "title" | "description" | "default" | "examples" | "$comment" | "$id"
+                | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
+                | "deprecated" | "format" => {}
                 _ if k.starts_with("x-") => {}
                 "type" => {
                     let mut s = T_ALL;
@@ -1668,8 +1668,8 @@ impl<'a> Compiler<'a> {
                     // any, is negated on its own below).
                     let a = x.as_array().expect("array");
                     let tr = self.true_e;
-                    for i in 0..a.len() {
-                        let ni = self.negate(&a[i], &format!("{kp}/{i}"), depth + 1)?;
+                    for (i, sub) in a.iter().enumerate() {
+                        let ni = self.negate(sub, &format!("{kp}/{i}"), depth + 1)?;
                         let mut prefix = vec![tr; i];
                         prefix.push(ni);
                         let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
@@ -1677,10 +1677,10 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 "items" | "contains"
-                    if !m.contains_key("prefixItems")
-                        && !m.contains_key("minContains")
-                        && !m.contains_key("maxContains")
-                        && !(k == "items" && m.contains_key("additionalItems")) =>
+                    if !(m.contains_key("prefixItems")
+                        || m.contains_key("minContains")
+                        || m.contains_key("maxContains")
+                        || (k == "items" && m.contains_key("additionalItems"))) =>
                 {
                     // ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`);
                     // ¬(some item ∈ C) = every item ∈ ¬C.

@@ -245,7 +245,6 @@ impl RawDfa {
             }
         }
         let (trans, accept) = minimize(&trans, stride, &accept);
-        let m = accept.len();
         let mut mult = vec![0u32; stride];
         for &c in classes.iter() {
             mult[c as usize] += 1;
