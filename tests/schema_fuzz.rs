@@ -47,6 +47,7 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"not": {"enum": [{"a": 1}, {"b": [true]}, [null, 2], "x"]}, "maxProperties": 2, "maxItems": 3}),
         json!({"type": "array", "not": {"anyOf": [{"maxItems": 1}, {"contains": {"type": "null"}}]}, "maxItems": 4}),
         json!({"type": "object", "not": {"minProperties": 2}}),
+        json!({"type": "array", "prefixItems": [{"type": "boolean"}, {"type": ["boolean", "null"]}, {"type": "boolean"}], "items": {"type": "boolean"}, "uniqueItems": true}),
         json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}, {"type": "null"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 6}),
         json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": ["string", "integer"]}, "contains": {"type": "string", "pattern": "^b"}, "minContains": 2, "maxContains": 3, "maxItems": 6}),
         json!({"type": "array", "items": {"type": ["number", "object", "array"]}, "uniqueItems": true, "contains": {"type": "object"}, "maxContains": 1, "minItems": 3, "maxItems": 5}),

@@ -2386,17 +2386,23 @@ impl<'a> Compiler<'a> {
         }
         // `uniqueItems` only where the runtime decides it exactly (see `unique`).
         for i in 0..out_cores.len() {
-            let CoreRt::Array { prefix, items, contains, unique: true, .. } = &out_cores[i] else {
+            let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &out_cores[i]
+            else {
                 continue;
             };
-            let mut item_nodes: Vec<ExprId> = prefix.clone();
-            item_nodes.push(*items);
-            if let Some(c) = contains {
-                item_nodes.extend(c.yes.iter().chain(&c.no).copied());
-            }
-            let ok = item_nodes
+            // (node, optional position: at or after minItems, no contains)
+            let mut item_nodes: Vec<(ExprId, bool)> = prefix
                 .iter()
-                .all(|&e| unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e));
+                .enumerate()
+                .map(|(k, &e)| (e, k as u32 >= *min && contains.is_none()))
+                .collect();
+            item_nodes.push((*items, prefix.len() as u32 >= *min && contains.is_none()));
+            if let Some(c) = contains {
+                item_nodes.extend(c.yes.iter().chain(&c.no).map(|&e| (e, false)));
+            }
+            let ok = item_nodes.iter().all(|&(e, optional)| {
+                unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e, optional)
+            });
             if !ok {
                 let ptr = match &self.cores[core_src[i] as usize] {
                     Core::Array(a) => a.unique.clone().unwrap_or_default(),

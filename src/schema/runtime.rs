@@ -673,6 +673,16 @@ impl<'a> Rt<'a> {
                 let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
                 contains_feasible(cap, prefix.len(), *min, *max, c, a.a, a.b, true)
             }
+            CoreRt::Array { unique: true, .. } => {
+                // A position of only `true`/`false`/`null` needs one still unused.
+                let top = self.top();
+                self.arr_node(a.core, a.a).is_some_and(|n| {
+                    unique::fresh_literal(&prog.cores, &prog.nodes[n as usize], |c| {
+                        self.seen_item(top, c)
+                    })
+                    .unwrap_or(true)
+                })
+            }
             _ => self.arr_node(a.core, a.a).is_some(),
         }
     }

@@ -176,13 +176,16 @@ pub(crate) fn open_core(
 }
 
 /// Is the item node `e` of a `uniqueItems` array decided exactly: empty, or only open cores
-/// and `null`/booleans with at least one open core?
+/// and `null`/booleans, with at least one open core unless the position is `optional` (at or
+/// after `minItems`, no `contains`: the runtime then offers it only while a `true`/`false`/
+/// `null` it allows is still unused, see [`fresh_literal`])?
 pub(crate) fn node_ok(
     cores: &[CoreRt],
     nodes: &[Vec<u32>],
     dfas: &[ByteDfa],
     any_dfa: u32,
     e: u32,
+    optional: bool,
 ) -> bool {
     let cs = &nodes[e as usize];
     if cs.is_empty() {
@@ -196,7 +199,28 @@ pub(crate) fn node_ok(
             return false;
         }
     }
-    open
+    open || optional
+}
+
+/// For an item node of only `null`/boolean cores: is one of its literals not yet `seen`?
+/// `None` when the node has another kind of core (then a new value always exists).
+pub(crate) fn fresh_literal(
+    cores: &[CoreRt],
+    node: &[u32],
+    seen: impl Fn(&[u8]) -> bool,
+) -> Option<bool> {
+    let mut fresh = false;
+    for &c in node {
+        match cores[c as usize] {
+            CoreRt::Null => fresh |= !seen(&literal(b'n')),
+            CoreRt::Bool(m) => {
+                fresh |=
+                    (m & 2 != 0 && !seen(&literal(b't'))) || (m & 1 != 0 && !seen(&literal(b'f')));
+            }
+            _ => return None,
+        }
+    }
+    Some(fresh)
 }
 
 #[cfg(test)]
