@@ -12,6 +12,8 @@
 //!   `allOf` is intersected at compile time, `anyOf` (and `oneOf` whose branches are provably
 //!   disjoint) is a union, `not` is pushed inwards, `$ref` is a cycle in the graph. A
 //!   satisfiability fixpoint removes cores without finite instances.
+//! - `unique` canonicalises completed array items for `uniqueItems` and decides which item
+//!   schemas the runtime can keep unique exactly.
 //! - `string` builds byte automata (pattern, format, enum, lengths) pruned to live states;
 //!   `number` decides numeric keywords digit by digit with exact decimals.
 //! - `runtime` is the per-request recogniser: a stack of open values, each with the set of

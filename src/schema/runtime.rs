@@ -4,7 +4,11 @@
 //! numbers, literals). Each frame owns a slice of [`Alt`]s in one arena: the alternative cores
 //! still alive for that value, with their progress (seen keys, item index, automaton state,
 //! character count) and a bitmask of the parent's alternatives they serve. A value that
-//! completes tells its parent which of the parent's alternatives survive.
+//! completes tells its parent which of the parent's alternatives survive
+//! ([`Rt::child_done`]), and for which of them it matched `contains` (item alternatives from
+//! `item ∧ contains` carry `tag`; array alternatives count matches in `b`). Arrays with
+//! `uniqueItems` record the raw text of their items while open and compare canonical forms
+//! when an item completes (see [`super::unique`]).
 //!
 //! Every mutation goes through helpers that append to an undo log, and each pushed byte starts
 //! with a mark, so `pop_bytes` restores exactly the previous state whatever the nesting depth;
