@@ -45,16 +45,30 @@ fn unsupported_keywords_name_keyword_and_pointer() {
     let cases = [
         (json!({"$dynamicRef": "#meta"}), "$dynamicRef", ""),
         (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
+        // Finite item languages: a partial item could be a dead end (every completion a
+        // duplicate), which the runtime does not decide.
         (
-            json!({"properties": {"a": {"type": "array", "uniqueItems": true}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true}}}),
             "uniqueItems",
             "/properties/a",
         ),
+        (
+            json!({"type": "array", "items": {"type": "integer"}, "uniqueItems": true}),
+            "uniqueItems",
+            "",
+        ),
+        // maxContains needs the items that do not match, i.e. `not` of the contains schema.
+        (
+            json!({"contains": {"type": "object", "additionalProperties": false}, "maxContains": 2}),
+            "maxContains",
+            "",
+        ),
         (json!({"type": "string", "pattern": "(?=a)b"}), "pattern", ""),
         (json!({"type": "string", "format": "regex"}), "format", ""),
-        (json!({"not": {"type": "array", "items": {"type": "string"}}}), "not", ""),
+        // "Some undeclared key exists" has no exact form.
+        (json!({"not": {"type": "object", "additionalProperties": false}}), "not", ""),
         (
-            json!({"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "maxItems": 2}]}),
+            json!({"oneOf": [{"type": "object", "additionalProperties": false}, {"type": "object", "maxProperties": 2}]}),
             "oneOf",
             "",
         ),
@@ -73,7 +87,7 @@ fn unsupported_keywords_name_keyword_and_pointer() {
 fn lenient_mode_reports_what_it_ignored() {
     let opts = SchemaOptions { lenient: true, ..SchemaOptions::default() };
     let c = CompiledSchema::compile(
-        &json!({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}),
+        &json!({"type": "object", "properties": {"a": {"type": "array", "items": {"const": 1}, "uniqueItems": true}}}),
         &opts,
     )
     .unwrap();
@@ -124,4 +138,32 @@ fn limits_are_typed_errors() {
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "alternatives", .. }), "{e}");
     // Display names the thing.
     assert!(e.to_string().contains("alternatives"));
+}
+
+#[test]
+fn remote_refs_resolve_to_preloaded_documents_only() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    let schema = json!({"type": "object", "properties": {"id": {"$ref": "https://example.com/defs.json#/$defs/id"}}});
+    // Not loaded: a typed error, never a fetch.
+    match err(schema.clone()) {
+        SchemaErrorKind::Unsupported { keyword, pointer } => {
+            assert_eq!((keyword.as_str(), pointer.as_str()), ("$ref", "/properties/id"));
+        }
+        e => panic!("{e:?}"),
+    }
+    let mut opts = SchemaOptions::default();
+    opts.documents.insert(
+        "https://example.com/defs.json".into(),
+        json!({"$defs": {"id": {"type": "integer", "minimum": 1}}}),
+    );
+    let vocab = Vocabulary::embedded().unwrap();
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"id": 3}"#));
+    assert!(!e.accepts_bytes(br#"{"id": 0}"#));
+    assert!(!e.accepts_bytes(br#"{"id": "x"}"#));
+    // A pointer into the document that does not resolve is dangling.
+    let bad = json!({"$ref": "https://example.com/defs.json#/$defs/nope"});
+    let got = CompiledSchema::compile(&bad, &opts).expect_err("dangling");
+    assert!(matches!(got.kind(), SchemaErrorKind::DanglingRef { .. }), "{got}");
 }

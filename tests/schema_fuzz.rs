@@ -38,6 +38,19 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"type": "object", "properties": {"when": {"type": "string", "format": "date"}, "ip": {"type": "string", "format": "ipv4"}, "kind": {"type": "string"}}, "oneOf": [{"required": ["when"]}, {"required": ["ip"]}], "dependentRequired": {"kind": ["when"]}, "additionalProperties": false}),
         json!({"type": "object", "properties": {"k": {"type": "string", "enum": ["num", "str"]}, "v": {}}, "required": ["k", "v"], "additionalProperties": false, "if": {"properties": {"k": {"const": "num"}}}, "then": {"properties": {"v": {"type": "integer", "minimum": -5, "maximum": 5}}}, "else": {"properties": {"v": {"type": "string", "maxLength": 3}}}, "not": {"properties": {"v": {"const": 0}}}}),
         json!({"type": "array", "items": {"type": "number", "minimum": -1.5, "maximum": 1e3}, "minItems": 2, "maxItems": 4}),
+        json!({"type": "array", "items": {"not": {"type": "integer"}, "minimum": -3, "maximum": 7.5}, "maxItems": 4}),
+        json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}),
+        json!({"type": "array", "not": {"items": {"type": "string"}}, "maxItems": 4}),
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "allOf": [{"properties": {"b": {"type": "string"}}}], "oneOf": [{"required": ["c"], "properties": {"c": {"const": 1}}}, {"required": ["d"], "properties": {"d": {"type": "boolean"}}}], "unevaluatedProperties": false}),
+        json!({"type": "array", "prefixItems": [{"type": "integer"}], "allOf": [{"prefixItems": [true, {"type": "string"}]}], "contains": {"type": "null"}, "minContains": 0, "unevaluatedItems": {"type": "boolean"}, "maxItems": 5}),
+        json!({"type": "object", "if": {"properties": {"k": {"const": "x"}}, "required": ["k"]}, "then": {"properties": {"v": {"type": "integer"}}}, "else": {"properties": {"w": {"type": "string"}}}, "unevaluatedProperties": {"type": "null"}, "maxProperties": 3}),
+        json!({"not": {"enum": [{"a": 1}, {"b": [true]}, [null, 2], "x"]}, "maxProperties": 2, "maxItems": 3}),
+        json!({"type": "array", "not": {"anyOf": [{"maxItems": 1}, {"contains": {"type": "null"}}]}, "maxItems": 4}),
+        json!({"type": "object", "not": {"minProperties": 2}}),
+        json!({"type": "array", "prefixItems": [{"type": "boolean"}, {"type": ["boolean", "null"]}, {"type": "boolean"}], "items": {"type": "boolean"}, "uniqueItems": true}),
+        json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}, {"type": "null"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 6}),
+        json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": ["string", "integer"]}, "contains": {"type": "string", "pattern": "^b"}, "minContains": 2, "maxContains": 3, "maxItems": 6}),
+        json!({"type": "array", "items": {"type": ["number", "object", "array"]}, "uniqueItems": true, "contains": {"type": "object"}, "maxContains": 1, "minItems": 3, "maxItems": 5}),
     ]
 }
 

@@ -165,6 +165,43 @@ pub fn run_suite<C: ConstraintCompiler>(
     Ok(report)
 }
 
+/// The suite's remote documents (`remotes/` of the suite), keyed by the URI the tests name
+/// them by: `http://localhost:1234/` plus the path under `dir`. For
+/// [`crate::schema::SchemaOptions::documents`]: no test ever needs the network.
+///
+/// # Errors
+/// An unreadable folder or file, a file that is not JSON.
+pub fn load_remotes(dir: &Path) -> Result<BTreeMap<String, Value>, SuiteError> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Value>) -> Result<(), SuiteError> {
+        let err = |path: &Path, kind| SuiteError { path: path.to_path_buf(), kind };
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| err(dir, SuiteErrorKind::Io(e)))? {
+            entries.push(entry.map_err(|e| err(dir, SuiteErrorKind::Io(e)))?.path());
+        }
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(root, &path, out)?;
+            } else if path.extension().is_some_and(|x| x == "json") {
+                let text =
+                    fs::read_to_string(&path).map_err(|e| err(&path, SuiteErrorKind::Io(e)))?;
+                let doc: Value = serde_json::from_str(&text)
+                    .map_err(|e| err(&path, SuiteErrorKind::Format(e.to_string())))?;
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.insert(format!("http://localhost:1234/{}", rel.join("/")), doc);
+            }
+        }
+        Ok(())
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out)?;
+    Ok(out)
+}
+
 fn run_file<C: ConstraintCompiler>(
     file: &str,
     doc: &Value,

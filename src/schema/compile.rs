@@ -17,8 +17,9 @@
 use super::error::SchemaError;
 use super::number::{Dec, NumCore};
 use super::string::{self, ByteDfa, DfaError, Op};
-use super::{SchemaLimits, SchemaOptions};
-use rustc_hash::FxHashMap;
+use super::unique;
+use super::{FormatMode, SchemaLimits, SchemaOptions};
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
 
 /// Index of an expression (also the node id the runtime uses).
@@ -53,6 +54,11 @@ pub(crate) struct KeyGroup {
     /// (pattern automaton, schema)
     pub patterns: Vec<(u32, ExprId)>,
     pub additional: ExprId,
+    /// The group's names and patterns produce evaluation annotations (they come from a
+    /// schema's own `properties`/`patternProperties`, not from `const`, `not`, …).
+    pub annot: bool,
+    /// Every key is evaluated (`additionalProperties` or `unevaluatedProperties` present).
+    pub annot_all: bool,
 }
 
 /// Object constraint before finalisation.
@@ -73,6 +79,37 @@ pub(crate) struct ArrC {
     pub items: ExprId,
     pub min: u32,
     pub max: u32,
+    pub contains: Option<ContainsC>,
+    /// `uniqueItems: true`, with the pointer of the schema that said so.
+    pub unique: Option<String>,
+    /// Item positions evaluated by `prefixItems` (or array-form `items`).
+    pub annot_len: u32,
+    /// Every item is evaluated (`items`, `additionalItems` or `unevaluatedItems` present).
+    pub annot_all: bool,
+}
+
+/// `contains` with `minContains`/`maxContains`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ContainsC {
+    /// The `contains` schema.
+    pub schema: ExprId,
+    /// Its negation, when [`Compiler::negate`] can build it (required when `max` is finite).
+    pub neg: Option<ExprId>,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// `contains` as the runtime reads it: per item position (the prefix positions, then one
+/// entry for every later position) the node of items that match and of items that do not.
+#[derive(Debug)]
+pub(crate) struct ContainsRt {
+    pub min: u32,
+    pub max: u32,
+    /// `item ∧ contains` per position.
+    pub yes: Vec<ExprId>,
+    /// `item ∧ ¬contains` per position (`item` itself when `max` is unbounded: there an
+    /// uncounted match never hurts).
+    pub no: Vec<ExprId>,
 }
 
 /// A typed alternative: the runtime's unit of progress.
@@ -113,6 +150,15 @@ pub(crate) enum Expr {
     /// `oneOf`: normalised as a union once the branches are shown disjoint, otherwise as
     /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when every branch can be negated (last field).
     OneOf(Vec<ExprId>, String, Option<Vec<ExprId>>),
+    /// `unevaluatedProperties` / `unevaluatedItems` over the rest of a schema object (`base`):
+    /// decided per normal-form alternative, whose evaluated keys and items are static when
+    /// every in-place applicator below is exclusive (see [`Compiler::check_exclusive`]).
+    Uneval {
+        base: ExprId,
+        props: Option<ExprId>,
+        items: Option<ExprId>,
+        ptr: String,
+    },
 }
 
 /// Finalised object core, as the runtime reads it.
@@ -172,8 +218,72 @@ pub(crate) enum CoreRt {
         items: ExprId,
         min: u32,
         max: u32,
+        contains: Option<Box<ContainsRt>>,
+        unique: bool,
     },
     Object(ObjRt),
+}
+
+/// Can an array holding `k` items, `c` of which match `contains`, still be completed (with at
+/// least one more item when `more`)? `cap(i)` says whether item position `i` (the prefix
+/// positions, then `tail` for every later one) can hold a matching / a non-matching item.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn contains_feasible(
+    cap: impl Fn(usize) -> (bool, bool),
+    tail: usize,
+    min_items: u32,
+    max_items: u32,
+    c: &ContainsRt,
+    k: u32,
+    count: u32,
+    more: bool,
+) -> bool {
+    let need = u64::from(c.min.saturating_sub(count));
+    let room = if c.max == u32::MAX { u64::MAX } else { u64::from(c.max.saturating_sub(count)) };
+    if count > c.max {
+        return false;
+    }
+    let lo = u64::from(min_items).max(u64::from(k) + u64::from(more));
+    let hi = u64::from(max_items);
+    // Positions k..n: `only` must match, `both` may match or not.
+    let (mut only, mut both) = (0u64, 0u64);
+    let mut n = u64::from(k);
+    let ok =
+        |n: u64, only: u64, both: u64| n >= lo && n <= hi && only <= room && only + both >= need;
+    loop {
+        if ok(n, only, both) {
+            return true;
+        }
+        if n >= hi || n >= tail as u64 {
+            break;
+        }
+        match cap(n as usize) {
+            (false, false) => return false,
+            (true, false) => only += 1,
+            (true, true) => both += 1,
+            (false, true) => {}
+        }
+        n += 1;
+    }
+    if n >= hi {
+        return false;
+    }
+    // Every later position is like `tail`: add m ≥ 1 of them.
+    let m_lo = lo.saturating_sub(n).max(1);
+    let m = match cap(tail) {
+        (false, false) => return false,
+        (false, true) => m_lo,
+        (true, true) => m_lo.max(need.saturating_sub(only + both)),
+        (true, false) => {
+            let m = m_lo.max(need.saturating_sub(only + both));
+            if only.saturating_add(m) > room {
+                return false;
+            }
+            return n.saturating_add(m) <= hi;
+        }
+    };
+    n.saturating_add(m) <= hi
+        && ok(n.saturating_add(m), only, both + if cap(tail).0 { m } else { 0 })
 }
 
 /// The compiled schema (inside [`super::CompiledSchema`]).
@@ -208,6 +318,10 @@ pub(crate) struct Compiler<'a> {
     pre_draft7: bool,
     ref_depth: usize,
     dfa_memo: FxHashMap<String, u32>,
+    /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
+    anyof: FxHashSet<ExprId>,
+    /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
+    unannotated: FxHashSet<ExprId>,
 }
 
 fn esc_ptr(s: &str) -> String {
@@ -295,6 +409,8 @@ impl<'a> Compiler<'a> {
                 .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
             ref_depth: 0,
             dfa_memo: FxHashMap::default(),
+            anyof: FxHashSet::default(),
+            unannotated: FxHashSet::default(),
         };
         let any = string::dfa_from_regex(r"(?s:.)*", 64)
             .map_err(|e| dfa_err(e, "type", "", &c.limits))?;
@@ -304,6 +420,20 @@ impl<'a> Compiler<'a> {
         c.true_e = c.push(Expr::Cores(all));
         c.false_e = c.push(Expr::Cores(Vec::new()));
         c.scan_ids(doc, "", "");
+        // Pre-loaded documents: pointers into them are `URI#/json/pointer` (those into the
+        // schema itself are empty or start with `/`).
+        for (uri, d) in &opts.documents {
+            let u = uri.split_once('#').map_or(uri.as_str(), |x| x.0);
+            if u.is_empty() || u.starts_with('/') {
+                return Err(SchemaError::invalid(
+                    "",
+                    format!("document URI {uri:?} is not absolute"),
+                ));
+            }
+            let root = format!("{u}#");
+            c.ids.entry(u.to_string()).or_insert_with(|| root.clone());
+            c.scan_ids(d, &root, u);
+        }
         Ok(c)
     }
 
@@ -383,12 +513,22 @@ impl<'a> Compiler<'a> {
                 items,
                 min: 0,
                 max: u32::MAX,
+                contains: None,
+                unique: None,
+                annot_len: 0,
+                annot_all: false,
             })));
         }
         if t & T_OBJ != 0 {
             let additional = self.true_e;
             v.push(self.core(Core::Object(Box::new(ObjC {
-                groups: vec![KeyGroup { props: Vec::new(), patterns: Vec::new(), additional }],
+                groups: vec![KeyGroup {
+                    props: Vec::new(),
+                    patterns: Vec::new(),
+                    additional,
+                    annot: false,
+                    annot_all: false,
+                }],
                 required: Vec::new(),
                 min: 0,
                 max: u32::MAX,
@@ -455,7 +595,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn lookup(&self, ptr: &str) -> Option<&'a Value> {
-        let mut cur = self.doc;
+        let (mut cur, ptr) = if ptr.is_empty() || ptr.starts_with('/') {
+            (self.doc, ptr)
+        } else {
+            let (u, local) = ptr.split_once('#')?;
+            (self.opts.documents.get(u)?, local)
+        };
         if ptr.is_empty() {
             return Some(cur);
         }
@@ -571,14 +716,12 @@ impl<'a> Compiler<'a> {
                 return Ok(self.and(parts));
             }
         }
-        for kw in ["$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"] {
+        for kw in ["$dynamicRef", "$recursiveRef"] {
             if m.contains_key(kw) {
-                if kw.starts_with("unevaluated") && m.get(kw) == Some(&Value::Bool(true)) {
-                    continue;
-                }
                 self.unsupported(kw, ptr)?;
             }
         }
+        let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
         let shape = self.shape(m, ptr)?;
         parts.push(shape);
         if let Some(x) = m.get("enum") {
@@ -614,7 +757,9 @@ impl<'a> Compiler<'a> {
             for i in 0..a.len() {
                 alts.push(self.schema_at(&format!("{ptr}/anyOf/{i}"))?);
             }
-            parts.push(self.push(Expr::Or(alts)));
+            let e = self.push(Expr::Or(alts));
+            self.anyof.insert(e);
+            parts.push(e);
         }
         if let Some(x) = m.get("oneOf") {
             let a =
@@ -624,7 +769,7 @@ impl<'a> Compiler<'a> {
                 alts.push(self.schema_at(&format!("{ptr}/oneOf/{i}"))?);
             }
             let mut negs = Some(Vec::new());
-            if a.len() <= 8 {
+            if a.len() <= 16 {
                 for (i, b) in a.iter().enumerate() {
                     match self.negate(b, &format!("{ptr}/oneOf/{i}"), 0) {
                         Ok(n) => negs.as_mut().expect("some").push(n),
@@ -655,7 +800,8 @@ impl<'a> Compiler<'a> {
         if let Some(c) = m.get("if").filter(|_| !self.pre_draft7) {
             let then = m.get("then");
             let els = m.get("else");
-            if then.is_some() || els.is_some() {
+            // A lone `if` constrains nothing, but its annotations count for `unevaluated*`.
+            if then.is_some() || els.is_some() || uneval {
                 match self.negate(c, &format!("{ptr}/if"), 0) {
                     Ok(not_if) => {
                         let if_e = self.schema_at(&format!("{ptr}/if"))?;
@@ -704,14 +850,126 @@ impl<'a> Compiler<'a> {
             let with = self.and(vec![present, s]);
             parts.push(self.push(Expr::Or(vec![non_obj, absent, with])));
         }
-        Ok(self.and(parts))
+        let base = self.and(parts);
+        if !uneval {
+            return Ok(base);
+        }
+        let props = match m.get("unevaluatedProperties") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedProperties"))?),
+            None => None,
+        };
+        let items = match m.get("unevaluatedItems") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedItems"))?),
+            None => None,
+        };
+        Ok(self.push(Expr::Uneval { base, props, items, ptr: ptr.to_string() }))
+    }
+
+    /// `unevaluated*` is decided per normal-form alternative, which is exact when an instance
+    /// matches at most one alternative with given annotations: every `anyOf` below `e` (through
+    /// in-place applicators) must have pairwise disjoint branches, and no annotations may come
+    /// from inside a double `not`.
+    fn check_exclusive(&mut self, e: ExprId, kw: &str, ptr: &str) -> Result<(), SchemaError> {
+        let mut stack = vec![e];
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if self.unannotated.contains(&x) {
+                return Err(SchemaError::unsupported(kw, ptr));
+            }
+            match self.exprs[x as usize].clone() {
+                Expr::And(a) => stack.extend(a),
+                Expr::Or(a) => {
+                    if self.anyof.contains(&x) {
+                        let mut branches = Vec::new();
+                        for &b in &a {
+                            branches.push(self.normalize(b, ptr)?);
+                        }
+                        for i in 0..branches.len() {
+                            for j in i + 1..branches.len() {
+                                for &ci in &branches[i] {
+                                    for &cj in &branches[j] {
+                                        if !self.disjoint(ci, cj, 0) {
+                                            return Err(SchemaError::unsupported(kw, ptr));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    stack.extend(a);
+                }
+                Expr::OneOf(a, _, negs) => {
+                    stack.extend(a);
+                    stack.extend(negs.into_iter().flatten());
+                }
+                Expr::Uneval { base, .. } => stack.push(base),
+                Expr::Cores(_) | Expr::Pending => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Core `c` with `unevaluatedProperties: props` / `unevaluatedItems: items` applied to
+    /// what its own annotations leave unevaluated.
+    fn apply_uneval(&mut self, c: CoreId, props: Option<ExprId>, items: Option<ExprId>) -> CoreId {
+        let tr = self.true_e;
+        match self.cores[c as usize].clone() {
+            Core::Object(o) if props.is_some() && !o.groups.iter().any(|g| g.annot_all) => {
+                let mut names: Vec<(String, ExprId)> = Vec::new();
+                let mut patterns: Vec<(u32, ExprId)> = Vec::new();
+                for g in o.groups.iter().filter(|g| g.annot) {
+                    for (n, _) in &g.props {
+                        if !names.iter().any(|(m, _)| m == n) {
+                            names.push((n.clone(), tr));
+                        }
+                    }
+                    for &(d, _) in &g.patterns {
+                        if !patterns.iter().any(|&(x, _)| x == d) {
+                            patterns.push((d, tr));
+                        }
+                    }
+                }
+                let mut o = *o;
+                o.groups.push(KeyGroup {
+                    props: names,
+                    patterns,
+                    additional: props.expect("checked"),
+                    annot: true,
+                    annot_all: true,
+                });
+                self.core(Core::Object(Box::new(o)))
+            }
+            Core::Array(mut a) if items.is_some() && !a.annot_all => {
+                let mut u = items.expect("checked");
+                if let Some(cn) = &a.contains {
+                    // Items that match `contains` are evaluated by it.
+                    u = self.push(Expr::Or(vec![cn.schema, u]));
+                }
+                for i in a.annot_len as usize..a.prefix.len() {
+                    a.prefix[i] = self.and(vec![a.prefix[i], u]);
+                }
+                a.items = self.and(vec![a.items, u]);
+                a.annot_all = true;
+                self.core(Core::Array(a))
+            }
+            _ => c,
+        }
     }
 
     /// An expression: non-objects, or objects with `required` and property schemas.
     fn obj_with(&mut self, required: &[String], props: &[(String, ExprId)]) -> ExprId {
         let additional = self.true_e;
         let c = self.core(Core::Object(Box::new(ObjC {
-            groups: vec![KeyGroup { props: props.to_vec(), patterns: Vec::new(), additional }],
+            groups: vec![KeyGroup {
+                props: props.to_vec(),
+                patterns: Vec::new(),
+                additional,
+                annot: false,
+                annot_all: false,
+            }],
             required: required.to_vec(),
             min: 0,
             max: u32::MAX,
@@ -868,6 +1126,7 @@ impl<'a> Compiler<'a> {
                     integer: false,
                     multiple: None,
                     int_syntax: false,
+                    frac: false,
                 })
                 .expect("no multiple");
         }
@@ -879,6 +1138,7 @@ impl<'a> Compiler<'a> {
                     integer: false,
                     multiple: None,
                     int_syntax: false,
+                    frac: false,
                 })
                 .expect("no multiple");
         }
@@ -929,10 +1189,12 @@ impl<'a> Compiler<'a> {
         if let Some(v) = m.get("format") {
             let f =
                 v.as_str().ok_or_else(|| SchemaError::invalid(ptr, "format must be a string"))?;
-            if string::UNSUPPORTED_FORMATS.contains(&f) {
+            // Annotate mode: every format is an annotation (the string must still be a string).
+            let assert = self.opts.formats == FormatMode::Assert;
+            if assert && string::UNSUPPORTED_FORMATS.contains(&f) {
                 self.unsupported("format", ptr)?;
             }
-            if let Some(re) = string::format_regex(f) {
+            if let Some(re) = string::format_regex(f).filter(|_| assert) {
                 let d = self.regex_dfa(&re, "format", ptr)?;
                 s.dfa = Some(match s.dfa {
                     None => d,
@@ -943,8 +1205,17 @@ impl<'a> Compiler<'a> {
         Ok(s)
     }
 
-    fn arr_shape(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<ArrC, SchemaError> {
-        let mut a = ArrC { prefix: Vec::new(), items: self.true_e, min: 0, max: u32::MAX };
+    fn arr_shape(&mut self, m: &'a Map<String, Value>, ptr: &str) -> Result<ArrC, SchemaError> {
+        let mut a = ArrC {
+            prefix: Vec::new(),
+            items: self.true_e,
+            min: 0,
+            max: u32::MAX,
+            contains: None,
+            unique: None,
+            annot_len: 0,
+            annot_all: false,
+        };
         if let Some(v) = m.get("minItems") {
             a.min = Self::get_u32(v, ptr, "minItems")?;
         }
@@ -957,33 +1228,70 @@ impl<'a> Compiler<'a> {
             }
             if m.get("items").is_some() {
                 a.items = self.schema_at(&format!("{ptr}/items"))?;
+                a.annot_all = true;
             }
+            a.annot_len = p.len() as u32;
         } else {
             match m.get("items") {
                 Some(Value::Array(p)) => {
                     for i in 0..p.len() {
                         a.prefix.push(self.schema_at(&format!("{ptr}/items/{i}"))?);
                     }
+                    a.annot_len = p.len() as u32;
                     if m.get("additionalItems").is_some() {
                         a.items = self.schema_at(&format!("{ptr}/additionalItems"))?;
+                        a.annot_all = true;
                     }
                 }
-                Some(_) => a.items = self.schema_at(&format!("{ptr}/items"))?,
+                Some(_) => {
+                    a.items = self.schema_at(&format!("{ptr}/items"))?;
+                    a.annot_all = true;
+                }
                 None => {}
             }
         }
         if let Some(c) = m.get("contains") {
-            let _ = c;
-            self.unsupported("contains", ptr)?;
+            let cp = format!("{ptr}/contains");
+            let schema = self.schema_at(&cp)?;
+            let min = match m.get("minContains") {
+                Some(v) => Self::get_u32(v, ptr, "minContains")?,
+                None => 1,
+            };
+            let mut max = match m.get("maxContains") {
+                Some(v) => Self::get_u32(v, ptr, "maxContains")?,
+                None => u32::MAX,
+            };
+            let neg = match self.negate(c, &cp, 0) {
+                Ok(n) => Some(n),
+                Err(e) if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            if max != u32::MAX && neg.is_none() {
+                // Refusing a further match needs the items that do *not* match.
+                self.unsupported("maxContains", ptr)?;
+                max = u32::MAX;
+            }
+            // Kept even when it constrains nothing (`minContains: 0`): matching items are
+            // evaluated for `unevaluatedItems`.
+            a.contains = Some(ContainsC { schema, neg, min, max });
         }
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            self.unsupported("uniqueItems", ptr)?;
+        if let Some(u) = m.get("uniqueItems") {
+            let u = u
+                .as_bool()
+                .ok_or_else(|| SchemaError::invalid(ptr, "uniqueItems must be a boolean"))?;
+            a.unique = u.then(|| ptr.to_string());
         }
         Ok(a)
     }
 
     fn obj_shape(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<ObjC, SchemaError> {
-        let mut g = KeyGroup { props: Vec::new(), patterns: Vec::new(), additional: self.true_e };
+        let mut g = KeyGroup {
+            props: Vec::new(),
+            patterns: Vec::new(),
+            additional: self.true_e,
+            annot: true,
+            annot_all: m.contains_key("additionalProperties"),
+        };
         if let Some(p) = m.get("properties") {
             let p = p
                 .as_object()
@@ -1122,7 +1430,16 @@ impl<'a> Compiler<'a> {
                 }
                 let n = a.len() as u32;
                 let items = self.false_e;
-                vec![self.core(Core::Array(ArrC { prefix, items, min: n, max: n }))]
+                vec![self.core(Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: n,
+                    max: n,
+                    contains: None,
+                    unique: None,
+                    annot_len: 0,
+                    annot_all: false,
+                }))]
             }
             Value::Object(m) => {
                 let mut props = Vec::new();
@@ -1132,7 +1449,13 @@ impl<'a> Compiler<'a> {
                 }
                 let additional = self.false_e;
                 vec![self.core(Core::Object(Box::new(ObjC {
-                    groups: vec![KeyGroup { props, patterns: Vec::new(), additional }],
+                    groups: vec![KeyGroup {
+                        props,
+                        patterns: Vec::new(),
+                        additional,
+                        annot: false,
+                        annot_all: false,
+                    }],
                     required: m.keys().cloned().collect(),
                     min: 0,
                     max: u32::MAX,
@@ -1160,18 +1483,19 @@ impl<'a> Compiler<'a> {
         for (k, x) in m {
             let kp = format!("{ptr}/{}", esc_ptr(k));
             match k.as_str() {
-                "title" | "description" | "default" | "examples" | "$comment" | "$id"
-                | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
-                | "deprecated" | "format" => {
-                    if k == "format"
+                // An asserted format would need the complement of its automaton.
+                "format"
+                    if self.opts.formats == FormatMode::Assert
                         && x.as_str().is_some_and(|f| {
                             string::format_regex(f).is_some()
                                 || string::UNSUPPORTED_FORMATS.contains(&f)
-                        })
-                    {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
+                        }) =>
+                {
+                    return Err(SchemaError::unsupported("not", ptr));
                 }
+                "title" | "description" | "default" | "examples" | "$comment" | "$id"
+                | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
+                | "deprecated" | "format" => {}
                 _ if k.starts_with("x-") => {}
                 "type" => {
                     let mut s = T_ALL;
@@ -1203,10 +1527,16 @@ impl<'a> Compiler<'a> {
                             _ => return Err(SchemaError::invalid(ptr, "unknown type")),
                         };
                     }
-                    if has_int_only && !has_num {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
-                    let cs = self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 });
+                    let cs = if has_int_only && !has_num {
+                        // Not an integer: the other types, and numbers with a fraction.
+                        let mut cs = self.type_cores(s & !(T_INT | T_NUM));
+                        let mut n = NumCore::any();
+                        n.frac = true;
+                        cs.push(self.core(Core::Number(n)));
+                        cs
+                    } else {
+                        self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 })
+                    };
                     alts.push(self.push(Expr::Cores(cs)));
                 }
                 "const" | "enum" => {
@@ -1234,6 +1564,8 @@ impl<'a> Compiler<'a> {
                                 props: vec![(n.to_string(), f)],
                                 patterns: Vec::new(),
                                 additional: self.true_e,
+                                annot: false,
+                                annot_all: false,
                             }],
                             required: Vec::new(),
                             min: 0,
@@ -1255,6 +1587,8 @@ impl<'a> Compiler<'a> {
                                 props: vec![(name.clone(), ns)],
                                 patterns: Vec::new(),
                                 additional: self.true_e,
+                                annot: false,
+                                annot_all: false,
                             }],
                             required: vec![name.clone()],
                             min: 0,
@@ -1282,7 +1616,11 @@ impl<'a> Compiler<'a> {
                         alts.push(self.and(negs));
                     }
                 }
-                "not" => alts.push(self.schema_at(&kp)?),
+                "not" => {
+                    let e = self.schema_at(&kp)?;
+                    self.unannotated.insert(e);
+                    alts.push(e);
+                }
                 "$ref" => {
                     let r = x
                         .as_str()
@@ -1302,6 +1640,73 @@ impl<'a> Compiler<'a> {
                     }
                     let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
+                }
+                "minProperties" | "maxProperties" | "minItems" | "maxItems" => {
+                    let n = Self::get_u32(x, ptr, k)?;
+                    let (lo, hi) = if k.starts_with("min") {
+                        if n == 0 {
+                            continue; // `≥ 0` holds for every value of the type
+                        }
+                        (0, n - 1)
+                    } else {
+                        (n.saturating_add(1), u32::MAX)
+                    };
+                    let c = if k.ends_with("Items") {
+                        let tr = self.true_e;
+                        self.arr_core(Vec::new(), tr, lo, hi)
+                    } else {
+                        let c = self.obj_core(Vec::new(), Vec::new(), lo);
+                        if let Core::Object(o) = &mut self.cores[c as usize] {
+                            o.max = hi;
+                        }
+                        c
+                    };
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+                "items" | "prefixItems" if x.is_array() => {
+                    // Some listed position holds a non-matching item (`additionalItems`, if
+                    // any, is negated on its own below).
+                    let a = x.as_array().expect("array");
+                    let tr = self.true_e;
+                    for (i, sub) in a.iter().enumerate() {
+                        let ni = self.negate(sub, &format!("{kp}/{i}"), depth + 1)?;
+                        let mut prefix = vec![tr; i];
+                        prefix.push(ni);
+                        let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
+                        alts.push(self.push(Expr::Cores(vec![c])));
+                    }
+                }
+                "items" | "contains"
+                    if !(m.contains_key("prefixItems")
+                        || m.contains_key("minContains")
+                        || m.contains_key("maxContains")
+                        || (k == "items" && m.contains_key("additionalItems"))) =>
+                {
+                    // ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`);
+                    // ¬(some item ∈ C) = every item ∈ ¬C.
+                    let pos = self.schema_at(&kp)?;
+                    let neg = self.negate(x, &kp, depth + 1)?;
+                    let tr = self.true_e;
+                    let c = if k == "items" {
+                        self.core(Core::Array(ArrC {
+                            prefix: Vec::new(),
+                            items: tr,
+                            min: 0,
+                            max: u32::MAX,
+                            contains: Some(ContainsC {
+                                schema: neg,
+                                neg: Some(pos),
+                                min: 1,
+                                max: u32::MAX,
+                            }),
+                            unique: None,
+                            annot_len: 0,
+                            annot_all: false,
+                        }))
+                    } else {
+                        self.arr_core(Vec::new(), neg, 0, u32::MAX)
+                    };
+                    alts.push(self.push(Expr::Cores(vec![c])));
                 }
                 "minLength" | "maxLength" | "pattern" => {
                     let mut s = StrC { dfa: None, min: 0, max: u32::MAX };
@@ -1334,7 +1739,34 @@ impl<'a> Compiler<'a> {
                     let cs = vec![self.core(Core::String(s))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
-                _ => return Err(SchemaError::unsupported("not", ptr)),
+                // Keywords the engine knows but cannot negate (or only in the forms above).
+                "additionalProperties"
+                | "patternProperties"
+                | "propertyNames"
+                | "multipleOf"
+                | "dependencies"
+                | "dependentRequired"
+                | "dependentSchemas"
+                | "if"
+                | "additionalItems"
+                | "minContains"
+                | "maxContains"
+                | "items"
+                | "prefixItems"
+                | "contains"
+                | "unevaluatedProperties"
+                | "unevaluatedItems"
+                | "$dynamicRef"
+                | "$recursiveRef" => return Err(SchemaError::unsupported("not", ptr)),
+                "uniqueItems" if x != &Value::Bool(false) => {
+                    return Err(SchemaError::unsupported("not", ptr))
+                }
+                "nullable" if x == &Value::Bool(true) => {
+                    return Err(SchemaError::unsupported("not", ptr))
+                }
+                // Anything else constrains nothing on the positive side either (unknown
+                // keywords, `then`/`else` without `if`, `content*`, anchors): nothing to negate.
+                _ => {}
             }
         }
         Ok(self.push(Expr::Or(alts)))
@@ -1343,6 +1775,7 @@ impl<'a> Compiler<'a> {
     /// Every value except the given literals (scalars only).
     fn not_literals(&mut self, vals: &[&Value], ptr: &str) -> Result<ExprId, SchemaError> {
         let mut null_ok = true;
+        let mut compound: Vec<&Value> = Vec::new();
         let mut bools = 3u8;
         let mut strs: Vec<&str> = Vec::new();
         let mut nums: Vec<Dec> = Vec::new();
@@ -1354,7 +1787,7 @@ impl<'a> Compiler<'a> {
                 Value::Number(n) => nums.push(
                     Dec::from_json(n).ok_or_else(|| SchemaError::invalid(ptr, "bad number"))?,
                 ),
-                _ => return Err(SchemaError::unsupported("not", ptr)),
+                _ => compound.push(v),
             }
         }
         let mut cs = Vec::new();
@@ -1379,6 +1812,7 @@ impl<'a> Compiler<'a> {
                 integer: false,
                 multiple: None,
                 int_syntax: false,
+                frac: false,
             };
             cs.push(self.core(Core::Number(n)));
             prev = Some(d.clone());
@@ -1389,11 +1823,98 @@ impl<'a> Compiler<'a> {
             integer: false,
             multiple: None,
             int_syntax: false,
+            frac: false,
         };
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);
         cs.extend(arr);
-        Ok(self.push(Expr::Cores(cs)))
+        let mut parts = vec![self.push(Expr::Cores(cs))];
+        for v in compound {
+            parts.push(self.not_compound(v, ptr)?);
+        }
+        Ok(self.and(parts))
+    }
+
+    /// An array core with these items and length bounds (no `contains`, no `uniqueItems`).
+    fn arr_core(&mut self, prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> CoreId {
+        self.core(Core::Array(ArrC {
+            prefix,
+            items,
+            min,
+            max,
+            contains: None,
+            unique: None,
+            annot_len: 0,
+            annot_all: false,
+        }))
+    }
+
+    /// An object core with these property schemas, required keys and minimum size.
+    fn obj_core(
+        &mut self,
+        props: Vec<(String, ExprId)>,
+        required: Vec<String>,
+        min: u32,
+    ) -> CoreId {
+        let additional = self.true_e;
+        self.core(Core::Object(Box::new(ObjC {
+            groups: vec![KeyGroup {
+                props,
+                patterns: Vec::new(),
+                additional,
+                annot: false,
+                annot_all: false,
+            }],
+            required,
+            min,
+            max: u32::MAX,
+            deps: Vec::new(),
+            names: None,
+        })))
+    }
+
+    /// Every value except the array or object literal `v`.
+    fn not_compound(&mut self, v: &Value, ptr: &str) -> Result<ExprId, SchemaError> {
+        self.check_size()?;
+        let (t, n) = match v {
+            Value::Array(a) => (T_ARR, a.len()),
+            Value::Object(m) => (T_OBJ, m.len()),
+            _ => unreachable!("scalars are handled by not_literals"),
+        };
+        let mut cs = self.type_cores(T_ALL & !t);
+        let (tr, fa) = (self.true_e, self.false_e);
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut alts = Vec::new();
+        match v {
+            Value::Array(a) => {
+                // Another length, or some item different.
+                if n > 0 {
+                    cs.push(self.arr_core(Vec::new(), tr, 0, n32 - 1));
+                }
+                cs.push(self.arr_core(Vec::new(), tr, n32.saturating_add(1), u32::MAX));
+                for (i, x) in a.iter().enumerate() {
+                    let ni = self.not_literals(&[x], ptr)?;
+                    let mut prefix = vec![tr; i];
+                    prefix.push(ni);
+                    let c = self.arr_core(prefix, tr, n32, n32);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            Value::Object(m) => {
+                // A key missing, a value different, or more keys (all keys present and one
+                // more means more than `n`).
+                cs.push(self.obj_core(Vec::new(), Vec::new(), n32.saturating_add(1)));
+                for (k, x) in m {
+                    cs.push(self.obj_core(vec![(k.clone(), fa)], Vec::new(), 0));
+                    let nk = self.not_literals(&[x], ptr)?;
+                    let c = self.obj_core(vec![(k.clone(), nk)], vec![k.clone()], 0);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            _ => {}
+        }
+        alts.push(self.push(Expr::Cores(cs)));
+        Ok(self.push(Expr::Or(alts)))
     }
 
     /// Normal form of an expression: its union of cores.
@@ -1442,6 +1963,23 @@ impl<'a> Compiler<'a> {
                     });
                 }
                 acc.unwrap_or_default()
+            }
+            Expr::Uneval { base, props, items, ptr: p } => {
+                let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
+                if let Err(err) = self.check_exclusive(base, kw, &p) {
+                    self.in_progress[e as usize] = false;
+                    if !self.opts.lenient {
+                        return Err(err);
+                    }
+                    self.ignored
+                        .push(format!("{kw} at {}", if p.is_empty() { "(root)" } else { &p }));
+                    let cs = self.normalize(base, &p)?;
+                    self.in_progress[e as usize] = true;
+                    cs
+                } else {
+                    let cs = self.normalize(base, &p)?;
+                    cs.into_iter().map(|c| self.apply_uneval(c, props, items)).collect()
+                }
             }
             Expr::OneOf(a, p, negs) => {
                 let mut branches = Vec::new();
@@ -1638,7 +2176,29 @@ impl<'a> Compiler<'a> {
                     prefix.push(self.and(vec![pa, pb]));
                 }
                 let items = self.and(vec![x.items, y.items]);
-                Core::Array(ArrC { prefix, items, min: x.min.max(y.min), max: x.max.min(y.max) })
+                let contains = match (&x.contains, &y.contains) {
+                    (None, c) | (c, None) => c.clone(),
+                    (Some(p), Some(q)) if p.schema == q.schema => Some(ContainsC {
+                        min: p.min.max(q.min),
+                        max: p.max.min(q.max),
+                        ..p.clone()
+                    }),
+                    (Some(p), Some(_)) => {
+                        // Two different `contains` counts would need a counter per schema.
+                        self.unsupported("contains", ptr)?;
+                        Some(p.clone())
+                    }
+                };
+                Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    contains,
+                    unique: x.unique.clone().or_else(|| y.unique.clone()),
+                    annot_len: x.annot_len.max(y.annot_len),
+                    annot_all: x.annot_all || y.annot_all,
+                })
             }
             (Core::Object(x), Core::Object(y)) => {
                 let mut groups = x.groups.clone();
@@ -1693,9 +2253,12 @@ impl<'a> Compiler<'a> {
                 }
                 let rt = self.finalize_core(c)?;
                 match &rt {
-                    CoreRt::Array { prefix, items, .. } => {
+                    CoreRt::Array { prefix, items, contains, .. } => {
                         todo.extend(prefix.iter().copied());
                         todo.push(*items);
+                        if let Some(c) = contains {
+                            todo.extend(c.yes.iter().chain(&c.no).copied());
+                        }
                     }
                     CoreRt::Object(o) => {
                         todo.extend(o.props.iter().map(|p| p.node));
@@ -1742,11 +2305,17 @@ impl<'a> Compiler<'a> {
                     CoreRt::String { dfa, min, max, .. } => {
                         !self.dfas[*dfa as usize].is_empty() && min <= max
                     }
-                    CoreRt::Array { prefix, items, min, max } => {
+                    CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
                         min <= max
                             && (0..*min as usize).all(|k| {
                                 node_sat(&nodes, &sat, prefix.get(k).copied().unwrap_or(*items))
                             })
+                    }
+                    CoreRt::Array { min, max, contains: Some(c), .. } => {
+                        let cap = |i: usize| {
+                            (node_sat(&nodes, &sat, c.yes[i]), node_sat(&nodes, &sat, c.no[i]))
+                        };
+                        contains_feasible(cap, c.yes.len() - 1, *min, *max, c, 0, 0, false)
                     }
                     CoreRt::Object(o) => {
                         o.required.iter().all(|&r| node_sat(&nodes, &sat, o.props[r as usize].node))
@@ -1815,12 +2384,41 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        // `uniqueItems` only where the runtime decides it exactly (see `unique`).
+        for i in 0..out_cores.len() {
+            let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &out_cores[i]
+            else {
+                continue;
+            };
+            // (node, optional position: at or after minItems, no contains)
+            let mut item_nodes: Vec<(ExprId, bool)> = prefix
+                .iter()
+                .enumerate()
+                .map(|(k, &e)| (e, k as u32 >= *min && contains.is_none()))
+                .collect();
+            item_nodes.push((*items, prefix.len() as u32 >= *min && contains.is_none()));
+            if let Some(c) = contains {
+                item_nodes.extend(c.yes.iter().chain(&c.no).map(|&e| (e, false)));
+            }
+            let ok = item_nodes.iter().all(|&(e, optional)| {
+                unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e, optional)
+            });
+            if !ok {
+                let ptr = match &self.cores[core_src[i] as usize] {
+                    Core::Array(a) => a.unique.clone().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                self.unsupported("uniqueItems", &ptr)?;
+                if let CoreRt::Array { unique, .. } = &mut out_cores[i] {
+                    *unique = false;
+                }
+            }
+        }
         if nodes[root as usize].is_empty() {
             return Err(SchemaError::unsat("", "no instance satisfies the schema"));
         }
         let any_dfa = self.any_dfa;
         let ignored = std::mem::take(&mut self.ignored);
-        let _ = core_src;
         Ok((Program { nodes, cores: out_cores, dfas: self.dfas, root, any_dfa }, ignored))
     }
 
@@ -1838,7 +2436,29 @@ impl<'a> Compiler<'a> {
                 }
             }
             Core::Array(a) => {
-                CoreRt::Array { prefix: a.prefix, items: a.items, min: a.min, max: a.max }
+                let contains = match &a.contains {
+                    None => None,
+                    Some(c) => {
+                        let (mut yes, mut no) = (Vec::new(), Vec::new());
+                        for i in 0..=a.prefix.len() {
+                            let node = a.prefix.get(i).copied().unwrap_or(a.items);
+                            yes.push(self.and(vec![node, c.schema]));
+                            no.push(match c.neg {
+                                Some(n) if c.max != u32::MAX => self.and(vec![node, n]),
+                                _ => node,
+                            });
+                        }
+                        Some(Box::new(ContainsRt { min: c.min, max: c.max, yes, no }))
+                    }
+                };
+                CoreRt::Array {
+                    prefix: a.prefix,
+                    items: a.items,
+                    min: a.min,
+                    max: a.max,
+                    contains,
+                    unique: a.unique.is_some(),
+                }
             }
             Core::Object(o) => CoreRt::Object(self.finalize_obj(&o)?),
         })

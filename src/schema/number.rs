@@ -99,6 +99,13 @@ impl Dec {
         Dec::parse(&n.to_string())
     }
 
+    /// A canonical byte form: equal numbers (`1`, `1.0`, `10e-1`) give equal bytes.
+    pub(crate) fn canon(&self, out: &mut Vec<u8>) {
+        out.push(if self.neg { b'-' } else { b'+' });
+        out.extend(self.digits.iter().map(|d| b'0' + d));
+        out.extend_from_slice(format!("e{}", self.exp).as_bytes());
+    }
+
     pub(crate) fn is_zero(&self) -> bool {
         self.digits.is_empty()
     }
@@ -139,6 +146,36 @@ impl Dec {
             r = (r * 10) % qm;
         }
         r == 0
+    }
+}
+
+impl Dec {
+    /// The least common multiple of two positive decimals (`x` is a multiple of both iff it
+    /// is a multiple of this), or `None` when the mantissas are too long to combine exactly.
+    pub(crate) fn lcm(&self, o: &Dec) -> Option<Dec> {
+        let (da, pa) = self.int_pow();
+        let (db, pb) = o.int_pow();
+        let p = pa.min(pb);
+        // Both as integers × 10^p.
+        let scale = |d: &[u8], k: i64| -> Option<u128> {
+            let mut v = small(d)?;
+            for _ in 0..k {
+                v = v.checked_mul(10)?;
+            }
+            Some(v)
+        };
+        let a = scale(da, pa - p)?;
+        let b = scale(db, pb - p)?;
+        let g = {
+            let (mut x, mut y) = (a, b);
+            while y != 0 {
+                (x, y) = (y, x % y);
+            }
+            x
+        };
+        let l = (a / g).checked_mul(b)?;
+        let text = format!("{l}e{p}");
+        Dec::parse(&text)
     }
 }
 
@@ -190,6 +227,9 @@ pub(crate) struct NumCore {
     /// Draft-04 `integer`: the text itself must be an integer literal (no fraction, no
     /// exponent), as Python's `json` module parses `1.0` to a float.
     pub int_syntax: bool,
+    /// The value must *not* be an integer (`not: {type: integer}`); not combined with
+    /// `multipleOf` (a merge refuses it).
+    pub frac: bool,
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -340,7 +380,14 @@ fn pow10(p: i64) -> Dec {
 impl NumCore {
     /// Any number.
     pub(crate) fn any() -> NumCore {
-        NumCore { lo: None, hi: None, integer: false, multiple: None, int_syntax: false }
+        NumCore {
+            lo: None,
+            hi: None,
+            integer: false,
+            multiple: None,
+            int_syntax: false,
+            frac: false,
+        }
     }
 
     /// Exactly `v`.
@@ -351,11 +398,15 @@ impl NumCore {
             integer: false,
             multiple: None,
             int_syntax: false,
+            frac: false,
         }
     }
 
     /// The intersection; `Err` when `multipleOf` values cannot be combined exactly.
     pub(crate) fn merge(&self, o: &NumCore) -> Result<NumCore, ()> {
+        if (self.frac || o.frac) && (self.multiple.is_some() || o.multiple.is_some()) {
+            return Err(());
+        }
         let multiple = match (&self.multiple, &o.multiple) {
             (None, x) | (x, None) => x.clone(),
             (Some(a), Some(b)) => {
@@ -364,7 +415,7 @@ impl NumCore {
                 } else if b.is_multiple_of(a) {
                     Some(b.clone())
                 } else {
-                    return Err(());
+                    Some(a.lcm(b).ok_or(())?)
                 }
             }
         };
@@ -374,6 +425,7 @@ impl NumCore {
             integer: self.integer || o.integer,
             multiple,
             int_syntax: self.int_syntax || o.int_syntax,
+            frac: self.frac || o.frac,
         })
     }
 
@@ -419,6 +471,7 @@ impl NumCore {
     pub(crate) fn accepts(&self, v: &Dec) -> bool {
         self.in_range(v)
             && (!self.integer || v.is_integer())
+            && (!self.frac || !v.is_integer())
             && self.multiple.as_ref().is_none_or(|q| v.is_multiple_of(q))
     }
 
@@ -429,16 +482,24 @@ impl NumCore {
             && std::str::from_utf8(text).ok().and_then(Dec::parse).is_some_and(|v| self.accepts(&v))
     }
 
-    /// No bounds and no `multipleOf` (see [`canonical`]).
+    /// No bounds, no `multipleOf`, no "not an integer" (see [`canonical`]).
     pub(crate) fn is_unbounded(&self) -> bool {
-        self.lo.is_none() && self.hi.is_none() && self.multiple.is_none()
+        self.lo.is_none() && self.hi.is_none() && self.multiple.is_none() && !self.frac
     }
 
     /// Can the (possibly incomplete) number `text` still be completed to a value that
     /// satisfies the constraint?
     pub(crate) fn live(&self, text: &[u8]) -> bool {
         let Some(p) = parse_prefix(text) else { return false };
-        if self.lo.is_none() && self.hi.is_none() && !self.integer && self.multiple.is_none() {
+        if self.integer && self.frac {
+            return false;
+        }
+        if self.lo.is_none()
+            && self.hi.is_none()
+            && !self.integer
+            && !self.frac
+            && self.multiple.is_none()
+        {
             // Any number: every syntactic prefix completes (`int_syntax` is checked below).
             return !self.int_syntax
                 || matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int);
@@ -474,6 +535,7 @@ impl NumCore {
             integer: self.integer,
             multiple: self.multiple.clone(),
             int_syntax: self.int_syntax,
+            frac: self.frac,
         }
     }
 
@@ -620,6 +682,10 @@ impl NumCore {
         }
         if c.integer {
             xlo = xlo.max(m.digits.len() as i64 - m.exp);
+        }
+        if c.frac {
+            // m × 10^x has a fractional part iff x < (digits − exp).
+            xhi = xhi.min(m.digits.len() as i64 - m.exp - 1);
         }
         if let Some(q) = &c.multiple {
             match min_exp_for_multiple(&m, q) {
@@ -825,7 +891,28 @@ mod tests {
             integer,
             multiple: None,
             int_syntax: false,
+            frac: false,
         }
+    }
+
+    #[test]
+    fn non_integers() {
+        let mut c = range(Some(("2", false)), Some(("3", false)), false);
+        c.frac = true;
+        for t in ["2.5", "2.000001", "25e-1", "0.25e1"] {
+            assert!(c.live(t.as_bytes()) && c.accepts_text(t.as_bytes()), "{t}");
+        }
+        for t in ["2", "3", "2.0", "20e-1", "3.5", "1.5"] {
+            assert!(!c.accepts_text(t.as_bytes()), "{t}");
+        }
+        // Prefixes: "2" and "2.0" can still become 2.05; "2.5e1" only reaches integers or
+        // values out of range; "3" only 3 or more.
+        assert!(c.live(b"2") && c.live(b"2.0") && c.live(b"2.5e"));
+        assert!(!c.live(b"2.5e1") && !c.live(b"3.") && !c.live(b"-"));
+        let mut any = NumCore::any();
+        any.frac = true;
+        assert!(any.live(b"15") && any.live(b"0") && any.live(b"-0") && any.live(b"1.5e-"));
+        assert!(!any.live(b"1.5e1") && !any.live(b"0e") && !any.accepts_text(b"0"));
     }
 
     #[test]
@@ -837,6 +924,9 @@ mod tests {
         assert!(d("-3") < d("-2.5") && d("0.01") < d("0.1") && d("9") < d("10"));
         assert!(d("7.5").is_multiple_of(&d("2.5")) && !d("7.4").is_multiple_of(&d("2.5")));
         assert!(d("1e3").is_multiple_of(&d("8")) && !d("0.1").is_multiple_of(&d("1")));
+        assert_eq!(d("2").lcm(&d("3")), Some(d("6")));
+        assert_eq!(d("0.4").lcm(&d("0.6")), Some(d("1.2")));
+        assert_eq!(d("1.5").lcm(&d("25")), Some(d("75")));
     }
 
     #[test]

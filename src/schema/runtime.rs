@@ -4,7 +4,11 @@
 //! numbers, literals). Each frame owns a slice of [`Alt`]s in one arena: the alternative cores
 //! still alive for that value, with their progress (seen keys, item index, automaton state,
 //! character count) and a bitmask of the parent's alternatives they serve. A value that
-//! completes tells its parent which of the parent's alternatives survive.
+//! completes tells its parent which of the parent's alternatives survive
+//! ([`Rt::child_done`]), and for which of them it matched `contains` (item alternatives from
+//! `item ∧ contains` carry `tag`; array alternatives count matches in `b`). Arrays with
+//! `uniqueItems` record the raw text of their items while open and compare canonical forms
+//! when an item completes (see [`super::unique`]).
 //!
 //! Every mutation goes through helpers that append to an undo log, and each pushed byte starts
 //! with a mark, so `pop_bytes` restores exactly the previous state whatever the nesting depth;
@@ -28,9 +32,10 @@
 //! walks the plain-token trie once (~1–3 ms, then shared by all engines of the schema);
 //! object feasibility checks (`completable_after`) are linear in the declared names.
 
-use super::compile::{CoreRt, ObjRt, Program};
+use super::compile::{contains_feasible, CoreRt, ObjRt, Program};
 use super::number;
 use super::string::DEAD;
+use super::unique;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
 use crate::copy_engine::EngineOptions;
 use crate::engine::{
@@ -60,6 +65,8 @@ struct Alt {
     c: u32,
     d: u32,
     alive: bool,
+    /// An item alternative from `item ∧ contains`: its survival counts a match.
+    tag: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -95,6 +102,13 @@ struct Frame {
     bits: u32,
     xk: u32,
     xtext: u32,
+    /// Offset of this frame's tail of the raw-text arena.
+    raw: u32,
+    /// Arrays with `uniqueItems`: raw-text offset where the current item started.
+    item: u32,
+    /// An array some of whose alternatives have `uniqueItems` (raw text is recorded while
+    /// such a frame is open).
+    uniq: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -110,8 +124,8 @@ enum Undo {
     Frame(u32, Frame),
     Alt(u32, Alt),
     Bit(u32, u64),
-    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
-    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32 },
+    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
+    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
 }
 
 /// The runtime state (what the mask is a function of).
@@ -123,6 +137,9 @@ struct St {
     bits: Vec<u64>,
     xk: Vec<XKey>,
     xtext: Vec<u8>,
+    /// The bytes of the document while an array with `uniqueItems` is open (the items'
+    /// texts, canonicalised when they complete; see [`super::unique`]).
+    raw: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -133,6 +150,7 @@ struct Graves {
     bits: Vec<u64>,
     xk: Vec<XKey>,
     xtext: Vec<u8>,
+    raw: Vec<u8>,
 }
 
 /// The recogniser: state plus undo log, over a compiled schema.
@@ -187,6 +205,7 @@ impl<'a> Rt<'a> {
             bits: self.st.bits.len() as u32,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: self.st.raw.len() as u32,
         }
     }
 
@@ -231,12 +250,18 @@ impl<'a> Rt<'a> {
         self.graves.xk.extend(self.st.xk.drain(f.xk as usize..));
         let nt = self.st.xtext.len() - f.xtext as usize;
         self.graves.xtext.extend(self.st.xtext.drain(f.xtext as usize..));
+        // Only the outermost `uniqueItems` array owns raw text (`NONE` elsewhere).
+        let nr = if f.raw == NONE { 0 } else { self.st.raw.len() - f.raw as usize };
+        if f.raw != NONE {
+            self.graves.raw.extend(self.st.raw.drain(f.raw as usize..));
+        }
         self.log.push(Undo::Restore {
             alts: na as u32,
             buf: nb as u32,
             bits: nw as u32,
             xk: nx as u32,
             xtext: nt as u32,
+            raw: nr as u32,
         });
     }
 
@@ -247,7 +272,8 @@ impl<'a> Rt<'a> {
             Undo::Frame(i, f) => self.st.frames[i as usize] = f,
             Undo::Alt(i, a) => self.st.alts[i as usize] = a,
             Undo::Bit(i, w) => self.st.bits[i as usize] = w,
-            Undo::Len { frames, alts, buf, bits, xk, xtext } => {
+            Undo::Len { frames, alts, buf, bits, xk, xtext, raw } => {
+                self.st.raw.truncate(raw as usize);
                 self.st.frames.truncate(frames as usize);
                 self.st.alts.truncate(alts as usize);
                 self.st.buf.truncate(buf as usize);
@@ -255,7 +281,7 @@ impl<'a> Rt<'a> {
                 self.st.xk.truncate(xk as usize);
                 self.st.xtext.truncate(xtext as usize);
             }
-            Undo::Restore { alts, buf, bits, xk, xtext } => {
+            Undo::Restore { alts, buf, bits, xk, xtext, raw } => {
                 fn back<T>(dst: &mut Vec<T>, src: &mut Vec<T>, n: u32) {
                     let at = src.len() - n as usize;
                     dst.extend(src.drain(at..));
@@ -265,6 +291,7 @@ impl<'a> Rt<'a> {
                 back(&mut self.st.bits, &mut self.graves.bits, bits);
                 back(&mut self.st.xk, &mut self.graves.xk, xk);
                 back(&mut self.st.xtext, &mut self.graves.xtext, xtext);
+                back(&mut self.st.raw, &mut self.graves.raw, raw);
                 let f = self.graves.frames.pop().expect("grave frame");
                 self.st.frames.push(f);
             }
@@ -505,6 +532,10 @@ impl<'a> Rt<'a> {
     // ---- the byte step ----
 
     fn step(&mut self, b: u8) -> bool {
+        if self.st.frames.iter().any(|f| f.uniq) {
+            self.note_lens();
+            self.st.raw.push(b);
+        }
         loop {
             let fi = self.top();
             let f = self.st.frames[fi];
@@ -528,7 +559,10 @@ impl<'a> Rt<'a> {
         }
     }
 
-    fn child_done(&mut self, mask: u64) {
+    /// A child value completed: `mask` holds the parent alternatives it serves, `cmask` those
+    /// for which it matched `contains`. `false` when no parent alternative survives (a
+    /// duplicate item under `uniqueItems`).
+    fn child_done(&mut self, mask: u64, cmask: u64) -> bool {
         let pi = self.top();
         let pf = self.st.frames[pi];
         let r = self.alt_range(pi);
@@ -540,8 +574,12 @@ impl<'a> Rt<'a> {
             if (mask >> li) & 1 == 0 {
                 self.kill(ai);
             } else if pf.kind == Kind::Arr {
-                self.set_alt(ai, Alt { a: a.a + 1, ..a });
+                let matched = u32::from((cmask >> li) & 1 == 1);
+                self.set_alt(ai, Alt { a: a.a + 1, b: a.b + matched, ..a });
             }
+        }
+        if pf.kind == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
+            return false;
         }
         let phase = match pf.kind {
             Kind::Obj => 4,
@@ -549,6 +587,119 @@ impl<'a> Rt<'a> {
             _ => 1,
         };
         self.set_frame(pi, Frame { phase, ws: 0, ..pf });
+        true
+    }
+
+    /// Does the array core have `uniqueItems`?
+    fn is_unique(&self, core: u32) -> bool {
+        matches!(&self.prog().cores[core as usize], CoreRt::Array { unique: true, .. })
+    }
+
+    /// Has the `uniqueItems` array in frame `fi` already completed an item equal to the
+    /// canonical form `canon`?
+    fn seen_item(&self, fi: usize, canon: &[u8]) -> bool {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..].iter().any(|x| {
+            x.alt == NONE && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == canon
+        })
+    }
+
+    /// The current item of the `uniqueItems` array in frame `fi` completed: alternatives with
+    /// `uniqueItems` die on a duplicate, otherwise its canonical form is remembered.
+    fn unique_item_done(&mut self, fi: usize) -> bool {
+        let f = self.st.frames[fi];
+        let mut canon = Vec::new();
+        if unique::canonical(&self.st.raw[f.item as usize..], &mut canon).is_none() {
+            // The recogniser only completes valid JSON; nothing to compare otherwise.
+            return true;
+        }
+        if self.seen_item(fi, &canon) {
+            let mut any = false;
+            for ai in self.alt_range(fi) {
+                let a = self.st.alts[ai];
+                if a.alive && self.is_unique(a.core) {
+                    self.kill(ai);
+                } else if a.alive {
+                    any = true;
+                }
+            }
+            return any;
+        }
+        self.note_lens();
+        let start = self.st.xtext.len() as u32;
+        self.st.xtext.extend_from_slice(&canon);
+        self.st.xk.push(XKey { alt: NONE, start, len: canon.len() as u32 });
+        true
+    }
+
+    /// The item nodes an array alternative offers its next item, each with whether the item's
+    /// alternatives count as `contains` matches.
+    fn item_nodes(&self, pa: &Alt, out: &mut smallvec::SmallVec<[(u32, bool); 2]>) {
+        let prog = self.prog();
+        let CoreRt::Array { prefix, items, min, max, contains, .. } = &prog.cores[pa.core as usize]
+        else {
+            return;
+        };
+        let Some(c) = contains else {
+            if let Some(n) = self.arr_node(pa.core, pa.a) {
+                out.push((n, false));
+            }
+            return;
+        };
+        let k = pa.a;
+        if k >= *max {
+            return;
+        }
+        let live = |n: u32| !prog.nodes[n as usize].is_empty();
+        let i = (k as usize).min(prefix.len());
+        let node = prefix.get(i).copied().unwrap_or(*items);
+        if c.max == u32::MAX && pa.b >= c.min {
+            // Enough matches and no upper bound: matches no longer matter.
+            if live(node) {
+                out.push((node, false));
+            }
+            return;
+        }
+        let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
+        let feasible =
+            |count: u32| contains_feasible(cap, prefix.len(), *min, *max, c, k + 1, count, false);
+        let yes = pa.b < c.max && live(c.yes[i]) && feasible(pa.b + 1);
+        let no = live(c.no[i]) && feasible(pa.b);
+        match (yes, no) {
+            (true, true) => {
+                if live(node) {
+                    out.push((node, false));
+                }
+                out.push((c.yes[i], true));
+            }
+            (true, false) => out.push((c.yes[i], true)),
+            (false, true) => out.push((c.no[i], false)),
+            (false, false) => {}
+        }
+    }
+
+    /// Can array alternative `ai` take one more item?
+    fn arr_more(&self, ai: usize) -> bool {
+        let a = self.st.alts[ai];
+        let prog = self.prog();
+        match &prog.cores[a.core as usize] {
+            CoreRt::Array { prefix, min, max, contains: Some(c), .. } => {
+                let live = |n: u32| !prog.nodes[n as usize].is_empty();
+                let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
+                contains_feasible(cap, prefix.len(), *min, *max, c, a.a, a.b, true)
+            }
+            CoreRt::Array { unique: true, .. } => {
+                // A position of only `true`/`false`/`null` needs one still unused.
+                let top = self.top();
+                self.arr_node(a.core, a.a).is_some_and(|n| {
+                    unique::fresh_literal(&prog.cores, &prog.nodes[n as usize], |c| {
+                        self.seen_item(top, c)
+                    })
+                    .unwrap_or(true)
+                })
+            }
+            _ => self.arr_node(a.core, a.a).is_some(),
+        }
     }
 
     fn value_start(&mut self, pi: usize, b: u8) -> bool {
@@ -566,21 +717,30 @@ impl<'a> Rt<'a> {
         let bits0 = self.st.bits.len() as u32;
         let pkind = self.st.frames[pi].kind;
         let r = self.alt_range(pi);
+        // A `true`/`false`/`null` item is known from its first byte: a duplicate is refused
+        // here, by the alternatives with `uniqueItems`.
+        let puniq = pkind == Kind::Arr && self.st.frames[pi].uniq;
+        let lit_dup = puniq && kind == Kind::Lit && self.seen_item(pi, &unique::literal(b));
+        if puniq {
+            let pf = self.st.frames[pi];
+            self.set_frame(pi, Frame { item: self.st.raw.len() as u32 - 1, ..pf });
+        }
         for (li, ai) in r.enumerate() {
             let pa = self.st.alts[ai];
-            if !pa.alive || li >= 64 {
+            if !pa.alive || li >= 64 || (lit_dup && self.is_unique(pa.core)) {
                 continue;
             }
-            let node = match pkind {
-                Kind::Root => prog.root,
-                Kind::Obj => pa.d,
-                Kind::Arr => match self.arr_node(pa.core, pa.a) {
-                    Some(n) => n,
-                    None => continue,
-                },
+            let mut item_nodes: smallvec::SmallVec<[(u32, bool); 2]> = smallvec::SmallVec::new();
+            match pkind {
+                Kind::Root => item_nodes.push((prog.root, false)),
+                Kind::Obj => item_nodes.push((pa.d, false)),
+                Kind::Arr => self.item_nodes(&pa, &mut item_nodes),
                 _ => unreachable!("value in a scalar"),
-            };
-            for &c in &prog.nodes[node as usize] {
+            }
+            for (tag, c) in item_nodes
+                .iter()
+                .flat_map(|&(n, t)| prog.nodes[n as usize].iter().map(move |&c| (t, c)))
+            {
                 let core = &prog.cores[c as usize];
                 let ok = match (kind, core) {
                     (Kind::Obj, CoreRt::Object(_))
@@ -596,12 +756,14 @@ impl<'a> Rt<'a> {
                 if !ok {
                     continue;
                 }
-                if let Some(e) = self.st.alts[start..].iter_mut().find(|e| e.core == c) {
+                if let Some(e) =
+                    self.st.alts[start..].iter_mut().find(|e| e.core == c && e.tag == tag)
+                {
                     e.parents |= 1 << li;
                     continue;
                 }
                 let mut alt =
-                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true };
+                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true, tag };
                 match core {
                     CoreRt::Object(o) => {
                         alt.b = self.st.bits.len() as u32;
@@ -621,6 +783,14 @@ impl<'a> Rt<'a> {
             // More alternatives than the parent masks can address: refuse (documented limit).
             return false;
         }
+        let uniq =
+            kind == Kind::Arr && self.st.alts[start..].iter().any(|a| self.is_unique(a.core));
+        // The outermost `uniqueItems` array owns the raw text recorded from here on.
+        let raw_own = if uniq && !self.st.frames.iter().any(|f| f.uniq) {
+            self.st.raw.len() as u32
+        } else {
+            NONE
+        };
         let buf = self.st.buf.len() as u32;
         let (phase, ws) = match kind {
             Kind::Lit => (
@@ -646,6 +816,9 @@ impl<'a> Rt<'a> {
             bits: bits0,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: raw_own,
+            item: 0,
+            uniq,
         });
         if kind == Kind::Num {
             self.st.buf.push(b);
@@ -719,19 +892,21 @@ impl<'a> Rt<'a> {
     }
 
     fn obj_close(&mut self, fi: usize) -> bool {
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if a.alive && self.can_close_obj(&a) {
                 mask |= a.parents;
+                if a.tag {
+                    cmask |= a.parents;
+                }
             }
         }
         if mask == 0 {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn key_start(&mut self, fi: usize) -> bool {
@@ -761,6 +936,7 @@ impl<'a> Rt<'a> {
                 c: o.names.len() as u32,
                 d: ai as u32,
                 alive: true,
+                tag: false,
             });
         }
         if self.st.alts.len() == start {
@@ -779,6 +955,9 @@ impl<'a> Rt<'a> {
             bits: self.st.bits.len() as u32,
             xk: self.st.xk.len() as u32,
             xtext: self.st.xtext.len() as u32,
+            raw: NONE,
+            item: 0,
+            uniq: false,
         });
         true
     }
@@ -818,7 +997,7 @@ impl<'a> Rt<'a> {
                             if !a.alive {
                                 continue;
                             }
-                            if self.arr_node(a.core, a.a).is_some() {
+                            if self.arr_more(ai) {
                                 any = true;
                             } else {
                                 self.kill(ai);
@@ -837,12 +1016,15 @@ impl<'a> Rt<'a> {
     }
 
     fn arr_close(&mut self, fi: usize) -> bool {
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if let CoreRt::Array { min, .. } = &self.prog().cores[a.core as usize] {
-                if a.alive && a.a >= *min {
+            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core as usize] {
+                if a.alive && a.a >= *min && contains.as_ref().is_none_or(|c| a.b >= c.min) {
                     mask |= a.parents;
+                    if a.tag {
+                        cmask |= a.parents;
+                    }
                 }
             }
         }
@@ -850,8 +1032,7 @@ impl<'a> Rt<'a> {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
@@ -864,16 +1045,18 @@ impl<'a> Rt<'a> {
             self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
             return true;
         }
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if a.alive {
                 mask |= a.parents;
+                if a.tag {
+                    cmask |= a.parents;
+                }
             }
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn num_extend(&mut self, fi: usize, b: u8) -> bool {
@@ -929,9 +1112,18 @@ impl<'a> Rt<'a> {
         if mask == 0 {
             return false;
         }
+        let text = &self.st.buf[self.st.frames[fi].buf as usize..];
+        let mut cmask = 0u64;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
+                if a.alive && a.tag && n.accepts_text(text) {
+                    cmask |= a.parents;
+                }
+            }
+        }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     // ---- strings and keys ----
@@ -1175,7 +1367,7 @@ impl<'a> Rt<'a> {
 
     fn str_close(&mut self, fi: usize) -> bool {
         let prog = self.prog();
-        let mut mask = 0u64;
+        let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if !a.alive {
@@ -1184,6 +1376,9 @@ impl<'a> Rt<'a> {
             if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
                 if prog.dfas[*dfa as usize].is_accept(a.a) && a.b >= *min {
                     mask |= a.parents;
+                    if a.tag {
+                        cmask |= a.parents;
+                    }
                 }
             }
         }
@@ -1191,8 +1386,7 @@ impl<'a> Rt<'a> {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask);
-        true
+        self.child_done(mask, cmask)
     }
 
     fn key_close(&mut self, fi: usize) -> bool {
@@ -1384,8 +1578,20 @@ impl St {
             bits: 0,
             xk: 0,
             xtext: 0,
+            raw: NONE,
+            item: 0,
+            uniq: false,
         });
-        st.alts.push(Alt { core: NONE, parents: 1, a: 0, b: 0, c: 0, d: NONE, alive: true });
+        st.alts.push(Alt {
+            core: NONE,
+            parents: 1,
+            a: 0,
+            b: 0,
+            c: 0,
+            d: NONE,
+            alive: true,
+            tag: false,
+        });
         st
     }
 }
@@ -1549,6 +1755,17 @@ impl SchemaConstraint {
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
         let vocab = self.vocab.clone();
+        if self.recording() {
+            // Inside a `uniqueItems` array every byte must pass through the recogniser (it
+            // records the items' text), so the fast paths, which decide tokens without
+            // pushing their bytes, do not apply: plain walk (FIXME: slow, exact).
+            vocab.trie().walk(&mut self.rt(), mask);
+            self.log.clear();
+            if self.accepting_state() {
+                allow_eos(&self.vocab, mask);
+            }
+            return;
+        }
         let mut rt =
             Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
@@ -1590,12 +1807,17 @@ impl SchemaConstraint {
         h.finish()
     }
 
+    /// Is a `uniqueItems` array open (its items' bytes are being recorded)?
+    fn recording(&self) -> bool {
+        self.st.frames.iter().any(|f| f.uniq)
+    }
+
     /// Inside a number whose live alternatives have no bounds: the state with the number's
     /// text replaced by its class representative ([`number::canonical`]), which has the same
     /// mask — so `1`, `12` and `2024` share one cache entry.
     fn number_key(&self) -> Option<St> {
         let f = self.st.frames.last().expect("root");
-        if f.kind != Kind::Num {
+        if f.kind != Kind::Num || self.recording() {
             return None;
         }
         let p = &self.schema.program;

@@ -318,10 +318,13 @@ impl Fast<'_, '_> {
         exits.clear();
         self.rt.log.push(Undo::Mark);
         self.rt.pop_frame();
-        self.rt.child_done(a.parents);
-        classes.exits.walk(&mut *self.rt, &mut exits);
+        let cmask = if a.tag { a.parents } else { 0 };
+        let closes = self.rt.child_done(a.parents, cmask);
+        if closes {
+            classes.exits.walk(&mut *self.rt, &mut exits);
+        }
         self.rt.undo_byte();
-        for g in &classes.groups {
+        for g in classes.groups.iter().filter(|_| closes) {
             let s = d.run(a.a, &g.pre);
             let n = a.b + g.chars;
             if s == DEAD || !d.is_accept(s) || n < min || n > max {

@@ -1,0 +1,250 @@
+//! `uniqueItems`: canonical forms of completed items, and which item schemas the runtime
+//! decides exactly.
+//!
+//! The runtime records the text of each item of a `uniqueItems` array and, when the item
+//! completes, compares its canonical form ([`canonical`]: JSON equality, so `1 == 1.0`, key
+//! order irrelevant, escapes decoded) with the earlier items'; a duplicate is refused at the
+//! byte that completes it. `true`, `false` and `null` are known from their first byte and
+//! refused there.
+//!
+//! Refusing at completion is exact only when no partial item is a dead end, i.e. when every
+//! live prefix of an item has infinitely many distinct completions (then some completion is
+//! always new). [`open_core`] decides that per core; [`check`] requires every item position
+//! of a `uniqueItems` array to offer only open cores plus `null`/booleans, and at least one
+//! open core (so the array can always grow). Finite item languages (`enum`, `const`, bounded
+//! strings or numbers, integers — `0` and `-0` admit only one value) are refused with
+//! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`.
+
+use super::compile::CoreRt;
+use super::number::Dec;
+use super::string::ByteDfa;
+
+/// The canonical form of a `true`/`false`/`null` item from its first byte.
+pub(crate) fn literal(b: u8) -> [u8; 1] {
+    [b]
+}
+
+/// Append the canonical form of the JSON value at the start of `s` (whitespace allowed
+/// around it; bytes after it are ignored); `None` if `s` does not start with a JSON value.
+pub(crate) fn canonical(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let mut i = skip_ws(s, 0);
+    match *s.get(i)? {
+        b't' => {
+            out.push(b't');
+            Some(i + 4)
+        }
+        b'f' => {
+            out.push(b'f');
+            Some(i + 5)
+        }
+        b'n' => {
+            out.push(b'n');
+            Some(i + 4)
+        }
+        b'"' => {
+            let (text, end) = string(s, i)?;
+            out.push(b's');
+            out.extend_from_slice(format!("{}:", text.len()).as_bytes());
+            out.extend_from_slice(text.as_bytes());
+            Some(end)
+        }
+        b'[' => {
+            out.push(b'[');
+            i = skip_ws(s, i + 1);
+            if s.get(i) == Some(&b']') {
+                out.push(b']');
+                return Some(i + 1);
+            }
+            loop {
+                i = canonical(&s[i..], out)? + i;
+                i = skip_ws(s, i);
+                match *s.get(i)? {
+                    b',' => i += 1,
+                    b']' => {
+                        out.push(b']');
+                        return Some(i + 1);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        b'{' => {
+            let mut members: Vec<(String, Vec<u8>)> = Vec::new();
+            i = skip_ws(s, i + 1);
+            if s.get(i) != Some(&b'}') {
+                loop {
+                    i = skip_ws(s, i);
+                    let (key, end) = string(s, i)?;
+                    i = skip_ws(s, end);
+                    if s.get(i) != Some(&b':') {
+                        return None;
+                    }
+                    let mut v = Vec::new();
+                    i = canonical(&s[i + 1..], &mut v)? + i + 1;
+                    members.push((key, v));
+                    i = skip_ws(s, i);
+                    match *s.get(i)? {
+                        b',' => i += 1,
+                        b'}' => break,
+                        _ => return None,
+                    }
+                }
+            }
+            members.sort();
+            out.push(b'{');
+            for (k, v) in members {
+                out.extend_from_slice(format!("{}:", k.len()).as_bytes());
+                out.extend_from_slice(k.as_bytes());
+                out.extend_from_slice(&v);
+            }
+            out.push(b'}');
+            Some(i + 1)
+        }
+        _ => {
+            let start = i;
+            while i < s.len() && matches!(s[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                i += 1;
+            }
+            let d = Dec::parse(std::str::from_utf8(&s[start..i]).ok()?)?;
+            out.push(b'#');
+            d.canon(out);
+            out.push(b';');
+            Some(i)
+        }
+    }
+}
+
+fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// The decoded string token starting at `s[i] == '"'`, and the index after it.
+fn string(s: &[u8], i: usize) -> Option<(String, usize)> {
+    if s.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    while j < s.len() {
+        match s[j] {
+            b'\\' => j += 2,
+            b'"' => {
+                let text: String = serde_json::from_slice(&s[i..=j]).ok()?;
+                return Some((text, j + 1));
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Does every live prefix of a value of this core have infinitely many distinct
+/// completions? (`false` when unsure.)
+pub(crate) fn open_core(
+    cores: &[CoreRt],
+    nodes: &[Vec<u32>],
+    dfas: &[ByteDfa],
+    any_dfa: u32,
+    c: u32,
+) -> bool {
+    match &cores[c as usize] {
+        CoreRt::Null | CoreRt::Bool(_) => false,
+        // `0` and `-0` only complete to zero for integers; bounds pin values at their ends.
+        CoreRt::Number(n) => !n.integer && n.lo.is_none() && n.hi.is_none() && n.multiple.is_none(),
+        CoreRt::String { dfa, max, .. } => {
+            *max == u32::MAX
+                && (*dfa == any_dfa || {
+                    let d = &dfas[*dfa as usize];
+                    (1..d.n_states() as u32).all(|s| d.finite_count(s).is_none())
+                })
+        }
+        // More items (or undeclared keys) can always follow: arrays (objects) of every length.
+        CoreRt::Array { items, max, contains, unique, .. } => {
+            *max == u32::MAX && contains.is_none() && !*unique && !nodes[*items as usize].is_empty()
+        }
+        CoreRt::Object(o) => {
+            o.max == u32::MAX
+                && o.extra.as_ref().is_some_and(|x| {
+                    x.patterns.is_empty()
+                        && !nodes[x.combos[0] as usize].is_empty()
+                        && dfas[x.dfa as usize].finite_count(dfas[x.dfa as usize].start()).is_none()
+                })
+        }
+    }
+}
+
+/// Is the item node `e` of a `uniqueItems` array decided exactly: empty, or only open cores
+/// and `null`/booleans, with at least one open core unless the position is `optional` (at or
+/// after `minItems`, no `contains`: the runtime then offers it only while a `true`/`false`/
+/// `null` it allows is still unused, see [`fresh_literal`])?
+pub(crate) fn node_ok(
+    cores: &[CoreRt],
+    nodes: &[Vec<u32>],
+    dfas: &[ByteDfa],
+    any_dfa: u32,
+    e: u32,
+    optional: bool,
+) -> bool {
+    let cs = &nodes[e as usize];
+    if cs.is_empty() {
+        return true;
+    }
+    let mut open = false;
+    for &c in cs {
+        if open_core(cores, nodes, dfas, any_dfa, c) {
+            open = true;
+        } else if !matches!(cores[c as usize], CoreRt::Null | CoreRt::Bool(_)) {
+            return false;
+        }
+    }
+    open || optional
+}
+
+/// For an item node of only `null`/boolean cores: is one of its literals not yet `seen`?
+/// `None` when the node has another kind of core (then a new value always exists).
+pub(crate) fn fresh_literal(
+    cores: &[CoreRt],
+    node: &[u32],
+    seen: impl Fn(&[u8]) -> bool,
+) -> Option<bool> {
+    let mut fresh = false;
+    for &c in node {
+        match cores[c as usize] {
+            CoreRt::Null => fresh |= !seen(&literal(b'n')),
+            CoreRt::Bool(m) => {
+                fresh |=
+                    (m & 2 != 0 && !seen(&literal(b't'))) || (m & 1 != 0 && !seen(&literal(b'f')));
+            }
+            _ => return None,
+        }
+    }
+    Some(fresh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical;
+
+    fn canon(s: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        canonical(s.as_bytes(), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn json_equality() {
+        assert_eq!(canon("1"), canon("1.0"));
+        assert_eq!(canon("1"), canon("10e-1"));
+        assert_ne!(canon("1"), canon("-1"));
+        assert_eq!(canon("-0"), canon("0.0"));
+        assert_eq!(canon(r#"{"a":1,"b":[true]}"#), canon(r#"{ "b" : [ true ], "a" : 1.00 }"#));
+        assert_ne!(canon(r#"{"a":1}"#), canon(r#"{"a":1,"b":1}"#));
+        assert_eq!(canon(r#""\u0061""#), canon(r#""a""#));
+        assert_ne!(canon(r#"["a"]"#), canon(r#""a""#));
+        assert_ne!(canon(r#"[1,[2]]"#), canon(r#"[[1],2]"#));
+        assert_ne!(canon(r#"{"ab":"c"}"#), canon(r#"{"a":"bc"}"#));
+        assert_eq!(canon("1,2]"), canon("1"));
+    }
+}
