@@ -1755,17 +1755,6 @@ impl SchemaConstraint {
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
         let vocab = self.vocab.clone();
-        if self.recording() {
-            // Inside a `uniqueItems` array every byte must pass through the recogniser (it
-            // records the items' text), so the fast paths, which decide tokens without
-            // pushing their bytes, do not apply: plain walk (FIXME: slow, exact).
-            vocab.trie().walk(&mut self.rt(), mask);
-            self.log.clear();
-            if self.accepting_state() {
-                allow_eos(&self.vocab, mask);
-            }
-            return;
-        }
         let mut rt =
             Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
@@ -1807,7 +1796,8 @@ impl SchemaConstraint {
         h.finish()
     }
 
-    /// Is a `uniqueItems` array open (its items' bytes are being recorded)?
+    /// Is a `uniqueItems` array open (its items' bytes are being recorded)? Then the mask
+    /// also depends on the number's digits (a duplicate item cannot close).
     fn recording(&self) -> bool {
         self.st.frames.iter().any(|f| f.uniq)
     }

@@ -239,12 +239,20 @@ impl Fast<'_, '_> {
         for &ai in &alive {
             self.open_tokens(ai, classes, mask);
         }
-        if alive.len() == 1 {
+        if alive.len() == 1 && !self.recording() {
             self.closing_single(alive[0], classes, mask);
         } else {
             classes.closing.walk(&mut *self.rt, mask);
         }
         true
+    }
+
+    /// Is a `uniqueItems` array recording its items' bytes? Then a token that may complete an
+    /// item must be pushed byte by byte (the duplicate check reads the recorded text), so
+    /// closing tokens are walked with the recogniser instead of decided per group. Open
+    /// tokens never complete an item and keep their fast path.
+    fn recording(&self) -> bool {
+        self.rt.st.frames.iter().any(|f| f.uniq)
     }
 
     /// Adds the tokens that keep alternative `ai` of the top string frame alive without
@@ -411,7 +419,11 @@ impl Fast<'_, '_> {
             }
         }
         classes.escaped.walk(&mut *self.rt, mask);
-        self.closing_key(classes, mask);
+        if self.recording() {
+            classes.closing.walk(&mut *self.rt, mask);
+        } else {
+            self.closing_key(classes, mask);
+        }
         true
     }
 
