@@ -169,14 +169,37 @@ pub struct VocabInner {
     /// Classes of the tokens below string-opening prefixes (`"`, `, "`, `{"`, …), built on
     /// first use; never dropped (addresses key shared caches), at most
     /// [`PREFIX_CLASSES_LIMIT`] prefixes.
-    prefix_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<StringClasses>>>,
+    prefix_classes: PrefixMap<StringClasses>,
     /// The same for number-opening prefixes (`1`, ` -`, …; `""` is the whole vocabulary).
-    number_classes: std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<NumberClasses>>>,
+    number_classes: PrefixMap<NumberClasses>,
     json_prepared: OnceLock<()>,
 }
 
 /// Most string-opening prefixes a vocabulary keeps classes for.
 pub const PREFIX_CLASSES_LIMIT: usize = 256;
+
+/// Per-prefix classes, built on first use and kept (never dropped: their addresses key shared
+/// caches).
+type PrefixMap<T> = std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<T>>>;
+
+/// The classes for `prefix` from `map`, built with `build` on first use; `None` once
+/// [`PREFIX_CLASSES_LIMIT`] prefixes are kept.
+fn cached_for_prefix<T>(
+    map: &PrefixMap<T>,
+    prefix: &[u8],
+    build: impl FnOnce() -> T,
+) -> Option<Arc<T>> {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = map.get(prefix) {
+        return Some(c.clone());
+    }
+    if map.len() >= PREFIX_CLASSES_LIMIT {
+        return None;
+    }
+    let c = Arc::new(build());
+    map.insert(prefix.into(), c.clone());
+    Some(c)
+}
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
 ///
@@ -589,32 +612,18 @@ impl Vocabulary {
     /// opened a JSON string), by the bytes after it; `None` once [`PREFIX_CLASSES_LIMIT`]
     /// prefixes are kept (callers then walk those tokens).
     pub fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>> {
-        let mut map = self.inner.prefix_classes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = map.get(prefix) {
-            return Some(c.clone());
-        }
-        if map.len() >= PREFIX_CLASSES_LIMIT {
-            return None;
-        }
-        let c = Arc::new(StringClasses::build_for_prefix(self, prefix));
-        map.insert(prefix.into(), c.clone());
-        Some(c)
+        cached_for_prefix(&self.inner.prefix_classes, prefix, || {
+            StringClasses::build_for_prefix(self, prefix)
+        })
     }
 
     /// The vocabulary's tokens that start with `prefix` (empty: all), split for the inside of
     /// a JSON number ([`NumberClasses`]); `None` once [`PREFIX_CLASSES_LIMIT`] prefixes are
     /// kept.
     pub fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
-        let mut map = self.inner.number_classes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = map.get(prefix) {
-            return Some(c.clone());
-        }
-        if map.len() >= PREFIX_CLASSES_LIMIT {
-            return None;
-        }
-        let c = Arc::new(NumberClasses::build_for_prefix(self, prefix));
-        map.insert(prefix.into(), c.clone());
-        Some(c)
+        cached_for_prefix(&self.inner.number_classes, prefix, || {
+            NumberClasses::build_for_prefix(self, prefix)
+        })
     }
 
     /// Build, now, the string and number classes of every prefix a JSON structure can open a

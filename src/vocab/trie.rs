@@ -64,6 +64,16 @@ pub trait WalkHook<R: ?Sized> {
     fn after_push(&mut self, rec: &mut R, path: &[u8], mask: &mut TokenMask) -> bool;
 }
 
+/// The hook of the plain [`TokTrie::walk`]: never answers a subtree.
+struct NoHook;
+
+impl<R: ?Sized> WalkHook<R> for NoHook {
+    #[inline(always)]
+    fn after_push(&mut self, _: &mut R, _: &[u8], _: &mut TokenMask) -> bool {
+        false
+    }
+}
+
 /// A byte trie over a set of tokens, flattened depth-first.
 #[derive(Clone)]
 pub struct TokTrie {
@@ -157,53 +167,7 @@ impl TokTrie {
     /// skips its subtree, an accepted byte descends. Bytes outside the recogniser's
     /// [`Recognizer::byte_superset`] are skipped without asking it.
     pub fn walk<R: Recognizer + ?Sized>(&self, rec: &mut R, mask: &mut TokenMask) {
-        let nodes = &self.nodes[..];
-        let n = nodes.len();
-        let words = mask.words_mut();
-        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
-        let mut sets = [[u64::MAX; 4]; FILTER_DEPTH + 1];
-        sets[0] = rec.byte_superset();
-        let mut depth = 0usize;
-        let mut i = 1usize;
-        while i < n {
-            let mut pop = 0;
-            while depth > 0 && i >= ends[depth - 1] as usize {
-                depth -= 1;
-                pop += 1;
-            }
-            if pop > 0 {
-                rec.pop_bytes(pop);
-            }
-            let node = nodes[i];
-            let b = node.byte() as usize;
-            if depth <= FILTER_DEPTH && sets[depth][b / 64] >> (b % 64) & 1 == 0 {
-                i += node.subtree();
-                continue;
-            }
-            if rec.try_push_byte(node.byte()) {
-                let t = node.token_plus_one();
-                if t != 0 {
-                    let t = (t - 1) as usize;
-                    words[t / WORD_BITS] |= 1 << (t % WORD_BITS);
-                    if node.size & DUP_FLAG != 0 {
-                        for d in self.dups[&(i as u32)].iter() {
-                            words[d.index() / WORD_BITS] |= 1 << (d.index() % WORD_BITS);
-                        }
-                    }
-                }
-                ends[depth] = (i + node.subtree()) as u32;
-                depth += 1;
-                if depth <= FILTER_DEPTH && node.subtree() > 1 {
-                    sets[depth] = rec.byte_superset();
-                }
-                i += 1;
-            } else {
-                i += node.subtree();
-            }
-        }
-        if depth > 0 {
-            rec.pop_bytes(depth);
-        }
+        self.walk_hooked(rec, mask, &mut NoHook);
     }
 
     /// [`TokTrie::walk`] with a hook: after every accepted byte, `hook` may answer the whole
