@@ -28,7 +28,7 @@ use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::regex::safe_set;
 use crate::token::TokenId;
-use crate::vocab::{TokTrie, TokenKind, Vocabulary};
+use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -88,12 +88,7 @@ fn build_lex_slices(
             let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
             let mut pure_rest: Vec<(TokenId, &[u8])> = Vec::new();
             let mut count = 0;
-            for i in 0..vocab.n_tokens() {
-                let t = TokenId::from_index(i);
-                if vocab.kind(t) != TokenKind::Text {
-                    continue;
-                }
-                let b = vocab.token_bytes(t);
+            for (t, b) in vocab.text_tokens() {
                 if !b.is_empty() && l.dfa.run(sid, b).is_some() {
                     mask.insert(t);
                     count += 1;
@@ -175,12 +170,7 @@ fn build_slices(
             let mut safe = TokenMask::new(vocab.n_vocab());
             let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
             let mut count = 0;
-            for i in 0..vocab.n_tokens() {
-                let t = TokenId::from_index(i);
-                if vocab.kind(t) != TokenKind::Text {
-                    continue;
-                }
-                let b = vocab.token_bytes(t);
+            for (t, b) in vocab.text_tokens() {
                 let ok = !b.is_empty()
                     && std::str::from_utf8(b)
                         .is_ok_and(|s| s.chars().all(|c| in_class(&l.class, c as u32)));

@@ -597,6 +597,14 @@ impl Vocabulary {
         Ok(plain)
     }
 
+    /// Every text token with its bytes, in id order (special tokens are never text).
+    pub fn text_tokens(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
+        (0..self.n_tokens())
+            .map(TokenId::from_index)
+            .filter(|&t| self.kind(t) == TokenKind::Text)
+            .map(|t| (t, self.token_bytes(t)))
+    }
+
     /// The lexical slice for the inside of a JSON string (built on first use, then shared).
     pub fn string_slice(&self) -> &StringSlice {
         self.inner.string_slice.get_or_init(|| StringSlice::build(self))
@@ -634,12 +642,7 @@ impl Vocabulary {
         self.inner.json_prepared.get_or_init(|| {
             let mut strings: Vec<&[u8]> = Vec::new();
             let mut numbers: Vec<&[u8]> = Vec::new();
-            for i in 0..self.n_tokens() {
-                let t = TokenId::from_index(i);
-                if self.kind(t) != TokenKind::Text {
-                    continue;
-                }
-                let b = self.token_bytes(t);
+            for (_, b) in self.text_tokens() {
                 let q = b.iter().position(|c| {
                     !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b'[' | b'{')
                 });

@@ -21,7 +21,7 @@
 //! Invariant: `inside`, the tokens of `exits` and the refused tokens partition the text tokens;
 //! `safe ⊆ inside`, and `rest` holds exactly the text tokens outside `safe`.
 
-use super::{TokTrie, TokenKind, Vocabulary};
+use super::{TokTrie, Vocabulary};
 use crate::json::JsonGrammar;
 use crate::mask::TokenMask;
 use crate::recognizer::ByteLogic;
@@ -88,12 +88,7 @@ impl StringSlice {
         let mut inside = TokenMask::new(vocab.n_vocab());
         let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
         let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
-        for i in 0..vocab.n_tokens() {
-            let t = TokenId::from_index(i);
-            if vocab.kind(t) != TokenKind::Text {
-                continue;
-            }
-            let b = vocab.token_bytes(t);
+        for (t, b) in vocab.text_tokens() {
             if is_string_safe(b) {
                 safe.insert(t);
                 inside.insert(t);
@@ -199,20 +194,14 @@ fn reaches_next_key(suffix: &[u8]) -> bool {
 
 impl StringClasses {
     pub(crate) fn build(vocab: &Vocabulary) -> StringClasses {
-        let tokens = (0..vocab.n_tokens())
-            .map(TokenId::from_index)
-            .filter(|&t| vocab.kind(t) == TokenKind::Text)
-            .map(|t| (t, vocab.token_bytes(t)));
-        Self::build_from(vocab.n_vocab(), tokens)
+        Self::build_from(vocab.n_vocab(), vocab.text_tokens())
     }
 
     /// The classes of the tokens that start with `prefix` (and are longer), by the bytes
     /// after it: what the walk needs below a trie node where `prefix` has just opened a string.
     pub(crate) fn build_for_prefix(vocab: &Vocabulary, prefix: &[u8]) -> StringClasses {
-        let tokens = (0..vocab.n_tokens())
-            .map(TokenId::from_index)
-            .filter(|&t| vocab.kind(t) == TokenKind::Text)
-            .map(|t| (t, vocab.token_bytes(t)))
+        let tokens = vocab
+            .text_tokens()
             .filter(|(_, b)| b.len() > prefix.len() && b.starts_with(prefix))
             .map(|(t, b)| (t, &b[prefix.len()..]));
         Self::build_from(vocab.n_vocab(), tokens)
@@ -379,12 +368,7 @@ impl NumberClasses {
     pub(crate) fn build_for_prefix(vocab: &Vocabulary, prefix: &[u8]) -> NumberClasses {
         let mut numeric: Vec<(TokenId, &[u8])> = Vec::new();
         let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
-        for i in 0..vocab.n_tokens() {
-            let t = TokenId::from_index(i);
-            if vocab.kind(t) != TokenKind::Text {
-                continue;
-            }
-            let b = vocab.token_bytes(t);
+        for (t, b) in vocab.text_tokens() {
             if b.len() <= prefix.len() || !b.starts_with(prefix) {
                 continue;
             }
