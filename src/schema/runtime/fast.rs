@@ -38,8 +38,10 @@ use std::sync::{Arc, Mutex};
 /// What an open-token set is cached under.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum OpenKey {
-    /// A string core at an automaton state with a character count (0 when uncounted).
-    Str { core: u32, state: u32, count: u32 },
+    /// A string's content automaton at a state, with its character bound and count (both 0
+    /// when uncounted). Not keyed by core: every string core with the same automaton and
+    /// bound (one `format` on many properties) shares the set.
+    Str { dfa: u32, state: u32, max: u32, count: u32 },
     /// The plain tokens an automaton accepts from a state (undeclared keys).
     Dfa { dfa: u32, state: u32 },
     /// The number-only tokens that keep a number open, for unbounded number cores (at most
@@ -278,7 +280,7 @@ impl Fast<'_, '_> {
             }
         }
         let key =
-            OpenKey::Str { core: a.core, state: a.a, count: if max == u32::MAX { 0 } else { a.b } };
+            OpenKey::Str { dfa, state: a.a, max, count: if max == u32::MAX { 0 } else { a.b } };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
             return;
