@@ -9,7 +9,7 @@
 //!
 //! Refusing at completion is exact only when no partial item is a dead end, i.e. when every
 //! live prefix of an item has infinitely many distinct completions (then some completion is
-//! always new). [`open_core`] decides that per core; [`check`] requires every item position
+//! always new). [`open_core`] decides that per core; the compiler requires every item position
 //! of a `uniqueItems` array to offer only open cores plus `null`/booleans, and at least one
 //! open core (so the array can always grow). Finite item languages (`enum`, `const`, bounded
 //! strings or numbers, integers — `0` and `-0` admit only one value) are refused with

@@ -1,30 +1,38 @@
-//! Fast masks inside string bodies: the schema engine's slices.
+//! Fast masks inside strings, keys and numbers, and the walk hook that brings them to value
+//! starts: the schema engine's slices.
 //!
 //! Inside a string value or a key, almost every token stays inside the string, and a full trie
 //! walk with the general recogniser ([`Rt`], undo log and all) costs milliseconds. This module
-//! answers those masks from the vocabulary's [`StringClasses`] instead:
+//! answers those masks from the vocabulary's [`StringClasses`] and [`NumberClasses`] instead:
 //!
 //! - **Open tokens** (those that stay inside the string): per live alternative, the plain
 //!   tokens are run through the content automaton with a tiny `Copy` walker (one table lookup
 //!   per trie node, no escape logic: plain bytes are their own decoded content), and only the
-//!   escaped tokens go through [`Rt`]. The result depends only on the alternative's core,
-//!   automaton state and (for length-counted strings) character count, so it is cached per
-//!   engine under that key. An unconstrained string needs no walk at all
-//!   ([`StringClasses::open`]), and a length-bounded one far from its bound is
-//!   `safe_at_most(r) ∪ open_nonsafe`.
+//!   escaped tokens go through [`Rt`]. The result depends only on the automaton, its state and
+//!   (for length-counted strings) the bound and character count, so it is cached under that
+//!   key in the compiled schema ([`SharedOpen`], shared by all its engines). An unconstrained
+//!   string needs no walk at all ([`StringClasses::open`]), and a length-bounded one far from
+//!   its bound is `safe_at_most(r) ∪ open_nonsafe`.
 //! - **Closing tokens** of a string with one live alternative: the state after the closing
 //!   quote does not depend on the content before it, so the suffixes after the quote are walked
 //!   once from that state (the small `exits` trie), and each group of tokens with the same
 //!   content before the quote is decided by one automaton run. Tokens with an escape before the
 //!   quote, and strings with several live alternatives, walk the closing tokens with [`Rt`].
-//! - **Keys** of objects whose undeclared keys are any string: every key prefix can still be
-//!   completed (the language is infinite, so seen keys never exhaust it), so the open tokens are
-//!   [`StringClasses::open`]; the closing tokens (duplicate keys, declared names, what may follow
-//!   the key) are walked with [`Rt`].
+//! - **Keys**: a names-only walk for the declared names still allowed, the undeclared-key
+//!   automaton's cached open set, and the closing tokens per group through
+//!   [`Rt::key_choices`] (one walk of the suffixes per distinct reading of the key).
+//! - **Numbers**: number-only tokens from a set cached per core set and text class
+//!   ([`number::canonical`]) when the alternatives are unbounded; the rest walked.
+//! - **Value starts**: [`StringHook`] answers, inside the trie walk, every subtree below a
+//!   prefix that has just opened a string, key or number, with the same paths over the classes
+//!   of the tokens with that prefix.
+//! - While a `uniqueItems` array records its items' bytes, closing tokens are walked with
+//!   [`Rt`] (the duplicate check reads the recorded text); open tokens keep their fast path.
 //!
 //! Exactness: each set above is what the trie walk with [`Rt`] would compute for that class of
 //! tokens; `tests/schema_fast_masks.rs` compares every mask with the plain walk
-//! (`SchemaConstraint::fill_mask_reference`) on real schemas and documents.
+//! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
+//! vocabulary of every short substring of the test documents.
 
 use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
 use crate::mask::TokenMask;
