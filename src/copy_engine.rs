@@ -11,14 +11,13 @@
 
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
-    EngineErrorKind,
 };
+use crate::history::History;
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
-use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -67,8 +66,7 @@ where
     vocab: Vocabulary,
     state: G::State,
     finished: bool,
-    history: VecDeque<(G::State, bool)>,
-    options: EngineOptions,
+    history: History<(G::State, bool)>,
     cache: MaskCache<G::State>,
     stack: Vec<G::State>,
     view: BoolView,
@@ -87,8 +85,7 @@ where
             vocab: vocab.clone(),
             state,
             finished: false,
-            history: VecDeque::new(),
-            options,
+            history: History::new(options.history),
             cache,
             stack: Vec::new(),
             view: BoolView::default(),
@@ -145,29 +142,16 @@ where
     }
 
     fn push_history(&mut self) {
-        if self.options.history == 0 {
-            return;
-        }
-        if self.history.len() == self.options.history {
-            self.history.pop_front();
-        }
-        self.history.push_back((self.state, self.finished));
+        self.history.push((self.state, self.finished));
     }
 
     /// Undo the last `n` advanced tokens.
     ///
     /// # Errors
-    /// [`EngineErrorKind::RollbackTooFar`] when fewer than `n` are in the history; the state is
+    /// [`crate::engine::EngineErrorKind::RollbackTooFar`] when fewer than `n` are in the history; the state is
     /// then unchanged.
     pub fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
-        if n > self.history.len() {
-            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
-                requested: n,
-                available: self.history.len(),
-            }));
-        }
-        for _ in 0..n {
-            let (s, f) = self.history.pop_back().expect("checked length");
+        if let Some((s, f)) = self.history.rewind(n)? {
             self.state = s;
             self.finished = f;
         }

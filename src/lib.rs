@@ -87,6 +87,7 @@ pub mod engine;
 mod forced;
 #[cfg(feature = "mlx")]
 pub mod gpu;
+mod history;
 pub mod json;
 pub mod mask;
 mod mask_cache;

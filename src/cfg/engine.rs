@@ -24,13 +24,13 @@ use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
     EngineErrorKind,
 };
+use crate::history::History;
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Tokens that only repeat a character-class loop, and the trie of all other tokens.
@@ -216,7 +216,7 @@ pub struct CfgConstraint {
     chart: Mutex<Chart>,
     finished: bool,
     /// Per advanced token: (set count before it, finished before it).
-    history: VecDeque<(usize, bool)>,
+    history: History<(usize, bool)>,
     cache: MaskCache<u64>,
     view: BoolView,
 }
@@ -261,12 +261,13 @@ impl CfgConstraint {
     fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
         let chart = Chart::new(&shared.grammar, shared.config.max_items_per_set);
         let cache = MaskCache::new(shared.config.engine.mask_cache);
+        let history = History::new(shared.config.engine.history);
         CfgConstraint {
             shared,
             vocab: vocab.clone(),
             chart: Mutex::new(chart),
             finished: false,
-            history: VecDeque::new(),
+            history,
             cache,
             view: BoolView::default(),
         }
@@ -398,17 +399,9 @@ impl CfgConstraint {
     }
 
     fn push_history(&mut self) {
-        let cap = self.shared.config.engine.history;
-        if cap == 0 {
-            return;
-        }
-        if self.history.len() == cap {
-            self.history.pop_front();
-        }
-        self.history.push_back((
-            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).set_count(),
-            self.finished,
-        ));
+        let sets =
+            self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).set_count();
+        self.history.push((sets, self.finished));
     }
 }
 
@@ -458,13 +451,7 @@ impl ConstraintEngine for CfgConstraint {
             return Err(items_limit(chart.max_items()));
         }
         // Record the state before the token.
-        let cap = self.shared.config.engine.history;
-        if cap > 0 {
-            if self.history.len() == cap {
-                self.history.pop_front();
-            }
-            self.history.push_back((before, self.finished));
-        }
+        self.history.push((before, self.finished));
         Ok(())
     }
 
@@ -507,17 +494,7 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
-        if n > self.history.len() {
-            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
-                requested: n,
-                available: self.history.len(),
-            }));
-        }
-        let mut target = None;
-        for _ in 0..n {
-            target = self.history.pop_back();
-        }
-        if let Some((sets, finished)) = target {
+        if let Some((sets, finished)) = self.history.rewind(n)? {
             self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).truncate(sets);
             self.finished = finished;
         }

@@ -37,17 +37,15 @@ use super::number;
 use super::string::DEAD;
 use super::unique;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
-use crate::copy_engine::EngineOptions;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
-    EngineErrorKind,
 };
+use crate::history::History;
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
-use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -1624,8 +1622,7 @@ pub struct SchemaConstraint {
     finished: bool,
     log: Vec<Undo>,
     graves: Graves,
-    history: VecDeque<(St, bool)>,
-    options: EngineOptions,
+    history: History<(St, bool)>,
     /// Keyed by (hash of the state, the state): the hash is compared first.
     cache: MaskCache<(u64, St)>,
     view: BoolView,
@@ -1657,8 +1654,7 @@ impl SchemaConstraint {
             finished: false,
             log: Vec::new(),
             graves: Graves::default(),
-            history: VecDeque::new(),
-            options,
+            history: History::new(options.history),
             cache,
             view: BoolView::default(),
             fast: fast::FastState::default(),
@@ -1831,13 +1827,7 @@ impl SchemaConstraint {
     }
 
     fn push_history(&mut self) {
-        if self.options.history == 0 {
-            return;
-        }
-        if self.history.len() == self.options.history {
-            self.history.pop_front();
-        }
-        self.history.push_back((self.st.clone(), self.finished));
+        self.history.push((self.st.clone(), self.finished));
     }
 }
 
@@ -1938,14 +1928,7 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
-        if n > self.history.len() {
-            return Err(EngineError::new(EngineErrorKind::RollbackTooFar {
-                requested: n,
-                available: self.history.len(),
-            }));
-        }
-        for _ in 0..n {
-            let (s, f) = self.history.pop_back().expect("checked length");
+        if let Some((s, f)) = self.history.rewind(n)? {
             self.st = s;
             self.finished = f;
         }
