@@ -866,27 +866,34 @@ impl<'a> Rt<'a> {
                 }
                 match b {
                     b',' if self.pad_done(fi, &w.item_pre) => {
-                        let mut any = false;
-                        for ai in self.alt_range(fi) {
-                            if !self.st.alts[ai].alive {
-                                continue;
-                            }
-                            if self.more_keys_possible(fi, ai) {
-                                any = true;
-                            } else {
-                                self.kill(ai);
-                            }
-                        }
-                        if any {
-                            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
-                        }
-                        any
+                        self.next_member(fi, |rt, ai| rt.more_keys_possible(fi, ai))
                     }
                     b'}' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.obj_close(fi),
                     _ => false,
                 }
             }
         }
+    }
+
+    /// A `,` in the object or array of frame `fi`: the live alternatives that `more` says can
+    /// take another member stay alive, the others die; with any left, the frame expects the
+    /// next member (phase 1). Returns whether any is left.
+    fn next_member(&mut self, fi: usize, more: impl Fn(&Self, usize) -> bool) -> bool {
+        let mut any = false;
+        for ai in self.alt_range(fi) {
+            if !self.st.alts[ai].alive {
+                continue;
+            }
+            if more(self, ai) {
+                any = true;
+            } else {
+                self.kill(ai);
+            }
+        }
+        if any {
+            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
+        }
+        any
     }
 
     fn obj_close(&mut self, fi: usize) -> bool {
@@ -989,22 +996,7 @@ impl<'a> Rt<'a> {
                 }
                 match b {
                     b',' if self.pad_done(fi, &w.item_pre) => {
-                        let mut any = false;
-                        for ai in self.alt_range(fi) {
-                            let a = self.st.alts[ai];
-                            if !a.alive {
-                                continue;
-                            }
-                            if self.arr_more(ai) {
-                                any = true;
-                            } else {
-                                self.kill(ai);
-                            }
-                        }
-                        if any {
-                            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
-                        }
-                        any
+                        self.next_member(fi, |rt, ai| rt.arr_more(ai))
                     }
                     b']' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.arr_close(fi),
                     _ => false,
