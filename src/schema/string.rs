@@ -151,6 +151,44 @@ impl ByteDfa {
         check(lo, hi.min(0xD7FF)) || check(lo.max(0xE000), hi.min(0x10FFFF))
     }
 
+    /// Is this automaton alive from `s` after exactly the byte strings after which `any` (the
+    /// any-content automaton) is alive from its start? Then `s` has the open tokens of an
+    /// unconstrained string: an unanchored `pattern` before its match or after it, an
+    /// undeclared-key automaton that is a union equal to "any key". Decided on the product
+    /// from `(s, any.start)`: `Some(false)` at the first byte on which the two disagree about
+    /// [`DEAD`], `None` when more than `budget` pairs would be explored.
+    pub(crate) fn lives_like(&self, s: u32, any: &ByteDfa, budget: usize) -> Option<bool> {
+        if s == DEAD {
+            return Some(false);
+        }
+        // One representative byte per pair of classes.
+        let mut reps: Vec<u8> = Vec::new();
+        let mut seen = rustc_hash::FxHashSet::default();
+        for b in 0..=255u8 {
+            if seen.insert((self.classes[b as usize], any.classes[b as usize])) {
+                reps.push(b);
+            }
+        }
+        let mut visited: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
+        let mut stack = vec![(s, any.start)];
+        visited.insert((s, any.start));
+        while let Some((q, u)) = stack.pop() {
+            for &b in &reps {
+                let (q2, u2) = (self.next(q, b), any.next(u, b));
+                if (q2 == DEAD) != (u2 == DEAD) {
+                    return Some(false);
+                }
+                if q2 != DEAD && visited.insert((q2, u2)) {
+                    if visited.len() > budget {
+                        return None;
+                    }
+                    stack.push((q2, u2));
+                }
+            }
+        }
+        Some(true)
+    }
+
     fn to_raw(&self) -> RawDfa {
         let trans = (0..self.n_states())
             .map(|s| {

@@ -227,6 +227,37 @@ impl TokTrie {
         }
     }
 
+    /// Calls `f(len, token)` for every token whose bytes are a non-empty prefix of `bytes`,
+    /// shortest first (duplicates of the same bytes included).
+    pub fn prefix_tokens(&self, bytes: &[u8], mut f: impl FnMut(usize, TokenId)) {
+        let nodes = &self.nodes[..];
+        let (mut i, mut end) = (1usize, nodes.len());
+        for (d, &b) in bytes.iter().enumerate() {
+            // Siblings are in byte order, each followed by its subtree.
+            loop {
+                if i >= end || nodes[i].byte() > b {
+                    return;
+                }
+                if nodes[i].byte() == b {
+                    break;
+                }
+                i += nodes[i].subtree();
+            }
+            let node = nodes[i];
+            let t = node.token_plus_one();
+            if t != 0 {
+                f(d + 1, TokenId(t - 1));
+                if node.size & DUP_FLAG != 0 {
+                    for &x in self.dups[&(i as u32)].iter() {
+                        f(d + 1, x);
+                    }
+                }
+            }
+            end = i + node.subtree();
+            i += 1;
+        }
+    }
+
     #[inline(always)]
     fn mark(&self, i: usize, node: Node, mask: &mut TokenMask) {
         let t = node.token_plus_one();
@@ -348,5 +379,21 @@ mod tests {
         assert_eq!(mask_of(&t, &Bytes(b"abc", 2)), vec![0, 1, 3, 4, 6]);
         assert_eq!(mask_of(&t, &Bytes(b"c", 9)), Vec::<u32>::new());
         assert_eq!(mask_of(&t, &Bytes(b"\"", 9)), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn prefix_tokens_follow_one_path() {
+        let t = tiny();
+        let along = |bytes: &[u8]| {
+            let mut v = Vec::new();
+            t.prefix_tokens(bytes, |d, tok| v.push((d, tok.0)));
+            v.sort();
+            v
+        };
+        assert_eq!(along(b"abcd"), vec![(1, 0), (2, 1), (3, 2)]);
+        assert_eq!(along(b"ac"), vec![(1, 0), (2, 3)]);
+        assert_eq!(along(b"b"), vec![(1, 4), (1, 6)]);
+        assert_eq!(along(b"ca"), vec![]);
+        assert_eq!(along(b""), vec![]);
     }
 }

@@ -68,7 +68,16 @@ enum OpenKey {
 #[derive(Default)]
 pub(crate) struct SharedOpen {
     map: Mutex<(OpenSets, Vec<Vocabulary>)>,
+    /// Per (automaton, state): does it live like an unconstrained string
+    /// ([`ByteDfa::lives_like`])? Then its open tokens are the vocabulary's
+    /// [`StringClasses::open`] and no set is stored.
+    universal: Mutex<FxHashMap<(u32, u32), bool>>,
 }
+
+/// Most product pairs [`ByteDfa::lives_like`] explores before answering "no".
+const LIVES_LIKE_BUDGET: usize = 4096;
+/// Most answers [`SharedOpen::universal`] keeps (cleared when full).
+const UNIVERSAL_LIMIT: usize = 4096;
 
 /// Open-token sets by (address of the classes they were computed over, state).
 type OpenSets = FxHashMap<(usize, OpenKey), Arc<TokenMask>>;
@@ -88,6 +97,27 @@ impl SharedOpen {
     fn get<C>(&self, classes: &C, key: OpenKey) -> Option<Arc<TokenMask>> {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.0.get(&(std::ptr::from_ref(classes) as usize, key)).cloned()
+    }
+
+    /// Does `state` of `dfa` live like an unconstrained string (cached per compiled schema)?
+    fn universal(&self, p: &crate::schema::compile::Program, dfa: u32, state: u32) -> bool {
+        let d = &p.dfas[dfa as usize];
+        if dfa == p.any_dfa && state == d.start() {
+            return true;
+        }
+        if let Some(&u) =
+            self.universal.lock().unwrap_or_else(|e| e.into_inner()).get(&(dfa, state))
+        {
+            return u;
+        }
+        let any = &p.dfas[p.any_dfa as usize];
+        let u = d.lives_like(state, any, LIVES_LIKE_BUDGET) == Some(true);
+        let mut map = self.universal.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= UNIVERSAL_LIMIT {
+            map.clear();
+        }
+        map.insert((dfa, state), u);
+        u
     }
 
     /// `classes` must be owned by `vocab` (its root classes or a prefix's, which a vocabulary
@@ -275,7 +305,7 @@ impl Fast<'_, '_> {
             unreachable!("string core checked by the caller")
         };
         let d = &p.dfas[dfa as usize];
-        if dfa == p.any_dfa && a.a == d.start() {
+        if cs.open_sets.universal(p, dfa, a.a) {
             if max == u32::MAX {
                 mask.union_with(&classes.open);
                 return;
@@ -375,24 +405,23 @@ impl Fast<'_, '_> {
         let fi = self.rt.st.frames.len() - 1;
         let pos = (self.rt.st.buf.len() - f.buf as usize) as u32;
         let alive = self.alive();
+        // Alternatives whose undeclared keys are a finite language: seen keys may exhaust it.
+        let mut finite = false;
         for &ai in &alive {
             let a = self.rt.st.alts[ai];
             let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
             if a.a != DEAD {
                 let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
-                if p.dfas[x.dfa as usize].finite_count(a.a).is_some() {
-                    return false;
-                }
+                finite |= p.dfas[x.dfa as usize].finite_count(a.a).is_some();
             }
         }
-        // An alternative whose undeclared keys are any string takes every open token, which
-        // covers what the names of all alternatives could add.
-        let any_start = p.dfas[p.any_dfa as usize].start();
+        // An alternative whose undeclared keys live like any string takes every open token,
+        // which covers what the names of all alternatives could add.
         let takes_all = alive.iter().any(|&ai| {
             let a = self.rt.st.alts[ai];
-            a.a == any_start
+            a.a != DEAD
                 && matches!(&p.cores[a.core as usize],
-                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| x.dfa == p.any_dfa))
+                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.a)))
         });
         if takes_all {
             mask.union_with(&classes.open);
@@ -428,6 +457,9 @@ impl Fast<'_, '_> {
                 self.fast.oks = oks;
             }
         }
+        if finite {
+            self.exhausted_keys(&alive, classes, mask);
+        }
         classes.escaped.walk(&mut *self.rt, mask);
         if self.recording() {
             classes.closing.walk(&mut *self.rt, mask);
@@ -435,6 +467,48 @@ impl Fast<'_, '_> {
             self.closing_key(classes, mask);
         }
         true
+    }
+
+    /// Corrects the open plain tokens of a key when an undeclared-key language is finite: the
+    /// automaton's open set ignores seen keys, and a token is wrongly in it exactly when the
+    /// key text after it could only complete to keys already seen. Such a token makes the
+    /// key text a prefix of a seen key, so only the tokens along the seen keys' rests are
+    /// decided again, byte by byte with the recogniser (exact, as in the plain walk).
+    fn exhausted_keys(&mut self, alive: &[usize], classes: &StringClasses, mask: &mut TokenMask) {
+        let f = *self.rt.st.frames.last().expect("root");
+        let fi = self.rt.st.frames.len() - 1;
+        let of = self.rt.st.frames[fi - 1];
+        let typed = self.rt.st.buf.len() - f.buf as usize;
+        let mut rests: Vec<Vec<u8>> = Vec::new();
+        for &ai in alive {
+            let objai = self.rt.st.alts[ai].d;
+            for x in &self.rt.st.xk[of.xk as usize..] {
+                let key = &self.rt.st.xtext[x.start as usize..(x.start + x.len) as usize];
+                if x.alt == objai
+                    && key.len() > typed
+                    && key[..typed] == self.rt.st.buf[f.buf as usize..]
+                {
+                    rests.push(key[typed..].to_vec());
+                }
+            }
+        }
+        for rest in rests {
+            let mut pushed = 0;
+            let mut found: smallvec::SmallVec<[(usize, crate::token::TokenId); 8]> =
+                smallvec::SmallVec::new();
+            classes.plain.prefix_tokens(&rest, |d, t| found.push((d, t)));
+            for (d, t) in found {
+                while pushed < d && self.rt.try_push_byte(rest[pushed]) {
+                    pushed += 1;
+                }
+                if pushed == d {
+                    mask.insert(t);
+                } else {
+                    mask.remove(t);
+                }
+            }
+            self.rt.pop_bytes(pushed);
+        }
     }
 
     /// Adds the tokens that close the key: per group of tokens with the same content before
@@ -500,7 +574,7 @@ impl Fast<'_, '_> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let d = &p.dfas[dfa as usize];
-        if dfa == p.any_dfa && state == d.start() {
+        if cs.open_sets.universal(p, dfa, state) {
             mask.union_with(&classes.open);
             return;
         }
