@@ -105,6 +105,9 @@ fn unsatisfiable_schemas_are_compile_errors() {
         json!({"allOf": [{"type": "string"}, {"type": "number"}]}),
         json!({"type": "object", "required": ["a"], "properties": {"a": false}}),
         json!({"type": "string", "minLength": 3, "maxLength": 2}),
+        // The shortest string the pattern accepts is longer than maxLength (counted).
+        json!({"type": "string", "pattern": "^[a-z]{5,}$", "maxLength": 4}),
+        json!({"type": "string", "format": "date", "maxLength": 9}),
         json!({"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2}),
         json!({"enum": ["a", "b"], "type": "integer"}),
         json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/n"}}}}}),

@@ -51,6 +51,9 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}, {"type": "null"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 6}),
         json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": ["string", "integer"]}, "contains": {"type": "string", "pattern": "^b"}, "minContains": 2, "maxContains": 3, "maxItems": 6}),
         json!({"type": "array", "items": {"type": ["number", "object", "array"]}, "uniqueItems": true, "contains": {"type": "object"}, "maxContains": 1, "minItems": 3, "maxItems": 5}),
+        // `maxLength` counted beside a pattern/format automaton: the shortest completion
+        // must still fit, or the mask would lead into a dead end.
+        json!({"type": "object", "properties": {"e": {"type": "string", "format": "email", "maxLength": 12}, "p": {"type": "string", "pattern": "^[a-z]+-[0-9]{2,}$", "minLength": 5, "maxLength": 7}, "u": {"type": "string", "pattern": "é[a-z]*é", "maxLength": 5}}, "required": ["e", "p", "u"], "additionalProperties": false}),
     ]
 }
 

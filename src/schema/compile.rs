@@ -206,8 +206,10 @@ pub(crate) enum CoreRt {
     Null,
     Bool(u8),
     Number(NumCore),
-    /// dfa (index), min/max code points (counter mode only when the automaton is the "any"
-    /// automaton; otherwise lengths are folded into the automaton and min = 0, max = MAX).
+    /// dfa (index), min/max code points. With the "any" automaton both bounds are counted;
+    /// otherwise `minLength` is folded into the automaton (min = 0) and `maxLength` is
+    /// counted beside it: a state with `count` code points is live iff
+    /// `count + short(state) ≤ max` ([`ByteDfa::short`]).
     String {
         dfa: u32,
         min: u32,
@@ -2303,7 +2305,8 @@ impl<'a> Compiler<'a> {
                     CoreRt::Bool(b) => *b != 0,
                     CoreRt::Number(c) => c.live(b""),
                     CoreRt::String { dfa, min, max, .. } => {
-                        !self.dfas[*dfa as usize].is_empty() && min <= max
+                        let d = &self.dfas[*dfa as usize];
+                        !d.is_empty() && min <= max && d.short(d.start()) <= *max
                     }
                     CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
                         min <= max
@@ -2431,8 +2434,11 @@ impl<'a> Compiler<'a> {
                 if s.dfa.is_none() {
                     CoreRt::String { dfa: self.any_dfa, min: s.min, max: s.max }
                 } else {
-                    let d = self.fold_str(&s, "")?;
-                    CoreRt::String { dfa: d, min: 0, max: u32::MAX }
+                    // `minLength` folded into the automaton, `maxLength` counted beside it
+                    // (a product with a length counter multiplies the states by the bound:
+                    // `format: email` with `maxLength: 1024` would be a million cells).
+                    let d = self.fold_str(&StrC { max: u32::MAX, ..s.clone() }, "")?;
+                    CoreRt::String { dfa: d, min: 0, max: s.max }
                 }
             }
             Core::Array(a) => {

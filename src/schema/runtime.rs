@@ -1254,13 +1254,15 @@ impl<'a> Rt<'a> {
             }
             if f.kind == Kind::Str {
                 if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] {
-                    if a.b < *max && prog.dfas[*dfa as usize].range_live(a.a, lo, hi) {
+                    if a.b < *max
+                        && prog.dfas[*dfa as usize].range_live(a.a, lo, hi, *max - a.b - 1)
+                    {
                         return true;
                     }
                 }
             } else {
                 if let Some(x) = &self.obj(a.core).extra {
-                    if a.a != DEAD && prog.dfas[x.dfa as usize].range_live(a.a, lo, hi) {
+                    if a.a != DEAD && prog.dfas[x.dfa as usize].range_live(a.a, lo, hi, u32::MAX) {
                         return true;
                     }
                 }
@@ -1305,9 +1307,11 @@ impl<'a> Rt<'a> {
                 let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] else {
                     continue;
                 };
-                let n = prog.dfas[*dfa as usize].next(a.a, b);
+                let d = &prog.dfas[*dfa as usize];
+                let n = d.next(a.a, b);
                 let count = a.b + u32::from(lead);
-                if n == DEAD || count > *max {
+                // Live iff the fewest code points that complete it still fit under `max`.
+                if n == DEAD || count.saturating_add(d.short(n)) > *max {
                     self.kill(ai);
                 } else {
                     if n != a.a || count != a.b {

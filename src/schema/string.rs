@@ -33,6 +33,12 @@ pub(crate) struct ByteDfa {
     /// Per state: the number of accepted continuations when finite (capped), `None` if
     /// infinite. Used to decide liveness when some completions are excluded (duplicate keys).
     finite: Vec<Option<u32>>,
+    /// Per state: the fewest code points of an accepted continuation (0 in accepting
+    /// states). With a `maxLength` counted beside the automaton, a state is live iff
+    /// `count + short ≤ max`.
+    short: Vec<u32>,
+    /// The largest `short` of a live state.
+    max_short: u32,
 }
 
 /// Cap on counted finite languages.
@@ -83,6 +89,17 @@ impl ByteDfa {
         self.accept.len()
     }
 
+    /// The fewest code points that complete an accepted content from `s` ([`DEAD`]: never).
+    #[inline(always)]
+    pub(crate) fn short(&self, s: u32) -> u32 {
+        self.short[s as usize]
+    }
+
+    /// The largest [`ByteDfa::short`] of a live state.
+    pub(crate) fn max_short(&self) -> u32 {
+        self.max_short
+    }
+
     /// Accepted continuations from `s` when finite.
     pub(crate) fn finite_count(&self, s: u32) -> Option<u32> {
         self.finite[s as usize]
@@ -106,10 +123,12 @@ impl ByteDfa {
     }
 
     /// Is there a code point in `lo..=hi` (surrogates excluded) whose UTF-8 leads from `s` to a
-    /// live state? Used while a `\uXXXX` escape is partly typed.
-    pub(crate) fn range_live(&self, s: u32, lo: u32, hi: u32) -> bool {
+    /// live state that at most `budget` more code points complete ([`ByteDfa::short`])? Used
+    /// while a `\uXXXX` escape is partly typed.
+    pub(crate) fn range_live(&self, s: u32, lo: u32, hi: u32, budget: u32) -> bool {
+        let ok = |q: u32| q != DEAD && self.short(q) <= budget;
         // ASCII first: one byte per code point, one lookup each (most queries end here).
-        if lo <= 0x7F && (lo..=hi.min(0x7F)).any(|c| self.next(s, c as u8) != DEAD) {
+        if lo <= 0x7F && (lo..=hi.min(0x7F)).any(|c| ok(self.next(s, c as u8))) {
             return true;
         }
         let check = |a: u32, b: u32| -> bool {
@@ -142,7 +161,7 @@ impl ByteDfa {
                         break;
                     }
                 }
-                if !cur.is_empty() {
+                if cur.iter().any(|&q| ok(q)) {
                     return true;
                 }
             }
@@ -303,7 +322,9 @@ impl RawDfa {
             mult[c as usize] += 1;
         }
         let finite = count_finite(&trans, stride, &accept, &mult);
-        Ok(ByteDfa { classes, stride, trans, accept, start, finite })
+        let short = shortest_completions(&trans, stride, &accept, &classes);
+        let max_short = short.iter().skip(1).copied().max().unwrap_or(0);
+        Ok(ByteDfa { classes, stride, trans, accept, start, finite, short, max_short })
     }
 }
 
@@ -392,6 +413,55 @@ fn minimize(trans: &[u32], stride: usize, accept: &[bool]) -> (Vec<u32>, Vec<boo
         }
     }
     (out, acc)
+}
+
+/// Per state, the fewest code points (UTF-8 lead bytes) on a path to acceptance: a 0-1 BFS
+/// backwards from the accepting states, where a class costs 0 if it holds a continuation
+/// byte (the cheapest byte decides) and 1 otherwise. The dead state gets `u32::MAX`.
+fn shortest_completions(
+    trans: &[u32],
+    stride: usize,
+    accept: &[bool],
+    classes: &[u8; 256],
+) -> Vec<u32> {
+    let m = accept.len();
+    let mut cost = vec![1u32; stride];
+    for (b, &c) in classes.iter().enumerate() {
+        if b & 0xC0 == 0x80 {
+            cost[c as usize] = 0;
+        }
+    }
+    let mut rev: Vec<Vec<(u32, u32)>> = vec![Vec::new(); m];
+    for s in 1..m {
+        for c in 0..stride {
+            let t = trans[s * stride + c] as usize;
+            if t != 0 {
+                rev[t].push((s as u32, cost[c]));
+            }
+        }
+    }
+    let mut dist = vec![u32::MAX; m];
+    let mut queue: VecDeque<u32> = VecDeque::new();
+    for s in 1..m {
+        if accept[s] {
+            dist[s] = 0;
+            queue.push_back(s as u32);
+        }
+    }
+    while let Some(t) = queue.pop_front() {
+        let d = dist[t as usize];
+        for &(s, w) in &rev[t as usize] {
+            if d + w < dist[s as usize] {
+                dist[s as usize] = d + w;
+                if w == 0 {
+                    queue.push_front(s);
+                } else {
+                    queue.push_back(s);
+                }
+            }
+        }
+    }
+    dist
 }
 
 /// Per state, the size of the accepted language from it when finite (`None` when a cycle is
@@ -884,6 +954,19 @@ mod tests {
     }
 
     #[test]
+    fn shortest_completions_count_code_points() {
+        let d = dfa_from_regex("(ab|éééé)", 64).unwrap();
+        assert_eq!(d.short(d.start()), 2);
+        let e = "é".as_bytes();
+        assert_eq!(d.short(d.run(d.start(), &e[..1])), 3, "mid-character: 3 more code points");
+        assert_eq!(d.short(d.run(d.start(), e)), 3);
+        assert_eq!(d.short(d.run(d.start(), b"a")), 1);
+        assert_eq!(d.short(d.run(d.start(), b"ab")), 0);
+        assert_eq!(d.short(DEAD), u32::MAX);
+        assert_eq!(d.max_short(), 3);
+    }
+
+    #[test]
     fn minimal_automata_have_one_state_per_language() {
         // `.*`'s loop state is its start state, so slices keyed by "at the start" apply to
         // every character boundary.
@@ -942,7 +1025,7 @@ mod tests {
     #[test]
     fn escape_ranges() {
         let d = dfa_from_regex(&literals_regex(["é"]), 100).unwrap();
-        assert!(d.range_live(d.start(), 0xE0, 0xEF));
-        assert!(!d.range_live(d.start(), 0x00, 0x7F));
+        assert!(d.range_live(d.start(), 0xE0, 0xEF, u32::MAX));
+        assert!(!d.range_live(d.start(), 0x00, 0x7F, u32::MAX));
     }
 }

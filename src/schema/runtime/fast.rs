@@ -159,7 +159,8 @@ impl Recognizer for PlainWalk<'_> {
         let (s, c) = self.stack[self.top];
         let n = self.dfa.next(s, b);
         let c = c + u32::from(b & 0xC0 != 0x80);
-        if n == DEAD || c > self.max {
+        // Counted: live iff the fewest code points that complete it still fit.
+        if n == DEAD || (self.max != u32::MAX && c.saturating_add(self.dfa.short(n)) > self.max) {
             return false;
         }
         self.top += 1;
@@ -305,20 +306,28 @@ impl Fast<'_, '_> {
             unreachable!("string core checked by the caller")
         };
         let d = &p.dfas[dfa as usize];
-        if cs.open_sets.universal(p, dfa, a.a) {
-            if max == u32::MAX {
-                mask.union_with(&classes.open);
-                return;
-            }
-            let r = max - a.b;
+        // A counted string far from its bound has the unbounded open set: no token is long
+        // enough to reach the bound with the fewest code points any state still needs.
+        let longest = classes.plain.max_depth().max(classes.escaped.max_depth()) as u32;
+        let (max, count) = if max == u32::MAX || max - a.b >= longest.saturating_add(d.max_short())
+        {
+            (u32::MAX, 0)
+        } else {
+            (max, a.b)
+        };
+        if max == u32::MAX && cs.open_sets.universal(p, dfa, a.a) {
+            mask.union_with(&classes.open);
+            return;
+        }
+        if dfa == p.any_dfa && a.a == d.start() && max != u32::MAX {
+            let r = max - count;
             if r >= classes.open_nonsafe_max_len {
                 mask.union_with(classes.safe_at_most(r));
                 mask.union_with(&classes.open_nonsafe);
                 return;
             }
         }
-        let key =
-            OpenKey::Str { dfa, state: a.a, max, count: if max == u32::MAX { 0 } else { a.b } };
+        let key = OpenKey::Str { dfa, state: a.a, max, count };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
             return;
@@ -327,7 +336,7 @@ impl Fast<'_, '_> {
         {
             let mut w = PlainWalk { dfa: d, max, stack: &mut self.fast.plain_stack, top: 0 };
             w.stack.clear();
-            w.stack.push((a.a, a.b));
+            w.stack.push((a.a, count));
             classes.plain.walk(&mut w, &mut m);
         }
         self.single_alt_walk(ai, &classes.escaped, &mut m);
