@@ -414,9 +414,7 @@ impl<'a> Compiler<'a> {
             anyof: FxHashSet::default(),
             unannotated: FxHashSet::default(),
         };
-        let any = string::dfa_from_regex(r"(?s:.)*", 64)
-            .map_err(|e| dfa_err(e, "type", "", &c.limits))?;
-        c.dfas.push(any);
+        c.dfas.push(string::any_content().clone());
         c.any_dfa = 0;
         let all = c.type_cores(T_ALL);
         c.true_e = c.push(Expr::Cores(all));
@@ -1197,7 +1195,17 @@ impl<'a> Compiler<'a> {
                 self.unsupported("format", ptr)?;
             }
             if let Some(re) = string::format_regex(f).filter(|_| assert) {
-                let d = self.regex_dfa(&re, "format", ptr)?;
+                let d = match self.dfa_memo.get(&re) {
+                    Some(&d) => d,
+                    None => {
+                        let d = string::format_dfa(f, self.limits.max_dfa_states)
+                            .expect("a format with a regex")
+                            .map_err(|e| dfa_err(e, "format", ptr, &self.limits))?;
+                        let id = self.add_dfa(d);
+                        self.dfa_memo.insert(re, id);
+                        id
+                    }
+                };
                 s.dfa = Some(match s.dfa {
                     None => d,
                     Some(p) => self.dfa_product(p, d, Op::And, "format", ptr)?,
@@ -2061,18 +2069,14 @@ impl<'a> Compiler<'a> {
                 Err(()) => false,
             },
             (Core::String(x), Core::String(y)) => {
-                let (Ok(dx), Ok(dy)) = (self.fold_str(x, ""), self.fold_str(y, "")) else {
-                    return false;
-                };
-                match string::product(
+                let (dx, dy) = (x.dfa.unwrap_or(self.any_dfa), y.dfa.unwrap_or(self.any_dfa));
+                string::intersect_nonempty(
                     &self.dfas[dx as usize],
                     &self.dfas[dy as usize],
-                    Op::And,
-                    self.limits.max_dfa_states,
-                ) {
-                    Ok(p) => p.is_empty(),
-                    Err(_) => false,
-                }
+                    x.min.max(y.min),
+                    x.max.min(y.max),
+                    self.limits.max_dfa_states.saturating_mul(4),
+                ) == Some(false)
             }
             (Core::Array(x), Core::Array(y)) => x.max < y.min || y.max < x.min,
             (Core::Object(x), Core::Object(y)) => {

@@ -44,9 +44,13 @@ pub(crate) struct ByteDfa {
 /// Cap on counted finite languages.
 const COUNT_CAP: u32 = 1 << 20;
 
-/// A DFA still in wide form (256 columns), before pruning and class compression.
+/// A DFA before pruning: one column per byte class of its producer (`classes` maps a byte
+/// to its column; the producer's classes may be finer than needed, `finish` merges them).
 struct RawDfa {
-    trans: Vec<[u32; 256]>,
+    classes: [u8; 256],
+    stride: usize,
+    /// `states × stride` transitions.
+    trans: Vec<u32>,
     accept: Vec<bool>,
     start: u32,
 }
@@ -209,16 +213,13 @@ impl ByteDfa {
     }
 
     fn to_raw(&self) -> RawDfa {
-        let trans = (0..self.n_states())
-            .map(|s| {
-                let mut row = [0u32; 256];
-                for (b, r) in row.iter_mut().enumerate() {
-                    *r = self.next(s as u32, b as u8);
-                }
-                row
-            })
-            .collect();
-        RawDfa { trans, accept: self.accept.clone(), start: self.start }
+        RawDfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans: self.trans.clone(),
+            accept: self.accept.clone(),
+            start: self.start,
+        }
     }
 }
 
@@ -226,13 +227,20 @@ impl RawDfa {
     /// Prune to live states (state 0 dead), compress columns into classes, count finite
     /// languages.
     fn finish(self, max_states: usize) -> Result<ByteDfa, DfaError> {
-        let n = self.trans.len();
+        let n = self.accept.len();
+        let w = self.stride;
+        let row = |s: usize| &self.trans[s * w..(s + 1) * w];
+        // Columns some byte uses (a producer may leave others unused).
+        let mut used = vec![false; w];
+        for &c in &self.classes {
+            used[c as usize] = true;
+        }
         // Backward reachability from accepting states.
         let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
         let mut stamp = vec![u32::MAX; n];
-        for (s, row) in self.trans.iter().enumerate() {
-            for &t in row.iter() {
-                if stamp[t as usize] != s as u32 {
+        for s in 0..n {
+            for (c, &t) in row(s).iter().enumerate() {
+                if used[c] && stamp[t as usize] != s as u32 {
                     stamp[t as usize] = s as u32;
                     rev[t as usize].push(s as u32);
                 }
@@ -255,18 +263,18 @@ impl RawDfa {
             }
         }
         // Forward BFS from start over live states, renumbering (0 = dead).
-        let mut map: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut map = vec![0u32; n];
         let mut order: Vec<u32> = Vec::new();
         let start = if live[self.start as usize] {
-            map.insert(self.start, 1);
+            map[self.start as usize] = 1;
             order.push(self.start);
             let mut i = 0;
             while i < order.len() {
                 let s = order[i];
                 i += 1;
-                for &t in self.trans[s as usize].iter() {
-                    if live[t as usize] && !map.contains_key(&t) {
-                        map.insert(t, order.len() as u32 + 1);
+                for (c, &t) in row(s as usize).iter().enumerate() {
+                    if used[c] && live[t as usize] && map[t as usize] == 0 {
+                        map[t as usize] = order.len() as u32 + 1;
                         order.push(t);
                         if order.len() > max_states {
                             return Err(DfaError::TooBig);
@@ -279,41 +287,45 @@ impl RawDfa {
             0
         };
         let m = order.len() + 1;
-        let mut rows: Vec<[u32; 256]> = vec![[0u32; 256]; m];
+        let mut rows: Vec<u32> = vec![0u32; m * w];
         let mut accept = vec![false; m];
         for (i, &s) in order.iter().enumerate() {
             accept[i + 1] = self.accept[s as usize];
-            for (r, &t) in rows[i + 1].iter_mut().zip(self.trans[s as usize].iter()) {
-                *r = if live[t as usize] { map[&t] } else { 0 };
+            for (r, &t) in rows[(i + 1) * w..(i + 2) * w].iter_mut().zip(row(s as usize)) {
+                *r = if live[t as usize] { map[t as usize] } else { 0 };
             }
         }
-        // Byte classes: bytes whose columns are identical. Columns are hashed first, so each
-        // byte is compared in full only with the representatives of its own hash.
-        let mut col_hash = [0u64; 256];
-        for row in &rows {
-            for (h, &t) in col_hash.iter_mut().zip(row.iter()) {
+        // Byte classes: columns that are identical after pruning merge. Columns are hashed
+        // first, so each is compared in full only with the representatives of its hash.
+        let mut col_hash = vec![0u64; w];
+        for r in rows.chunks_exact(w) {
+            for (h, &t) in col_hash.iter_mut().zip(r) {
                 *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
             }
         }
-        let mut classes = [0u8; 256];
+        let mut merged = vec![u8::MAX; w];
         let mut reps: Vec<usize> = Vec::new();
-        for b in 0..256 {
+        for c in (0..w).filter(|&c| used[c]) {
             let found = reps.iter().position(|&r| {
-                col_hash[r] == col_hash[b] && rows.iter().all(|row| row[r] == row[b])
+                col_hash[r] == col_hash[c] && rows.chunks_exact(w).all(|x| x[r] == x[c])
             });
-            classes[b] = match found {
-                Some(c) => c as u8,
+            merged[c] = match found {
+                Some(k) => k as u8,
                 None => {
-                    reps.push(b);
+                    reps.push(c);
                     (reps.len() - 1) as u8
                 }
             };
         }
+        let mut classes = [0u8; 256];
+        for (b, k) in classes.iter_mut().enumerate() {
+            *k = merged[self.classes[b] as usize];
+        }
         let stride = reps.len();
         let mut trans = Vec::with_capacity(m * stride);
-        for row in &rows {
-            for &r in &reps {
-                trans.push(row[r]);
+        for r in rows.chunks_exact(w) {
+            for &c in &reps {
+                trans.push(r[c]);
             }
         }
         let (trans, accept) = minimize(&trans, stride, &accept);
@@ -538,17 +550,28 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
     let mut map: FxHashMap<u32, u32> = FxHashMap::default();
     let mut ids = vec![s0];
     map.insert(s0.as_u32(), 0);
-    let mut trans: Vec<[u32; 256]> = Vec::new();
+    let mut trans: Vec<u32> = Vec::new();
     let mut accept = Vec::new();
     // Index 0 of the raw DFA is the start; we add an explicit dead state at the end.
     let mut i = 0;
     let mut dead_idx: Option<u32> = None;
+    // One column per byte class of the dense DFA (its transitions are the same for every
+    // byte of a class), looked up through a representative byte.
+    let bc = dfa.byte_classes();
+    let reps: Vec<u8> = bc.representatives(0..=255).filter_map(|u| u.as_u8()).collect();
+    let mut col = vec![0u8; bc.alphabet_len()];
+    for (k, &b) in reps.iter().enumerate() {
+        col[bc.get(b) as usize] = k as u8;
+    }
+    let mut classes = [0u8; 256];
+    for (b, c) in classes.iter_mut().enumerate() {
+        *c = col[bc.get(b as u8) as usize];
+    }
     while i < ids.len() {
         let s = ids[i];
         i += 1;
-        let mut row = [0u32; 256];
         let is_dead = dfa.is_dead_state(s) || dfa.is_quit_state(s);
-        for b in 0..=255u8 {
+        for &b in &reps {
             let t = if is_dead { s } else { dfa.next_state(s, b) };
             let idx = match map.get(&t.as_u32()) {
                 Some(&x) => x,
@@ -562,15 +585,14 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
                     x
                 }
             };
-            row[b as usize] = idx;
+            trans.push(idx);
         }
         if is_dead && dead_idx.is_none() {
             dead_idx = Some((i - 1) as u32);
         }
-        trans.push(row);
         accept.push(!is_dead && dfa.is_match_state(dfa.next_eoi_state(s)));
     }
-    Ok(RawDfa { trans, accept, start: 0 })
+    Ok(RawDfa { classes, stride: reps.len(), trans, accept, start: 0 })
 }
 
 /// Build a pruned automaton for a `regex-syntax` regex matched in full.
@@ -596,14 +618,24 @@ pub(crate) fn product(
     let mut map: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     let mut pairs = vec![(a.start, b.start)];
     map.insert((a.start, b.start), 0);
-    let mut trans: Vec<[u32; 256]> = Vec::new();
+    let mut trans: Vec<u32> = Vec::new();
     let mut accept = Vec::new();
+    // One column per pair of classes, looked up through a representative byte.
+    let mut rep_of = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen: FxHashMap<(u8, u8), u8> = FxHashMap::default();
+    for byte in 0..=255u8 {
+        let k = (a.classes[byte as usize], b.classes[byte as usize]);
+        rep_of[byte as usize] = *seen.entry(k).or_insert_with(|| {
+            reps.push(byte);
+            (reps.len() - 1) as u8
+        });
+    }
     let mut i = 0;
     while i < pairs.len() {
         let (x, y) = pairs[i];
         i += 1;
-        let mut row = [0u32; 256];
-        for byte in 0..=255u8 {
+        for &byte in &reps {
             let nx = a.next(x, byte);
             let ny = b.next(y, byte);
             let key = match op {
@@ -623,9 +655,8 @@ pub(crate) fn product(
                     v
                 }
             };
-            row[byte as usize] = idx;
+            trans.push(idx);
         }
-        trans.push(row);
         let (ax, by) = (a.is_accept(x), b.is_accept(y));
         accept.push(match op {
             Op::And => ax && by,
@@ -633,13 +664,96 @@ pub(crate) fn product(
             Op::AndNot => ax && !by,
         });
     }
-    RawDfa { trans, accept, start: 0 }.finish(max_states)
+    RawDfa { classes: rep_of, stride: reps.len(), trans, accept, start: 0 }.finish(max_states)
+}
+
+/// The automaton of any content (every valid UTF-8 string), built once per process.
+pub(crate) fn any_content() -> &'static ByteDfa {
+    static ANY: std::sync::OnceLock<ByteDfa> = std::sync::OnceLock::new();
+    ANY.get_or_init(|| {
+        dfa_from_regex(r"(?s:.)*", 64).expect("the any-content regex is constant and small")
+    })
+}
+
+/// The automaton of a known `format` ([`format_regex`]), built once per process and cloned
+/// (the email automaton alone takes milliseconds to determinise); `None` for other names.
+pub(crate) fn format_dfa(name: &str, max_states: usize) -> Option<Result<ByteDfa, DfaError>> {
+    static CACHE: std::sync::Mutex<Option<FxHashMap<String, ByteDfa>>> =
+        std::sync::Mutex::new(None);
+    let re = format_regex(name)?;
+    let fits = |d: &ByteDfa| {
+        if d.n_states() - 1 > max_states {
+            Err(DfaError::TooBig)
+        } else {
+            Ok(d.clone())
+        }
+    };
+    if let Some(d) =
+        CACHE.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name))
+    {
+        return Some(fits(d));
+    }
+    let d = match dfa_from_regex(&re, max_states) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.get_or_insert_with(FxHashMap::default).insert(name.to_string(), d.clone());
+    Some(Ok(d))
 }
 
 /// Complement within the valid UTF-8 strings.
 pub(crate) fn complement(a: &ByteDfa, max_states: usize) -> Result<ByteDfa, DfaError> {
-    let any = dfa_from_regex(r"(?s:.)*", 64)?;
-    product(&any, a, Op::AndNot, max_states)
+    product(any_content(), a, Op::AndNot, max_states)
+}
+
+/// Is some content accepted by both `a` and `b` with `min..=max` code points? Decided on the
+/// product explored on the fly (nothing is built); `None` when more than `budget` states
+/// (pairs with a code-point count, capped where it stops mattering) would be explored.
+pub(crate) fn intersect_nonempty(
+    a: &ByteDfa,
+    b: &ByteDfa,
+    min: u32,
+    max: u32,
+    budget: usize,
+) -> Option<bool> {
+    if a.is_empty() || b.is_empty() || min > max {
+        return Some(false);
+    }
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for byte in 0..=255u8 {
+        if seen.insert((a.classes[byte as usize], b.classes[byte as usize])) {
+            reps.push(byte);
+        }
+    }
+    // Above `min`, an unbounded count no longer matters.
+    let cap = |c: u32| if max == u32::MAX { c.min(min) } else { c };
+    let mut visited: rustc_hash::FxHashSet<(u32, u32, u32)> = rustc_hash::FxHashSet::default();
+    let mut stack = vec![(a.start, b.start, 0u32)];
+    visited.insert((a.start, b.start, 0));
+    while let Some((x, y, c)) = stack.pop() {
+        if a.is_accept(x) && b.is_accept(y) && c >= min {
+            return Some(true);
+        }
+        for &byte in &reps {
+            let (nx, ny) = (a.next(x, byte), b.next(y, byte));
+            if nx == DEAD || ny == DEAD {
+                continue;
+            }
+            let nc = cap(c + u32::from(byte & 0xC0 != 0x80));
+            if max != u32::MAX && nc.saturating_add(a.short(nx).max(b.short(ny))) > max {
+                continue;
+            }
+            if visited.insert((nx, ny, nc)) {
+                if visited.len() > budget {
+                    return None;
+                }
+                stack.push((nx, ny, nc));
+            }
+        }
+    }
+    Some(false)
 }
 
 /// Strings of `min..=max` code points (`max == u32::MAX`: unbounded).
@@ -990,6 +1104,16 @@ mod tests {
         let lits = dfa_from_regex(&literals_regex(["x", "y"]), 100).unwrap();
         let c = complement(&lits, 1000).unwrap();
         assert!(!c.matches(b"x") && c.matches(b"xy") && c.matches(b""));
+        // Intersections decided without building the product.
+        let digits = dfa("^[0-9]+$");
+        assert_eq!(intersect_nonempty(&a, &l, 0, u32::MAX, 1000), Some(true));
+        assert_eq!(intersect_nonempty(&a, &digits, 0, u32::MAX, 1000), Some(false));
+        assert_eq!(intersect_nonempty(&a, &a, 4, 5, 1000), Some(true));
+        assert_eq!(intersect_nonempty(&a, &l, 4, 5, 1000), Some(false), "l has 2..=3 chars");
+        assert_eq!(intersect_nonempty(&digits, any_content(), 3, 3, 1000), Some(true));
+        let gap = dfa("^(ab|abcdé)$");
+        assert_eq!(intersect_nonempty(&gap, &gap, 3, 4, 1000), Some(false), "lengths 2 and 5 only");
+        assert_eq!(intersect_nonempty(&gap, &gap, 3, 5, 1000), Some(true));
         assert_eq!(lits.finite_count(lits.start()), Some(2));
         assert_eq!(c.finite_count(c.start()), None);
     }
