@@ -95,8 +95,8 @@ fn main() {
     println!(
         "email/phone regex: compiled in {:.2} ms, {} DFA states, {} classes",
         t0.elapsed().as_secs_f64() * 1e3,
-        grammar.dfa().state_count(),
-        grammar.dfa().class_count()
+        grammar.dfa().map_or(0, |d| d.state_count()),
+        grammar.dfa().map_or(0, |d| d.class_count())
     );
     let t0 = Instant::now();
     let base = RegexConstraint::from_grammar(grammar.clone(), &vocab, &re_cfg);

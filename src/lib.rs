@@ -38,7 +38,8 @@
 //! - [`json`]: free-form JSON (RFC 8259), [`JsonObjectConstraint`].
 //! - [`schema`]: JSON Schema, [`SchemaConstraint`] over an `Arc`-shared [`CompiledSchema`]
 //!   (keyword table in `docs/json-schema.md`; unsupported keywords are typed errors).
-//! - [`regex`] and [`automaton`]: [`RegexConstraint`], a full-match regex as a live-state byte DFA.
+//! - [`regex`] and [`automaton`]: [`RegexConstraint`], a full-match regex as a live-state byte DFA
+//!   (dense, or lazily determinised when the dense one is too big).
 //! - [`cfg`](mod@cfg): GBNF grammars (llama.cpp's format, left recursion allowed), [`CfgConstraint`].
 //! - [`bench`](mod@bench): the MaskBench harness and the JSON Schema Test Suite runner.
 //! - [`sampler`]: logits + mask → token: greedy paths, the seed-`000` host pipeline (mask →
@@ -68,7 +69,8 @@
 //! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
 //! - [`schema::SchemaOptions`]: whitespace, property order, `lenient`, and
 //!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives).
-//! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits; [`CfgConfig`]: grammar size,
+//! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits (past them, a lazy DFA with a
+//!   per-request memory bound, [`RegexConfig::lazy_max_memory`]); [`CfgConfig`]: grammar size,
 //!   Earley items per set (over it: [`EngineErrorKind::LimitExceeded`], never a smaller mask)
 //!   and DFA states per lexeme.
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.

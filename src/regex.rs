@@ -12,9 +12,18 @@
 //! bytes. Not supported: Unicode word boundaries `\b`/`\B` (refused with a typed error), back-
 //! references and look-around (not regular; refused as syntax errors by the parser).
 //!
-//! # Size limits
-//! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states;
-//! a pattern that would exceed them is refused with [`RegexErrorKind::TooBig`](crate::automaton::RegexErrorKind::TooBig).
+//! # Size limits and the lazy fallback
+//! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states.
+//! A pattern whose dense DFA would exceed them (`(a|b)*a(a|b){20}`: 2²¹ states) is determinised
+//! lazily instead ([`LazyDfa`]): states are built when a step first needs them, each request has
+//! its own cache bounded by [`RegexConfig::lazy_max_memory`], and dead ends are found exactly
+//! from the NFA's live states, so masks stay exact. A step that would grow the cache past the
+//! bound makes `fill_mask` / `advance` return
+//! [`EngineErrorKind::LimitExceeded`] (state unchanged);
+//! states are never evicted, since they are the per-request `Copy` state that rollback restores.
+//! The fallback needs a pattern without look-around; a too-big pattern with it, or an NFA over
+//! the limit, is refused with [`RegexErrorKind::TooBig`]
+//! or `Unsupported`. Lazy states get no vocabulary slices (they are not known at build time).
 //!
 //! # Example
 //! ```
@@ -30,15 +39,19 @@
 //! assert!(engine.can_only_end());
 //! ```
 
-use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, RegexError};
+use crate::automaton::lazy::LazyCache;
+use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, LazyDfa, RegexError, RegexErrorKind};
 use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
-use crate::engine::{allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError};
+use crate::engine::{
+    allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
+};
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// Options of the regex constraint.
@@ -55,6 +68,10 @@ pub struct RegexConfig {
     /// Most distinct slices per regex (default 16; each costs a vocabulary pass at build time
     /// and a bitset plus a partial trie in memory).
     pub max_slices: usize,
+    /// Memory for the lazily built states of one request when the dense DFA is over the limits
+    /// of [`RegexConfig::dfa`] (default 64 MiB; 0 disables the lazy fallback, so such patterns
+    /// are refused with `TooBig`). See the module docs.
+    pub lazy_max_memory: usize,
 }
 
 impl Default for RegexConfig {
@@ -64,28 +81,115 @@ impl Default for RegexConfig {
             engine: EngineOptions { history: 64, mask_cache: 32 },
             slice_min_tokens: 1_000,
             max_slices: 16,
+            lazy_max_memory: 64 << 20,
         }
     }
 }
 
-/// A compiled regex as a [`CopyGrammar`].
-#[derive(Clone, Debug)]
+/// A compiled regex as a [`CopyGrammar`]: a dense [`ByteDfa`], or a [`LazyDfa`] when the dense
+/// one is over the limits (see the module docs).
+#[derive(Debug)]
 pub struct RegexGrammar {
-    dfa: ByteDfa,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Dense(ByteDfa),
+    Lazy(LazyDfa),
+}
+
+impl Clone for RegexGrammar {
+    /// A lazy grammar's clone has an empty cache of its own (its state ids are its own).
+    fn clone(&self) -> Self {
+        match &self.kind {
+            Kind::Dense(d) => RegexGrammar { kind: Kind::Dense(d.clone()) },
+            Kind::Lazy(l) => RegexGrammar { kind: Kind::Lazy(l.fresh()) },
+        }
+    }
 }
 
 impl RegexGrammar {
-    /// Compile `pattern`.
+    /// Compile `pattern` to a dense DFA (no lazy fallback: over the limits is `TooBig`).
     ///
     /// # Errors
     /// See [`ByteDfa::from_regex`].
     pub fn new(pattern: &str, config: &DfaConfig) -> Result<RegexGrammar, RegexError> {
-        Ok(RegexGrammar { dfa: ByteDfa::from_regex(pattern, config)? })
+        Ok(RegexGrammar { kind: Kind::Dense(ByteDfa::from_regex(pattern, config)?) })
     }
 
-    /// The underlying DFA.
-    pub fn dfa(&self) -> &ByteDfa {
-        &self.dfa
+    /// Compile `pattern` to a dense DFA, or to a [`LazyDfa`] when the dense one exceeds
+    /// `config.dfa` and [`RegexConfig::lazy_max_memory`] is not 0.
+    ///
+    /// # Errors
+    /// See [`ByteDfa::from_regex`]; past the limits, those of [`LazyDfa::from_hir`].
+    ///
+    /// # Example
+    /// ```
+    /// use grammask::{RegexConfig, regex::RegexGrammar};
+    /// let mut config = RegexConfig::default();
+    /// config.dfa.max_memory = 1 << 20;
+    /// let g = RegexGrammar::with_config("(a|b)*a(a|b){20}", &config).unwrap();
+    /// assert!(g.is_lazy());
+    /// ```
+    pub fn with_config(pattern: &str, config: &RegexConfig) -> Result<RegexGrammar, RegexError> {
+        match ByteDfa::from_regex(pattern, &config.dfa) {
+            Err(e)
+                if matches!(e.kind(), RegexErrorKind::TooBig { .. })
+                    && config.lazy_max_memory > 0 =>
+            {
+                let hir = regex_syntax::ParserBuilder::new()
+                    .nest_limit(config.dfa.nest_limit)
+                    .utf8(true)
+                    .build()
+                    .parse(pattern)
+                    .map_err(|_| e.clone())?;
+                let hir = strip_outer_anchors(hir);
+                let lazy =
+                    LazyDfa::from_hir(&hir, &config.dfa, config.lazy_max_memory).map_err(|l| {
+                        match l.kind() {
+                            RegexErrorKind::Unsupported { message } => {
+                                RegexError::new(RegexErrorKind::TooBig {
+                                    message: format!("{e}; no lazy fallback: {message}"),
+                                })
+                            }
+                            _ => l,
+                        }
+                    })?;
+                Ok(RegexGrammar { kind: Kind::Lazy(lazy) })
+            }
+            r => Ok(RegexGrammar { kind: Kind::Dense(r?) }),
+        }
+    }
+
+    /// The dense DFA (`None` for a lazy grammar).
+    pub fn dfa(&self) -> Option<&ByteDfa> {
+        match &self.kind {
+            Kind::Dense(d) => Some(d),
+            Kind::Lazy(_) => None,
+        }
+    }
+
+    /// The lazy DFA (`None` for a dense grammar).
+    pub fn lazy(&self) -> Option<&LazyDfa> {
+        match &self.kind {
+            Kind::Dense(_) => None,
+            Kind::Lazy(l) => Some(l),
+        }
+    }
+
+    /// Is this the lazy fallback?
+    pub fn is_lazy(&self) -> bool {
+        matches!(self.kind, Kind::Lazy(_))
+    }
+
+    /// The grammar a new request uses: this one when dense (immutable, shared), a copy with an
+    /// empty cache when lazy.
+    fn for_request(self: &Arc<Self>) -> Arc<Self> {
+        match &self.kind {
+            Kind::Dense(_) => self.clone(),
+            Kind::Lazy(l) => Arc::new(RegexGrammar { kind: Kind::Lazy(l.fresh()) }),
+        }
     }
 }
 
@@ -93,19 +197,77 @@ impl ByteLogic for RegexGrammar {
     type State = DfaStateId;
     #[inline(always)]
     fn step(&self, state: &DfaStateId, byte: u8) -> Option<DfaStateId> {
-        self.dfa.next(*state, byte)
+        match &self.kind {
+            Kind::Dense(d) => d.next(*state, byte),
+            Kind::Lazy(l) => l.next(*state, byte),
+        }
     }
 }
 
 impl CopyGrammar for RegexGrammar {
     fn initial(&self) -> DfaStateId {
-        self.dfa.start()
+        match &self.kind {
+            Kind::Dense(d) => d.start(),
+            Kind::Lazy(l) => l.start(),
+        }
     }
     fn is_accepting(&self, s: &DfaStateId) -> bool {
-        self.dfa.is_accepting(*s)
+        match &self.kind {
+            Kind::Dense(d) => d.is_accepting(*s),
+            Kind::Lazy(l) => l.is_accepting(*s),
+        }
     }
     fn can_continue(&self, s: &DfaStateId) -> bool {
-        self.dfa.can_continue(*s)
+        match &self.kind {
+            Kind::Dense(d) => d.can_continue(*s),
+            Kind::Lazy(l) => l.can_continue(*s),
+        }
+    }
+}
+
+/// `^…$` around a whole pattern changes nothing under full-match semantics; the lazy DFA takes
+/// no look-around, so a leading `^`/`\A` and a trailing `$`/`\z` of the top-level sequence are
+/// dropped (anchors anywhere else stay, and make the fallback refuse the pattern).
+fn strip_outer_anchors(hir: regex_syntax::hir::Hir) -> regex_syntax::hir::Hir {
+    use regex_syntax::hir::{HirKind, Look};
+    let is = |h: &regex_syntax::hir::Hir, l: Look| matches!(h.kind(), HirKind::Look(x) if *x == l);
+    match hir.kind() {
+        HirKind::Concat(subs) => {
+            let mut subs = subs.clone();
+            if subs.first().is_some_and(|h| is(h, Look::Start)) {
+                subs.remove(0);
+            }
+            if subs.last().is_some_and(|h| is(h, Look::End)) {
+                subs.pop();
+            }
+            regex_syntax::hir::Hir::concat(subs)
+        }
+        _ => hir,
+    }
+}
+
+/// The dense DFA as the trie walk's step function (no dispatch per byte).
+struct DenseLogic<'a>(&'a ByteDfa);
+
+impl ByteLogic for DenseLogic<'_> {
+    type State = DfaStateId;
+    #[inline(always)]
+    fn step(&self, state: &DfaStateId, byte: u8) -> Option<DfaStateId> {
+        self.0.next(*state, byte)
+    }
+}
+
+/// The lazy DFA with its cache locked once for a whole trie walk.
+struct LazyLogic<'a> {
+    dfa: &'a LazyDfa,
+    cache: RefCell<&'a mut LazyCache>,
+}
+
+impl ByteLogic for LazyLogic<'_> {
+    type State = DfaStateId;
+    #[inline(always)]
+    fn step(&self, state: &DfaStateId, byte: u8) -> Option<DfaStateId> {
+        self.cache.borrow_mut().next(self.dfa, *state, byte)
     }
 }
 
@@ -118,7 +280,7 @@ struct Slice {
 struct Shared {
     grammar: Arc<RegexGrammar>,
     slices: Vec<Slice>,
-    /// Per DFA state: index of its slice, or `u32::MAX`.
+    /// Per DFA state: index of its slice, or `u32::MAX` (empty for a lazy grammar).
     state_slice: Vec<u32>,
     config: RegexConfig,
 }
@@ -179,9 +341,12 @@ pub(crate) fn safe_set(
 }
 
 fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexConfig) -> Shared {
-    let dfa = grammar.dfa();
-    let mut state_slice = vec![u32::MAX; dfa.state_count()];
     let mut slices = Vec::new();
+    let Some(dfa) = grammar.dfa() else {
+        // Lazy states are not known at build time: no slices.
+        return Shared { grammar, slices, state_slice: Vec::new(), config: config.clone() };
+    };
+    let mut state_slice = vec![u32::MAX; dfa.state_count()];
     if config.slice_min_tokens != usize::MAX {
         let mut by_set: FxHashMap<[bool; 256], u32> = FxHashMap::default();
         // About 20M table reads (tens of milliseconds) at most for the whole analysis.
@@ -250,13 +415,13 @@ impl RegexConstraint {
     /// A regex engine over `vocab` for `pattern`.
     ///
     /// # Errors
-    /// See [`ByteDfa::from_regex`].
+    /// See [`RegexGrammar::with_config`].
     pub fn new(
         vocab: &Vocabulary,
         pattern: &str,
         config: &RegexConfig,
     ) -> Result<Self, RegexError> {
-        Ok(Self::from_grammar(Arc::new(RegexGrammar::new(pattern, &config.dfa)?), vocab, config))
+        Ok(Self::from_grammar(Arc::new(RegexGrammar::with_config(pattern, config)?), vocab, config))
     }
 
     /// An engine over an already compiled regex. Builds the vocabulary slices (one pass over
@@ -275,7 +440,7 @@ impl RegexConstraint {
         let cache = MaskCache::new(shared.config.engine.mask_cache);
         RegexConstraint {
             inner: CopyStateEngine::with_grammar(
-                shared.grammar.clone(),
+                shared.grammar.for_request(),
                 vocab,
                 shared.config.engine.clone(),
             ),
@@ -296,9 +461,10 @@ impl RegexConstraint {
         self.inner.state()
     }
 
-    /// The compiled regex.
+    /// The compiled regex this request runs (for a lazy grammar, with this request's cache:
+    /// [`RegexConstraint::state`] is one of its states).
     pub fn grammar(&self) -> &Arc<RegexGrammar> {
-        &self.shared.grammar
+        self.inner.grammar()
     }
 
     /// Number of vocabulary slices built.
@@ -314,25 +480,53 @@ impl RegexConstraint {
         self.inner.advance_bytes(bytes)
     }
 
-    fn compute(&mut self, mask: &mut TokenMask) {
+    fn compute(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
         mask.clear();
         let state = *self.inner.state();
-        let g = &*self.shared.grammar;
+        let g = &**self.inner.grammar();
         let vocab = self.inner.vocab();
-        let k = self.shared.state_slice[state.index()];
-        let trie = if k != u32::MAX {
-            let s = &self.shared.slices[k as usize];
-            mask.copy_from(&s.safe);
-            &s.rest
-        } else {
-            vocab.trie()
-        };
-        let mut rec = CopyStack::new(g, state, &mut self.stack, trie.max_depth());
-        trie.walk(&mut rec, mask);
-        if g.dfa().is_accepting(state) {
-            allow_eos(vocab, mask);
+        match &g.kind {
+            Kind::Dense(dfa) => {
+                let k = self.shared.state_slice.get(state.index()).copied().unwrap_or(u32::MAX);
+                let trie = if k != u32::MAX {
+                    let s = &self.shared.slices[k as usize];
+                    mask.copy_from(&s.safe);
+                    &s.rest
+                } else {
+                    vocab.trie()
+                };
+                let logic = DenseLogic(dfa);
+                let mut rec = CopyStack::new(&logic, state, &mut self.stack, trie.max_depth());
+                trie.walk(&mut rec, mask);
+                if dfa.is_accepting(state) {
+                    allow_eos(vocab, mask);
+                }
+            }
+            Kind::Lazy(lazy) => {
+                let mut cache = lazy.lock();
+                let accepting = cache.is_accepting(state);
+                let logic = LazyLogic { dfa: lazy, cache: RefCell::new(&mut *cache) };
+                let trie = vocab.trie();
+                let mut rec = CopyStack::new(&logic, state, &mut self.stack, trie.max_depth());
+                trie.walk(&mut rec, mask);
+                if cache.overflowed() {
+                    mask.clear();
+                    return Err(lazy_limit(lazy));
+                }
+                if accepting {
+                    allow_eos(vocab, mask);
+                }
+            }
         }
+        Ok(())
     }
+}
+
+fn lazy_limit(lazy: &LazyDfa) -> EngineError {
+    EngineError::new(EngineErrorKind::LimitExceeded {
+        limit: "RegexConfig::lazy_max_memory",
+        value: lazy.max_memory(),
+    })
 }
 
 impl ConstraintEngine for RegexConstraint {
@@ -350,13 +544,23 @@ impl ConstraintEngine for RegexConstraint {
         if self.cache.lookup(|s| *s == state, mask) {
             return Ok(());
         }
-        self.compute(mask);
+        if let Some(l) = self.inner.grammar().lazy() {
+            l.clear_overflow();
+        }
+        self.compute(mask)?;
         self.cache.insert(state, mask);
         Ok(())
     }
 
     fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
-        self.inner.advance(token)
+        let g = self.inner.grammar().clone();
+        let Some(l) = g.lazy() else { return self.inner.advance(token) };
+        l.clear_overflow();
+        let r = self.inner.advance(token);
+        if r.is_err() && l.overflowed() {
+            return Err(lazy_limit(l));
+        }
+        r
     }
 
     fn is_accepting(&self) -> bool {

@@ -74,7 +74,7 @@ fn check_grammar(
     let g =
         Arc::new(CfgGrammar::from_gbnf(gbnf, &config).unwrap_or_else(|e| panic!("{name}: {e}")));
     let simple = common::Simple::new(gbnf);
-    let mut engine = CfgConstraint::new(vocab, g.clone(), &config);
+    let mut engine = CfgConstraint::new(vocab, g.clone(), &config).unwrap();
     for (verdict, inputs) in [
         ("accept", strings(case, "accept")),
         ("prefix", strings(case, "prefix")),

@@ -2,6 +2,7 @@
 //! reachable DFA states, the mask must equal the set of tokens whose bytes run through the DFA
 //! from that state (plus EOS exactly at accepting states).
 
+use grammask::copy_engine::CopyGrammar;
 use grammask::recognizer::run_bytes;
 use grammask::vocab::TokenKind;
 use grammask::{ConstraintEngine, RegexConfig, RegexConstraint, TokenId, TokenMask, Vocabulary};
@@ -36,7 +37,7 @@ fn oracle(engine: &RegexConstraint) -> TokenMask {
             m.insert(t);
         }
     }
-    if g.dfa().is_accepting(*engine.state()) {
+    if g.is_accepting(engine.state()) {
         for &e in v.eos_ids() {
             m.insert(e);
         }
@@ -103,6 +104,10 @@ fn compile_errors_are_typed() {
     assert!(err.to_string().contains("offset 0"), "{err}");
     let mut cfg = RegexConfig::default();
     cfg.dfa.max_memory = 1 << 20;
+    // Over the dense limits: the lazy fallback (tests/regex_lazy.rs), or `TooBig` without it.
+    let lazy = RegexConstraint::new(v, r"[ab]*a[ab]{24}", &cfg).unwrap();
+    assert!(lazy.grammar().is_lazy());
+    cfg.lazy_max_memory = 0;
     let Err(err) = RegexConstraint::new(v, r"[ab]*a[ab]{24}", &cfg) else { panic!() };
     assert!(err.to_string().contains("too big"), "{err}");
 }

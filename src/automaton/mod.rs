@@ -21,9 +21,9 @@
 //! that ends in the middle of a multi-byte character is handled exactly.
 //!
 //! Not supported (typed error at build): Unicode word boundaries `\b` (the dense DFA cannot
-//! represent them), and patterns whose DFA exceeds the limits of [`DfaConfig`]. A lazy (hybrid)
-//! fallback for such patterns is future work; today they are refused with
-//! [`RegexErrorKind::TooBig`].
+//! represent them), and patterns whose DFA exceeds the limits of [`DfaConfig`]
+//! ([`RegexErrorKind::TooBig`]). For the latter the regex constraint falls back to
+//! [`lazy::LazyDfa`], determinised on demand with the same exact liveness.
 //!
 //! # Example
 //! ```
@@ -36,6 +36,10 @@
 //! assert!(dfa.is_accepting(s));
 //! assert!(dfa.next(dfa.start(), b'@').is_none()); // no completion starts with '@'
 //! ```
+
+pub mod lazy;
+
+pub use lazy::LazyDfa;
 
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::nfa::thompson;

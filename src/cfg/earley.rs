@@ -83,8 +83,10 @@ pub struct Chart {
     pend: Vec<[u64; 4]>,
     /// Per set: the end of its kernel (the items made by scanning its byte).
     kernel_end: Vec<u32>,
-    /// The byte that produced each set after the first.
+    /// The byte that produced each set after the first (0 for a token step without bytes).
     bytes: Vec<u8>,
+    /// The sets made by a token step without bytes (a special token), ascending.
+    token_sets: Vec<u32>,
     seen: FxHashSet<(u64, u32)>,
     predicted: Vec<u32>,
     generation: u32,
@@ -106,6 +108,7 @@ impl Chart {
             pend: Vec::new(),
             kernel_end: Vec::new(),
             bytes: Vec::new(),
+            token_sets: Vec::new(),
             seen: FxHashSet::default(),
             predicted: vec![0; g.alts.len()],
             generation: 0,
@@ -363,39 +366,56 @@ impl Chart {
     }
 
     /// Consume `byte` if some sentence continues with it; else leave the chart unchanged.
+    #[inline]
     pub(crate) fn push(&mut self, g: &CfgGrammar, byte: u8) -> bool {
+        self.push_with(g, Some(byte), &[], false)
+    }
+
+    /// Push one set: the last set's items that scan `byte` (none for `None`, a token step
+    /// without bytes), plus `extra` (items a token terminal scanned). Without `force`, an empty
+    /// set is refused (`false`, chart unchanged); with it, an empty set is pushed (a set inside a
+    /// token that only a token terminal takes as a whole). `false` on overflow either way.
+    fn push_with(&mut self, g: &CfgGrammar, byte: Option<u8>, extra: &[Item], force: bool) -> bool {
         let i = self.set_count() as u32;
-        if !set_has(&self.scan[i as usize - 1], byte) {
+        let scans = byte.is_some_and(|b| set_has(&self.scan[i as usize - 1], b));
+        if !scans && !force {
             return false;
         }
-        if set_has(&self.pend[i as usize - 1], byte) && !self.materialise(g, i as usize - 1) {
-            return false;
+        if let Some(b) = byte {
+            if set_has(&self.pend[i as usize - 1], b) && !self.materialise(g, i as usize - 1) {
+                return false;
+            }
         }
         let base = self.items.len();
         self.next_generation();
-        let (s, e) = (self.starts[i as usize - 1] as usize, self.starts[i as usize] as usize);
-        for idx in s..e {
-            let it = self.items[idx];
-            let sym = g.syms[it.pos as usize];
-            if sym & T_FLAG == 0 {
-                continue;
-            }
-            if sym & END_FLAG != 0 {
-                // A lexeme: one DFA step; the item stays before the lexeme.
-                let lx = &g.lexemes[(sym & !LEX_FLAG) as usize];
-                if let Some(st) = lx.next(it.st, byte) {
-                    if lx.first[st as usize] == [0; 4] {
-                        // The lexeme can only end here (live states accept or continue).
-                        self.add(Item::at(g, it.pos + 1, it.origin), base);
-                    } else {
-                        self.add(Item { pos: it.pos, origin: it.origin, st }, base);
-                    }
+        if let (true, Some(byte)) = (scans, byte) {
+            let (s, e) = (self.starts[i as usize - 1] as usize, self.starts[i as usize] as usize);
+            for idx in s..e {
+                let it = self.items[idx];
+                let sym = g.syms[it.pos as usize];
+                if sym & T_FLAG == 0 {
+                    continue;
                 }
-            } else if set_has(&g.sets[(sym & !T_FLAG) as usize], byte) {
-                self.add(Item::at(g, it.pos + 1, it.origin), base);
+                if sym & END_FLAG != 0 {
+                    // A lexeme: one DFA step; the item stays before the lexeme.
+                    let lx = &g.lexemes[(sym & !LEX_FLAG) as usize];
+                    if let Some(st) = lx.next(it.st, byte) {
+                        if lx.first[st as usize] == [0; 4] {
+                            // The lexeme can only end here (live states accept or continue).
+                            self.add(Item::at(g, it.pos + 1, it.origin), base);
+                        } else {
+                            self.add(Item { pos: it.pos, origin: it.origin, st }, base);
+                        }
+                    }
+                } else if set_has(&g.sets[(sym & !T_FLAG) as usize], byte) {
+                    self.add(Item::at(g, it.pos + 1, it.origin), base);
+                }
             }
         }
-        if self.items.len() == base {
+        for &it in extra {
+            self.add(it, base);
+        }
+        if self.items.len() == base && !force {
             return false;
         }
         let kernel_end = self.items.len();
@@ -407,7 +427,62 @@ impl Chart {
         self.push_scan(g, base, pend);
         self.pend.push(pend);
         self.kernel_end.push(kernel_end as u32);
-        self.bytes.push(byte);
+        match byte {
+            Some(b) => self.bytes.push(b),
+            None => {
+                self.bytes.push(0);
+                self.token_sets.push(i);
+            }
+        }
+        true
+    }
+
+    /// The items of the last set that a token terminal lets token `token` scan (each advanced
+    /// over its terminal), into `out`. `matches(set id, token)` says whether token terminal
+    /// `set` takes `token`; byte terminals never do.
+    pub(crate) fn token_scan(
+        &self,
+        g: &CfgGrammar,
+        matches: impl Fn(u32) -> bool,
+        out: &mut Vec<Item>,
+    ) {
+        out.clear();
+        for it in self.last() {
+            if let Sym::T(t) = decode(g.syms[it.pos as usize]) {
+                if g.token_term(t).is_some() && matches(t) {
+                    out.push(Item::at(g, it.pos + 1, it.origin));
+                }
+            }
+        }
+    }
+
+    /// Does the last set hold an item before a token terminal?
+    pub(crate) fn expects_token(&self, g: &CfgGrammar) -> bool {
+        !g.tokens.is_empty()
+            && self.last().iter().any(|it| {
+                matches!(decode(g.syms[it.pos as usize]), Sym::T(t) if g.token_term(t).is_some())
+            })
+    }
+
+    /// Consume one token whose token-terminal scans are `extra` (non-empty, from
+    /// [`Chart::token_scan`]) and whose bytes are `bytes`: its bytes are pushed too (a text token
+    /// may also match byte terminals), sets inside it may be empty, and the token-terminal items
+    /// join the set after its last byte. A token without bytes (a special token) is one set with
+    /// no byte. Commits. `false` (chart unchanged) on overflow.
+    pub(crate) fn push_token(&mut self, g: &CfgGrammar, bytes: &[u8], extra: &[Item]) -> bool {
+        debug_assert!(!extra.is_empty());
+        let before = self.set_count();
+        let ok = match bytes.split_last() {
+            None => self.push_with(g, None, extra, true),
+            Some((&last, head)) => {
+                head.iter().all(|&b| self.push_with(g, Some(b), &[], true))
+                    && self.push_with(g, Some(last), extra, true)
+            }
+        };
+        if !ok || !self.commit(g) {
+            self.truncate(before);
+            return false;
+        }
         true
     }
 
@@ -453,11 +528,32 @@ impl Chart {
             self.waiting.truncate(self.wait_starts[sets] as usize);
         }
         self.bytes.truncate(sets - 1);
+        while self.token_sets.last().is_some_and(|&k| k as usize >= sets) {
+            self.token_sets.pop();
+        }
     }
 
-    /// The bytes consumed so far.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The bytes consumed so far (token steps without bytes contribute none).
+    pub fn bytes(&self) -> Vec<u8> {
+        if self.token_sets.is_empty() {
+            return self.bytes.clone();
+        }
+        let mut out = Vec::with_capacity(self.bytes.len());
+        let mut marks = self.token_sets.iter().peekable();
+        for (k, &b) in self.bytes.iter().enumerate() {
+            // `bytes[k]` made set `k + 1`.
+            if marks.peek().is_some_and(|&&m| m as usize == k + 1) {
+                marks.next();
+                continue;
+            }
+            out.push(b);
+        }
+        out
+    }
+
+    /// Token steps without bytes so far (special tokens a token terminal took).
+    pub fn token_steps(&self) -> usize {
+        self.token_sets.len()
     }
 
     /// Complete the last set's deferred lexemes and compute the signatures and completion
@@ -532,9 +628,9 @@ impl Chart {
         self.scan[self.set_count() - 1]
     }
 
-    /// Can some byte follow?
-    pub(crate) fn can_continue(&self, _g: &CfgGrammar) -> bool {
-        self.scan[self.set_count() - 1] != [0; 4]
+    /// Can some byte or token follow?
+    pub(crate) fn can_continue(&self, g: &CfgGrammar) -> bool {
+        self.scan[self.set_count() - 1] != [0; 4] || self.expects_token(g)
     }
 
     /// Bytes that can follow now (for diagnostics and tests).

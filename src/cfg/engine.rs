@@ -13,12 +13,26 @@
 //! 3. Else walk the whole trie with the Earley recogniser.
 //!
 //! EOS is allowed exactly when the chart accepts.
+//!
+//! # Token terminals
+//! `<[id]>`, `<name>` and `!<…>` (see [`super::gbnf`]) are terminals with no bytes, resolved to
+//! token ids when the engine is built ([`CfgErrorKind::UnknownToken`],
+//! [`CfgErrorKind::TokenOutOfRange`]). The byte-level walk never scans them; a mask adds, for
+//! each item of the last (committed, so whole) set before one, its token (`<…>`) or every
+//! token but it (`!<…>`: text and special tokens, EOS ids and padding aside). `advance` with a
+//! token some such item takes scans it as one step: a special token is one chart set without a
+//! byte; a text token's bytes are pushed as well (it may also match byte terminals; sets
+//! inside it may be empty) and the token-terminal items join the set after its last byte. So a
+//! text token spelling `<|im_end|>` never matches the terminal `<|im_end|>`, and a special
+//! token never matches a byte terminal. A token a grammar names that is also an EOS id is the
+//! grammar's token where an item expects it, and EOS elsewhere.
 
 use super::earley::Chart;
 use super::earley::Item;
-use super::grammar::{CfgGrammar, LEX_FLAG, T_FLAG};
+use super::gbnf::TokenRef;
+use super::grammar::{decode, CfgGrammar, Sym, LEX_FLAG, T_FLAG};
 use super::walk::EarleyWalk;
-use super::{CfgConfig, CfgError};
+use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
@@ -29,7 +43,7 @@ use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::regex::safe_set;
 use crate::token::TokenId;
-use crate::vocab::{TokTrie, Vocabulary};
+use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -51,7 +65,71 @@ struct Shared {
     loop_slice: FxHashMap<u32, usize>,
     /// Per lexeme, per DFA state: its slice, or `u32::MAX`.
     lex_slice: Vec<Vec<u32>>,
+    /// Per token terminal of the grammar: its token id, and for a negated one the mask of the
+    /// tokens it takes.
+    tokens: Vec<(TokenId, Option<TokenMask>)>,
     config: CfgConfig,
+}
+
+impl Shared {
+    /// Does token terminal `set` take `token`?
+    #[inline]
+    fn takes(&self, vocab: &Vocabulary, set: u32, token: TokenId) -> bool {
+        let Some(k) = self.grammar.token_term(set) else { return false };
+        match &self.tokens[k] {
+            (id, None) => *id == token,
+            (_, Some(m)) => token.index() < vocab.n_vocab() && m.contains(token),
+        }
+    }
+}
+
+/// Resolve the grammar's token terminals against `vocab` (see the module docs).
+fn resolve_tokens(
+    g: &CfgGrammar,
+    vocab: &Vocabulary,
+) -> Result<Vec<(TokenId, Option<TokenMask>)>, CfgError> {
+    let mut out = Vec::with_capacity(g.token_terms().len());
+    for t in g.token_terms() {
+        let id = match &t.token {
+            TokenRef::Id(id) => {
+                let tid = TokenId(*id);
+                if tid.index() >= vocab.n_tokens() || vocab.kind(tid) == TokenKind::Padding {
+                    return Err(CfgError::new(CfgErrorKind::TokenOutOfRange {
+                        id: *id,
+                        n_tokens: vocab.n_tokens(),
+                        line: t.pos.line,
+                        column: t.pos.column,
+                    }));
+                }
+                tid
+            }
+            TokenRef::Name(name) => vocab
+                .token_id(name)
+                .filter(|&id| id.index() < vocab.n_tokens())
+                .ok_or_else(|| {
+                    CfgError::new(CfgErrorKind::UnknownToken {
+                        name: name.clone(),
+                        line: t.pos.line,
+                        column: t.pos.column,
+                    })
+                })?,
+        };
+        let neg = t.negated.then(|| {
+            // Any one token but `id`: text and special tokens; EOS is the engine's own and
+            // padding is never allowed (as llama.cpp, where end-of-generation tokens never
+            // reach the grammar's token elements).
+            let mut m = TokenMask::new(vocab.n_vocab());
+            for i in 0..vocab.n_tokens() {
+                let x = TokenId::from_index(i);
+                if x != id && vocab.kind(x) != TokenKind::Padding && !vocab.is_eos(x) {
+                    m.insert(x);
+                }
+            }
+            m
+        });
+        out.push((id, neg));
+    }
+    Ok(out)
 }
 
 /// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
@@ -219,6 +297,8 @@ pub struct CfgConstraint {
     history: History<(usize, bool)>,
     cache: MaskCache<u64>,
     view: BoolView,
+    /// Token-terminal scans of `advance` (reused).
+    tok_scratch: Vec<Item>,
 }
 
 impl std::fmt::Debug for CfgConstraint {
@@ -245,17 +325,32 @@ impl CfgConstraint {
     /// ```
     pub fn from_gbnf(vocab: &Vocabulary, gbnf: &str, config: &CfgConfig) -> Result<Self, CfgError> {
         let g = CfgGrammar::from_gbnf(gbnf, config)?;
-        Ok(Self::new(vocab, Arc::new(g), config))
+        Self::new(vocab, Arc::new(g), config)
     }
 
-    /// An engine over an already compiled grammar. Builds the vocabulary slices (a pass over
-    /// the vocabulary per distinct character-class loop).
-    pub fn new(vocab: &Vocabulary, grammar: Arc<CfgGrammar>, config: &CfgConfig) -> Self {
+    /// An engine over an already compiled grammar. Resolves its token terminals and builds the
+    /// vocabulary slices (a pass over the vocabulary per distinct character-class loop).
+    ///
+    /// # Errors
+    /// [`CfgErrorKind::UnknownToken`] or [`CfgErrorKind::TokenOutOfRange`] for a token terminal
+    /// the vocabulary does not define.
+    pub fn new(
+        vocab: &Vocabulary,
+        grammar: Arc<CfgGrammar>,
+        config: &CfgConfig,
+    ) -> Result<Self, CfgError> {
+        let tokens = resolve_tokens(&grammar, vocab)?;
         let (mut slices, loop_slice) = build_slices(&grammar, vocab, config);
         let lex_slice = build_lex_slices(&grammar, vocab, config, &mut slices);
-        let shared =
-            Arc::new(Shared { grammar, slices, loop_slice, lex_slice, config: config.clone() });
-        Self::with_shared(vocab, shared)
+        let shared = Arc::new(Shared {
+            grammar,
+            slices,
+            loop_slice,
+            lex_slice,
+            tokens,
+            config: config.clone(),
+        });
+        Ok(Self::with_shared(vocab, shared))
     }
 
     fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
@@ -270,6 +365,7 @@ impl CfgConstraint {
             history,
             cache,
             view: BoolView::default(),
+            tok_scratch: Vec::new(),
         }
     }
 
@@ -286,9 +382,10 @@ impl CfgConstraint {
         e
     }
 
-    /// The bytes consumed so far (the output, as the chart saw it).
+    /// The bytes consumed so far (the output, as the chart saw it; special tokens taken by a
+    /// token terminal add none).
     pub fn output_bytes(&self) -> Vec<u8> {
-        self.lock().bytes().to_vec()
+        self.lock().bytes()
     }
 
     /// The compiled grammar.
@@ -317,7 +414,8 @@ impl CfgConstraint {
 
     /// Bytes consumed so far.
     pub fn bytes_consumed(&self) -> usize {
-        self.lock().set_count() - 1
+        let c = self.lock();
+        c.set_count() - 1 - c.token_steps()
     }
 
     /// Feed raw bytes (not tokens): `Ok(())` if all are accepted, else the index of the first
@@ -385,6 +483,16 @@ impl CfgConstraint {
             mask.clear();
             return Err(items_limit(chart.max_items()));
         }
+        if !g.tokens.is_empty() {
+            for it in chart.last() {
+                let Sym::T(t) = decode(g.syms[it.pos as usize]) else { continue };
+                let Some(k) = g.token_term(t) else { continue };
+                match &shared.tokens[k] {
+                    (id, None) => mask.insert(*id),
+                    (_, Some(m)) => mask.union_with(m),
+                }
+            }
+        }
         if chart.is_accepting(g) {
             allow_eos(&self.vocab, mask);
         }
@@ -396,6 +504,40 @@ impl CfgConstraint {
     /// which do not panic midway, so a poisoned lock is recovered rather than propagated.
     fn lock(&self) -> MutexGuard<'_, Chart> {
         self.chart.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Scan `token` by the token terminals the last set expects, if any takes it (`Ok(false)`
+    /// when none does: the caller goes on with the byte path).
+    fn token_step(&mut self, token: TokenId) -> Result<bool, EngineError> {
+        let shared = &*self.shared;
+        let g = &*shared.grammar;
+        if g.tokens.is_empty() {
+            return Ok(false);
+        }
+        let chart = self.chart.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let vocab = &self.vocab;
+        chart.token_scan(g, |set| shared.takes(vocab, set, token), &mut self.tok_scratch);
+        if self.tok_scratch.is_empty() {
+            return Ok(false);
+        }
+        chart.clear_overflow();
+        let before = chart.set_count();
+        if !chart.push_token(g, vocab.token_bytes(token), &self.tok_scratch) {
+            return Err(items_limit(chart.max_items()));
+        }
+        self.history.push((before, self.finished));
+        Ok(true)
+    }
+
+    /// Does a token terminal of the last set take `token`?
+    fn token_allowed(&self, token: TokenId) -> bool {
+        let g = &*self.shared.grammar;
+        if g.tokens.is_empty() || self.finished {
+            return false;
+        }
+        let mut out = Vec::new();
+        self.lock().token_scan(g, |set| self.shared.takes(&self.vocab, set, token), &mut out);
+        !out.is_empty()
     }
 
     fn push_history(&mut self) {
@@ -427,6 +569,9 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn advance(&mut self, token: TokenId) -> Result<(), EngineError> {
+        if !self.finished && token.index() < self.vocab.n_vocab() && self.token_step(token)? {
+            return Ok(());
+        }
         let accepting = self.is_accepting();
         if precheck(&self.vocab, token, self.finished, accepting)? {
             self.push_history();
@@ -471,6 +616,9 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn allows(&self, token: TokenId) -> bool {
+        if self.token_allowed(token) {
+            return true;
+        }
         match precheck(&self.vocab, token, self.finished, self.is_accepting()) {
             Ok(true) => true,
             Ok(false) => {

@@ -7,9 +7,12 @@
 //! `_`. A rule may span several lines: it ends where the next `name ::=` starts (more permissive
 //! than llama.cpp, which needs the continuation inside parentheses or after `|`).
 //!
-//! Not supported (a syntax error naming them): special-token references `<[id]>`, `<|name|>`
-//! and their negations — they are token-level, not byte-level, and the byte recogniser has no
-//! way to express them.
+//!
+//! Token terminals, as llama.cpp's parser takes them (`parse_token` in `src/llama-grammar.cpp`):
+//! `<[id]>` is the token with that id; `<…>` (anything up to the next `>`, e.g. `<|im_end|>`,
+//! `<think>`) is the token whose string that is, resolved against the vocabulary when an engine
+//! is built ([`Expr::Token`] keeps the name); `!` before either is its negation, any one token
+//! but that one. They match whole tokens by id, never bytes: see [`super::engine`].
 
 use super::{CfgError, CfgErrorKind};
 
@@ -47,6 +50,15 @@ pub enum Expr {
         /// Where it is referenced.
         pos: Pos,
     },
+    /// A token terminal: `<[id]>`, `<name>`, or their negation `!<…>` (see the module docs).
+    Token {
+        /// Which token.
+        token: TokenRef,
+        /// `!<…>`: any one token but this one.
+        negated: bool,
+        /// Where it is written.
+        pos: Pos,
+    },
     /// `e{min,max}` (`*` is `{0,}`, `+` is `{1,}`, `?` is `{0,1}`).
     Repeat {
         /// The repeated expression.
@@ -56,6 +68,24 @@ pub enum Expr {
         /// Greatest count (`None` = unbounded).
         max: Option<u32>,
     },
+}
+
+/// The token a token terminal names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenRef {
+    /// `<[id]>`.
+    Id(u32),
+    /// `<…>`: the token's string, brackets included (`<|im_end|>`).
+    Name(String),
+}
+
+impl std::fmt::Display for TokenRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenRef::Id(id) => write!(f, "<[{id}]>"),
+            TokenRef::Name(n) => f.write_str(n),
+        }
+    }
 }
 
 /// A rule `name ::= expr`.
@@ -131,6 +161,9 @@ impl std::fmt::Display for Expr {
             }
             Expr::Any => f.write_str("."),
             Expr::Ref { name, .. } => f.write_str(name),
+            Expr::Token { token, negated, .. } => {
+                write!(f, "{}{token}", if *negated { "!" } else { "" })
+            }
             Expr::Repeat { expr, min, max } => {
                 match &**expr {
                     Expr::Alt(_) | Expr::Seq(_) | Expr::Repeat { .. } => write!(f, "({expr})")?,
@@ -360,23 +393,24 @@ impl Parser<'_> {
                             c
                         }
                     };
-                    let hi = if self.peek() == Some('-') && self.peek_at(1).is_some_and(|c| c != ']') {
-                        self.i += 1;
-                        match self.peek() {
-                            Some('\\') => self.escape()?,
-                            Some(c) => {
-                                self.i += 1;
-                                c
+                    let hi =
+                        if self.peek() == Some('-') && self.peek_at(1).is_some_and(|c| c != ']') {
+                            self.i += 1;
+                            match self.peek() {
+                                Some('\\') => self.escape()?,
+                                Some(c) => {
+                                    self.i += 1;
+                                    c
+                                }
+                                None => return Err(self.err("unterminated character class")),
                             }
-                            None => return Err(self.err("unterminated character class")),
-                        }
-                    } else {
-                        lo
-                    };
+                        } else {
+                            lo
+                        };
                     if (hi as u32) < (lo as u32) {
-                        return Err(self.err(&format!(
-                            "character class range {lo:?}-{hi:?} is reversed"
-                        )));
+                        return Err(
+                            self.err(&format!("character class range {lo:?}-{hi:?} is reversed"))
+                        );
                     }
                     ranges.push((lo as u32, hi as u32));
                 }
@@ -399,15 +433,57 @@ impl Parser<'_> {
                 self.i += 1;
                 Ok(Expr::Any)
             }
-            '<' | '!' => Err(self.err(
-                "special-token references (<[id]>, <|name|>) are not supported by the byte-level engine",
-            )),
+            '<' | '!' => self.token(pos),
             c if is_name_char(c) => {
                 let name = self.name().expect("name char");
                 Ok(Expr::Ref { name, pos })
             }
             c => Err(self.err(&format!("unexpected character {c:?}"))),
         }
+    }
+
+    /// A token terminal at `<` or `!<` (llama.cpp's `parse_token`).
+    fn token(&mut self, pos: Pos) -> Result<Expr, CfgError> {
+        let negated = self.peek() == Some('!');
+        if negated {
+            self.i += 1;
+            if self.peek() != Some('<') {
+                return Err(self.err("expected '<' after '!' (a negated token, '!<[id]>')"));
+            }
+        }
+        self.i += 1; // '<'
+        let token = if self.peek() == Some('[') {
+            self.i += 1;
+            let start = self.i;
+            while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                self.i += 1;
+            }
+            let digits: String = self.chars[start..self.i].iter().map(|&(_, c)| c).collect();
+            let id =
+                digits.parse::<u32>().map_err(|_| self.err("expected a token id in '<[id]>'"))?;
+            if !self.eat_str("]>") {
+                return Err(self.err("expected ']>' after the token id"));
+            }
+            TokenRef::Id(id)
+        } else {
+            let start = self.i - 1;
+            while self.peek().is_some_and(|c| c != '>' && c != '\n') {
+                self.i += 1;
+            }
+            if self.bump() != Some('>') {
+                return Err(CfgError::new(CfgErrorKind::Syntax {
+                    line: pos.line,
+                    column: pos.column,
+                    message: "unterminated token name (expected '>')".into(),
+                }));
+            }
+            let name: String = self.chars[start..self.i].iter().map(|&(_, c)| c).collect();
+            if name.len() <= 2 {
+                return Err(self.err("empty token name '<>'"));
+            }
+            TokenRef::Name(name)
+        };
+        Ok(Expr::Token { token, negated, pos })
     }
 
     fn number(&mut self) -> Result<u32, CfgError> {
@@ -521,13 +597,30 @@ mod tests {
     }
 
     #[test]
+    fn parses_token_terminals() {
+        let rules = parse("root ::= <[12]> !<|im_end|> <think>* !<[3]>").unwrap();
+        let Expr::Seq(items) = &rules[0].expr else { panic!("a sequence") };
+        assert_eq!(items.len(), 4);
+        assert!(matches!(&items[0], Expr::Token { token: TokenRef::Id(12), negated: false, .. }));
+        assert!(
+            matches!(&items[1], Expr::Token { token: TokenRef::Name(n), negated: true, .. } if n == "<|im_end|>")
+        );
+        assert!(matches!(&items[2], Expr::Repeat { .. }));
+        assert_eq!(rules[0].expr.to_string(), "<[12]> !<|im_end|> <think>* !<[3]>");
+    }
+
+    #[test]
     fn errors_have_positions() {
         let e = parse("root ::= \"abc").unwrap_err();
         assert!(e.to_string().contains("line 1"), "{e}");
         let e = parse("root ::= a\nb ::= (x").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
-        let e = parse("root ::= <[12]>").unwrap_err();
-        assert!(e.to_string().contains("special-token"), "{e}");
+        let e = parse("root ::= <[12x]>").unwrap_err();
+        assert!(e.to_string().contains("']>'"), "{e}");
+        let e = parse("root ::= !\"a\"").unwrap_err();
+        assert!(e.to_string().contains("negated token"), "{e}");
+        let e = parse("root ::= <|im_end|").unwrap_err();
+        assert!(e.to_string().contains("unterminated token"), "{e}");
         let e = parse("root ::= \"a\"\nroot ::= \"b\"").unwrap_err();
         assert!(e.to_string().contains("twice"), "{e}");
     }

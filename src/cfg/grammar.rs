@@ -10,6 +10,11 @@
 //!   likes best: constant-size sets per repetition), `x{m,n}` becomes `x`×m followed by a chain of
 //!   `n−m` nested optionals.
 //! - Groups with alternatives become helper rules.
+//! - A token terminal (`<[id]>`, `<name>`, `!<…>`) becomes a terminal with an *empty* byte set,
+//!   one per distinct token reference ([`CfgGrammar::token_terms`]): no byte ever scans it, so
+//!   the byte-level machinery (trie walk, lexemes, FOLLOW sets, slices) ignores it, and the
+//!   engine scans it by token id (see [`super::engine`]). Byte terminals are never empty, so an
+//!   empty byte set means a token terminal.
 //!
 //! # Analysis
 //! - An undefined rule is an error naming it; no `root` is an error.
@@ -19,7 +24,7 @@
 //!   error (the grammar accepts nothing).
 //! - Unreachable rules are a warning (they are kept but never predicted).
 
-use super::gbnf::{self, Expr, Rule};
+use super::gbnf::{self, Expr, Pos, Rule, TokenRef};
 use super::lexer::{self, Lexeme};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaConfig;
@@ -70,6 +75,19 @@ pub(crate) struct Loop {
     pub class: Vec<(u32, u32)>,
 }
 
+/// A token terminal of the grammar: which token, negated or not, and where it is first written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenTerm {
+    /// The token, by id or by name (resolved against a vocabulary by the engine).
+    pub token: TokenRef,
+    /// `!<…>`: any one token but this one.
+    pub negated: bool,
+    /// Where it is first written.
+    pub pos: Pos,
+    /// Its terminal (byte-set) id.
+    pub(crate) set: u32,
+}
+
 /// One rule of the grammar as written, for reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleInfo {
@@ -96,6 +114,9 @@ pub struct GrammarReport {
     pub productions: usize,
     /// Symbols in all right-hand sides after lowering.
     pub symbols: usize,
+    /// The token terminals as written (`<|im_end|>`, `!<[12]>`), resolved against a
+    /// vocabulary only when an engine is built.
+    pub tokens: Vec<String>,
 }
 
 impl fmt::Display for GrammarReport {
@@ -113,6 +134,9 @@ impl fmt::Display for GrammarReport {
             writeln!(f, "unproductive rules: none")?;
         } else {
             writeln!(f, "unproductive rules (warning, removed): {}", self.unproductive.join(", "))?;
+        }
+        if !self.tokens.is_empty() {
+            writeln!(f, "token terminals: {}", self.tokens.join(", "))?;
         }
         write!(
             f,
@@ -143,6 +167,10 @@ pub struct CfgGrammar {
     /// (FIRST of the rest of the production, and FOLLOW of its left-hand side where that rest is
     /// nullable). The recogniser defers a lexeme's completion until such a byte is pushed.
     pub(crate) follow: Vec<ByteSet>,
+    /// The token terminals, each with its (empty) byte set id.
+    pub(crate) tokens: Vec<TokenTerm>,
+    /// Per terminal id: its index in `tokens`, or `u32::MAX` for a byte terminal.
+    pub(crate) set_token: Vec<u32>,
     names: Vec<String>,
     report: GrammarReport,
 }
@@ -176,6 +204,7 @@ struct Lowerer<'a> {
     set_ids: FxHashMap<ByteSet, u32>,
     class_nts: FxHashMap<Vec<(u32, u32)>, RSym>,
     loops: Vec<(u32, usize, RSym)>,
+    tokens: Vec<TokenTerm>,
     symbols: usize,
     limit: usize,
 }
@@ -337,6 +366,27 @@ impl<'a> Lowerer<'a> {
                 }
             }
             Expr::Any => vec![self.class(vec![(0, 0xD7FF), (0xE000, 0x10FFFF)])?],
+            Expr::Token { token, negated, pos } => {
+                self.count(1)?;
+                // Not deduplicated with the byte sets: each token reference is its own
+                // (empty) terminal.
+                let found = self.tokens.iter().find(|t| t.token == *token && t.negated == *negated);
+                let set = match found {
+                    Some(t) => t.set,
+                    None => {
+                        let set = self.sets.len() as u32;
+                        self.sets.push([0; 4]);
+                        self.tokens.push(TokenTerm {
+                            token: token.clone(),
+                            negated: *negated,
+                            pos: *pos,
+                            set,
+                        });
+                        set
+                    }
+                };
+                vec![RSym::T(set)]
+            }
             Expr::Ref { name, pos } => match self.ids.get(name.as_str()) {
                 Some(&id) => vec![RSym::Nt(id)],
                 None => {
@@ -454,6 +504,7 @@ impl CfgGrammar {
             set_ids: FxHashMap::default(),
             class_nts: FxHashMap::default(),
             loops: Vec::new(),
+            tokens: Vec::new(),
             symbols: 0,
             limit: config.max_grammar_symbols,
         };
@@ -471,7 +522,11 @@ impl CfgGrammar {
             lw.defs[i].alts = lowered;
         }
         let n_user = rules.len();
-        let Lowerer { mut defs, sets, loops, .. } = lw;
+        let Lowerer { mut defs, sets, loops, tokens, .. } = lw;
+        let mut set_token = vec![u32::MAX; sets.len()];
+        for (k, t) in tokens.iter().enumerate() {
+            set_token[t.set as usize] = k as u32;
+        }
         let n = defs.len();
 
         // Productive nonterminals (least fixpoint).
@@ -634,6 +689,10 @@ impl CfgGrammar {
             nonterminals: n + 1,
             productions,
             symbols: syms.len() - productions,
+            tokens: tokens
+                .iter()
+                .map(|t| format!("{}{}", if t.negated { "!" } else { "" }, t.token))
+                .collect(),
         };
         let mut names: Vec<String> = defs.into_iter().map(|d| d.name).collect();
         names.push("<start>".into());
@@ -647,6 +706,8 @@ impl CfgGrammar {
             loops: flat_loops,
             lexemes,
             follow,
+            tokens,
+            set_token,
             names,
             report,
         })
@@ -670,6 +731,20 @@ impl CfgGrammar {
     /// The rules that became lexemes, by name (helper rules are named `<…>`).
     pub fn lexeme_names(&self) -> Vec<&str> {
         self.lexemes.iter().map(|l| self.names[l.nt as usize].as_str()).collect()
+    }
+
+    /// The token terminals (`<[id]>`, `<name>`, `!<…>`), one per distinct reference.
+    pub fn token_terms(&self) -> &[TokenTerm] {
+        &self.tokens
+    }
+
+    /// Is terminal `set` a token terminal? Returns its index in [`CfgGrammar::token_terms`].
+    #[inline]
+    pub(crate) fn token_term(&self, set: u32) -> Option<usize> {
+        match self.set_token[set as usize] {
+            u32::MAX => None,
+            k => Some(k as usize),
+        }
     }
 
     /// Number of terminal byte sets.

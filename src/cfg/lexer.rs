@@ -151,7 +151,8 @@ fn decide(
     }
     let me = i as u32;
     let ok_sym = |s: &RSym, hir: &[Option<Hir>]| match *s {
-        RSym::T(_) => true,
+        // An empty byte set is a token terminal (see `grammar`): token-level, never in a DFA.
+        RSym::T(t) => sets[t as usize] != [0; 4],
         RSym::Nt(j) => j != me && hir[j as usize].is_some(),
     };
     let mut bases = Vec::new();

@@ -1,6 +1,7 @@
 //! Context-free grammars: GBNF in, an exact Earley-based constraint engine out.
 //!
-//! - [`gbnf`] parses llama.cpp's GBNF format into an AST ([`gbnf::Rule`]).
+//! - [`gbnf`] parses llama.cpp's GBNF format into an AST ([`gbnf::Rule`]), token terminals
+//!   (`<[id]>`, `<name>`, `!<…>`) included.
 //! - [`grammar`] lowers the AST to a flat byte-level CFG ([`CfgGrammar`]): repetitions become
 //!   left-recursive helper rules, character classes become UTF-8 byte-range sequences, and the
 //!   analysis finds undefined rules (error), unreachable rules (warning) and unproductive rules
@@ -13,7 +14,8 @@
 //!   DFA state, so a byte inside a lexeme is one table step. It keeps an append-only chart (undo
 //!   = truncate) and implements [`crate::recognizer::Recognizer`] through `walk`, so the
 //!   shared trie walker drives it.
-//! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: mask cache keyed by a
+//! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: token terminals resolved
+//!   against the vocabulary and scanned by id beside the byte-level walk; mask cache keyed by a
 //!   structural signature of the chart, slices for character-class loops and lexeme states,
 //!   rollback by truncating the chart, [`crate::EngineErrorKind::LimitExceeded`] when an
 //!   Earley set would exceed [`CfgConfig::max_items_per_set`].
@@ -152,6 +154,26 @@ pub enum CfgErrorKind {
     /// `root` derives no finite string (every alternative recurses forever or hits an empty
     /// class), so no output could ever be accepted.
     RootUnproductive,
+    /// A token terminal `<name>` names no token of the vocabulary.
+    UnknownToken {
+        /// The name as written (`<|im_end|>`).
+        name: String,
+        /// 1-based line of its first use.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A token terminal `<[id]>` names an id the vocabulary does not define.
+    TokenOutOfRange {
+        /// The id.
+        id: u32,
+        /// Tokens the vocabulary defines (ids `0..n_tokens`).
+        n_tokens: usize,
+        /// 1-based line of its first use.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
     /// The lowered grammar exceeds [`CfgConfig::max_grammar_symbols`].
     TooBig {
         /// Symbols needed (so far).
@@ -186,6 +208,14 @@ impl fmt::Display for CfgError {
                 "undefined rule '{name}' referenced at line {line}, column {column}"
             ),
             CfgErrorKind::NoRoot => f.write_str("the grammar has no 'root' rule"),
+            CfgErrorKind::UnknownToken { name, line, column } => write!(
+                f,
+                "token '{name}' at line {line}, column {column} is not a token of the vocabulary"
+            ),
+            CfgErrorKind::TokenOutOfRange { id, n_tokens, line, column } => write!(
+                f,
+                "token id {id} at line {line}, column {column} is out of range (the vocabulary defines ids 0..{n_tokens})"
+            ),
             CfgErrorKind::RootUnproductive => {
                 f.write_str("rule 'root' derives no finite string: the grammar accepts nothing")
             }

@@ -72,16 +72,6 @@ impl<'a> EarleyWalk<'a> {
     }
 
     /// Is the chart's last set pure (see the module docs)?
-    fn pure_top(&mut self) -> Option<Pure> {
-        let n = self.chart.set_count();
-        if self.pure_for != n {
-            self.pure_for = n;
-            self.pure = self.compute_pure();
-            self.scan = self.chart.last_scan();
-        }
-        self.pure
-    }
-
     fn compute_pure(&self) -> Option<Pure> {
         let g = self.g;
         let mut p: Option<Pure> = None;
@@ -110,6 +100,33 @@ impl<'a> EarleyWalk<'a> {
         p
     }
 
+    /// Pop `n` real sets (the virtual pushes are gone already), turning a run back into
+    /// virtual pushes when the pop lands on one of its placeholder sets.
+    #[inline(never)]
+    fn pop_real(&mut self, n: usize) {
+        self.chart.pop(n);
+        self.pure_for = usize::MAX;
+        let count = self.chart.set_count();
+        while let Some(r) = self.runs.last() {
+            if count <= r.base {
+                self.run_store.truncate(r.from);
+                self.runs.pop();
+                continue;
+            }
+            if count < r.base + r.len {
+                // On a placeholder: back to the pure set and virtual pushes.
+                let r = self.runs.pop().expect("checked");
+                self.chart.truncate(r.base);
+                self.virt.extend_from_slice(&self.run_store[r.from..r.from + count - r.base]);
+                self.run_store.truncate(r.from);
+                self.pure = Some(r.pure);
+                self.scan = self.chart.last_scan();
+                self.pure_for = r.base;
+            }
+            break;
+        }
+    }
+
     /// Turn the virtual pushes into real sets (one real set and placeholders, see
     /// [`Chart::push_run`]). `false` (nothing changed) on overflow.
     fn replay(&mut self) -> bool {
@@ -133,17 +150,21 @@ impl Recognizer for EarleyWalk<'_> {
     #[inline]
     fn try_push_byte(&mut self, byte: u8) -> bool {
         // While virtual pushes are stacked, the last set (and its purity) cannot change.
-        let pure = if self.virt.is_empty() {
-            let p = self.pure_top();
+        if self.virt.is_empty() {
+            let n = self.chart.set_count();
+            if self.pure_for != n {
+                self.pure_for = n;
+                self.pure = self.compute_pure();
+                self.scan = self.chart.last_scan();
+            }
             // Most tries of a walk fail here, on the last set's scannable bytes.
             if !set_has(&self.scan, byte) {
                 return false;
             }
-            p
-        } else {
-            self.pure
-        };
-        if let Some(p) = pure {
+        }
+        // Fields of `self.pure` are read in place: copying the whole `Pure` out per byte was
+        // a store-forwarding stall on the walk's hottest path.
+        if let Some(p) = &self.pure {
             let lx = &self.g.lexemes[p.lex as usize];
             let cur = self.virt.last().map_or(p.st, |v| v.1);
             if !(lx.accepting(cur) && set_has(&p.follow, byte)) {
@@ -166,32 +187,32 @@ impl Recognizer for EarleyWalk<'_> {
         self.chart.push(self.g, byte)
     }
 
-    #[inline]
+    /// The bytes the next push could take: the last set's scannable bytes, or inside a
+    /// virtual run the lexeme's live bytes (plus its FOLLOW bytes where it may end). Lets the
+    /// trie skip the other children without a call each.
+    #[inline(always)]
+    fn byte_superset(&self) -> [u64; 4] {
+        match (self.virt.last(), self.pure) {
+            (Some(&(_, cur)), Some(p)) => {
+                let lx = &self.g.lexemes[p.lex as usize];
+                let mut s = lx.first[cur as usize];
+                if lx.accepting(cur) {
+                    for (a, b) in s.iter_mut().zip(&p.follow) {
+                        *a |= b;
+                    }
+                }
+                s
+            }
+            _ => self.chart.last_scan(),
+        }
+    }
+
+    #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
         let v = n.min(self.virt.len());
         self.virt.truncate(self.virt.len() - v);
         if n > v {
-            self.chart.pop(n - v);
-            self.pure_for = usize::MAX;
-            let count = self.chart.set_count();
-            while let Some(r) = self.runs.last() {
-                if count <= r.base {
-                    self.run_store.truncate(r.from);
-                    self.runs.pop();
-                    continue;
-                }
-                if count < r.base + r.len {
-                    // On a placeholder: back to the pure set and virtual pushes.
-                    let r = self.runs.pop().expect("checked");
-                    self.chart.truncate(r.base);
-                    self.virt.extend_from_slice(&self.run_store[r.from..r.from + count - r.base]);
-                    self.run_store.truncate(r.from);
-                    self.pure = Some(r.pure);
-                    self.scan = self.chart.last_scan();
-                    self.pure_for = r.base;
-                }
-                break;
-            }
+            self.pop_real(n - v);
         }
     }
 }

@@ -108,6 +108,8 @@ impl Simple {
                     out.insert(i + n);
                 }
             }
+            // A token terminal matches a token, never bytes of a string.
+            Expr::Token { .. } => {}
             Expr::Ref { name, .. } => {
                 let r = self.ids[name];
                 match memo.get(&(r, i)) {
