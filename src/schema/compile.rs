@@ -1147,12 +1147,10 @@ impl<'a> Compiler<'a> {
             if q.is_zero() || q < Dec::zero() {
                 return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
             }
-            let mut t = n.clone();
-            t.multiple = Some(q);
-            if t.multiple_supported() {
-                n = t;
-            } else {
-                self.unsupported("multipleOf", ptr)?;
+            // Merged so that `integer` folds into the step (see `NumCore::merge`).
+            match n.merge(&NumCore { multiple: Some(q), ..NumCore::any() }) {
+                Ok(t) if t.multiple_supported() => n = t,
+                _ => self.unsupported("multipleOf", ptr)?,
             }
         }
         Ok(Some(n))
