@@ -19,7 +19,10 @@
 //! one is not). With a bound on the side of the
 //! digits typed, the scales that meet the range are finite, and the scan over them stops at the
 //! first scale whose interval lies inside the range and spans two multiples, so it visits at
-//! most a few more scales than there are digits typed.
+//! most a few more scales than there are digits typed. `not: {multipleOf r}` excludes the
+//! multiples `k × q` with `c | k` for a period `c`; a run of `lcm(c…)` consecutive multiples
+//! always keeps one (`k ≡ 1`), and shorter runs are scanned. Inside the exponent, being a
+//! multiple of `r` is monotone in the exponent too, so it stays an interval.
 //!
 //! Limits: exponents of more than [`MAX_EXP_DIGITS`] digits are refused (documented), and
 //! `multipleOf` needs a mantissa of at most [`MAX_MULTIPLE_DIGITS`] digits and bounds within
@@ -34,6 +37,10 @@ pub(crate) const MAX_EXP_DIGITS: usize = 9;
 /// `multipleOf` mantissas are at most this many digits, so remainders modulo them (and a
 /// digit more) fit a `u128`.
 pub(crate) const MAX_MULTIPLE_DIGITS: usize = 30;
+
+/// `not: {multipleOf}` under a step: the multiples of the step it excludes repeat with at
+/// most this period (in steps), which bounds the multiples scanned in one interval.
+pub(crate) const MAX_EXCLUDED_PERIOD: u128 = 100_000;
 
 /// Bounds of a `multipleOf` range are below `10^(e + this)` for `q = Q × 10^e`, which caps the
 /// digits of the unit counts that liveness computes.
@@ -246,9 +253,10 @@ pub(crate) struct NumCore {
     /// Draft-04 `integer`: the text itself must be an integer literal (no fraction, no
     /// exponent), as Python's `json` module parses `1.0` to a float.
     pub int_syntax: bool,
-    /// The value must *not* be an integer (`not: {type: integer}`); not combined with
-    /// `multipleOf` (a merge refuses it).
+    /// The value must *not* be an integer (`not: {type: integer}`).
     pub frac: bool,
+    /// The value must not be a multiple of any of these (`not: {multipleOf}`), sorted.
+    pub not_multiples: Vec<Dec>,
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -406,6 +414,7 @@ impl NumCore {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
@@ -418,6 +427,7 @@ impl NumCore {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
@@ -449,14 +459,31 @@ impl NumCore {
             multiple,
             int_syntax: self.int_syntax || o.int_syntax,
             frac: self.frac || o.frac,
+            not_multiples: {
+                let mut v: Vec<Dec> =
+                    self.not_multiples.iter().chain(&o.not_multiples).cloned().collect();
+                v.sort();
+                v.dedup();
+                v
+            },
         })
     }
 
-    /// Can liveness decide `multipleOf` exactly? Its mantissa must have at most
-    /// [`MAX_MULTIPLE_DIGITS`] digits, `integer` must already be folded into it (as
-    /// [`NumCore::merge`] does), and the bounds must lie within [`MAX_MULTIPLE_SPAN`] orders
-    /// of magnitude of its last digit.
+    /// Can liveness decide `multipleOf` (and `not: {multipleOf}`) exactly? Each mantissa must
+    /// have at most [`MAX_MULTIPLE_DIGITS`] digits, `integer` must already be folded into the
+    /// step (as [`NumCore::merge`] does), the bounds must lie within [`MAX_MULTIPLE_SPAN`]
+    /// orders of magnitude of the step's last digit, and excluded multiples must repeat
+    /// along the step's multiples with a period of at most [`MAX_EXCLUDED_PERIOD`].
     pub(crate) fn multiple_supported(&self) -> bool {
+        if self.not_multiples.iter().any(|r| r.int_pow().0.len() > MAX_MULTIPLE_DIGITS) {
+            return false;
+        }
+        let one = pow10(0);
+        if let (Some(s), false) = (self.step(&one), self.not_multiples.is_empty()) {
+            if self.exclusions(s).is_none() {
+                return false;
+            }
+        }
         let Some(q) = &self.multiple else { return true };
         let (qd, e) = q.int_pow();
         let near = |b: &Bound| {
@@ -466,6 +493,26 @@ impl NumCore {
             && (!self.integer || q.is_integer())
             && near(&self.lo)
             && near(&self.hi)
+    }
+
+    /// With `not: {multipleOf r}`: which multiples `k × step` are excluded, as periods `c`
+    /// (`k × step` is a multiple of `r` iff `c` divides `k`), "not an integer" counting as
+    /// `r = 1`; `None` when they do not fit (refused at compile time).
+    fn exclusions(&self, step: &Dec) -> Option<Exclusions> {
+        let mut cs = smallvec::SmallVec::new();
+        let one = pow10(0);
+        let frac = self.frac.then_some(&one);
+        for r in self.not_multiples.iter().chain(frac) {
+            cs.push(index_period(step, r)?);
+        }
+        let mut period: u128 = 1;
+        for &c in &cs {
+            period = period / gcd(period, c) * c;
+            if period > MAX_EXCLUDED_PERIOD {
+                return None;
+            }
+        }
+        Some(Exclusions { cs, period })
     }
 
     /// The step values are multiples of: `multipleOf` (with `integer` folded in), or 1 for
@@ -502,6 +549,7 @@ impl NumCore {
             && (!self.integer || v.is_integer())
             && (!self.frac || !v.is_integer())
             && self.multiple.as_ref().is_none_or(|q| v.is_multiple_of(q))
+            && !self.not_multiples.iter().any(|r| v.is_multiple_of(r))
     }
 
     /// Does the complete number text satisfy the constraint?
@@ -513,7 +561,11 @@ impl NumCore {
 
     /// No bounds, no `multipleOf`, no "not an integer" (see [`canonical`]).
     pub(crate) fn is_unbounded(&self) -> bool {
-        self.lo.is_none() && self.hi.is_none() && self.multiple.is_none() && !self.frac
+        self.lo.is_none()
+            && self.hi.is_none()
+            && self.multiple.is_none()
+            && !self.frac
+            && self.not_multiples.is_empty()
     }
 
     /// Can the (possibly incomplete) number `text` still be completed to a value that
@@ -528,6 +580,7 @@ impl NumCore {
             && !self.integer
             && !self.frac
             && self.multiple.is_none()
+            && self.not_multiples.is_empty()
         {
             // Any number: every syntactic prefix completes (`int_syntax` is checked below).
             return !self.int_syntax
@@ -544,18 +597,30 @@ impl NumCore {
             // Every multiple of an integer is an integer.
             return false;
         }
+        let excl = match step {
+            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s) {
+                Some(x) => x,
+                None => return false, // refused at compile time (`multiple_supported`)
+            },
+            _ => Exclusions::default(),
+        };
+        if excl.cs.contains(&1) {
+            // Every multiple of the step is excluded.
+            return false;
+        }
         match p.phase {
             Phase::Empty => {
                 self.accepts(&Dec::zero())
-                    || self.family_live(false, &[], step)
-                    || self.family_live(true, &[], step)
+                    || self.family_live(false, &[], step, &excl)
+                    || self.family_live(true, &[], step, &excl)
             }
             // An integer literal `0` or `-0` has no continuation.
             Phase::Zero if self.int_syntax => self.accepts(&Dec::zero()),
             Phase::Minus | Phase::Zero | Phase::Int | Phase::Dot | Phase::Frac => {
                 let lead = p.mant.iter().take_while(|&&d| d == 0).count();
                 let sig = &p.mant[lead..];
-                (sig.is_empty() && self.accepts(&Dec::zero())) || self.family_live(p.neg, sig, step)
+                (sig.is_empty() && self.accepts(&Dec::zero()))
+                    || self.family_live(p.neg, sig, step, &excl)
             }
             Phase::E | Phase::ESign | Phase::Exp => self.exp_live(&p),
         }
@@ -573,12 +638,13 @@ impl NumCore {
             multiple: self.multiple.clone(),
             int_syntax: self.int_syntax,
             frac: self.frac,
+            not_multiples: self.not_multiples.clone(),
         }
     }
 
     /// Is there a value `> 0` (sign `neg`) whose significant digits start with `sig`, a
     /// multiple of `step` when there is one?
-    fn family_live(&self, neg: bool, sig: &[u8], step: Option<&Dec>) -> bool {
+    fn family_live(&self, neg: bool, sig: &[u8], step: Option<&Dec>, excl: &Exclusions) -> bool {
         let c = self.oriented(neg);
         // Positive values only.
         let (hi, hex) = match &c.hi {
@@ -597,7 +663,7 @@ impl NumCore {
         if sig.is_empty() {
             let zero = Dec::zero();
             let (l, lex) = lo_pos.unwrap_or((&zero, true));
-            return c.exists_in(step, l, lex, hi, hex);
+            return c.exists_in(step, excl, l, lex, hi, hex);
         }
         let p_lo = Dec::norm(false, sig.to_vec(), 0); // 0.P
         let mut up = sig.to_vec();
@@ -633,12 +699,13 @@ impl NumCore {
         // A scale t with lo.exp + 1 <= t <= hi.exp - 1 has its interval J_t inside
         // [10^(t-1), 10^t), strictly above lo and at most hi; when also t - n >= step.exp + 1,
         // J_t is at least 10^(step.exp + 1) > 2 × step long, so it holds two consecutive
-        // multiples, of which one is not an integer when the step is not. Such a scale
+        // multiples, of which one is not an integer when the step is not (with exclusions,
+        // `span` digits more give a whole period of multiples). Such a scale
         // decides at once; when there is none, the scan below is short (hi.exp is then at most
         // a few scales above t_min plus the digits typed).
         let inner = lo_pos
             .map_or(t_min, |(l, _)| l.exp + 1)
-            .max(step.map_or(t_min, |s| n + s.exp + 1))
+            .max(step.map_or(t_min, |s| n + s.exp + excl.span()))
             .max(t_min);
         if inner < hi.exp {
             return true;
@@ -659,7 +726,7 @@ impl NumCore {
                 _ => (a, false),
             };
             let (h, hx) = if *hi < b { (hi.clone(), hex) } else { (b, true) };
-            if c.exists_in(step, &l, lex, &h, hx) {
+            if c.exists_in(step, excl, &l, lex, &h, hx) {
                 return true;
             }
             t += 1;
@@ -669,7 +736,15 @@ impl NumCore {
 
     /// Is there an admissible value in the interval from `l >= 0` to `h` (open ends where
     /// `lex`/`hex`): a multiple of `step` if any, not an integer for `frac`?
-    fn exists_in(&self, step: Option<&Dec>, l: &Dec, lex: bool, h: &Dec, hex: bool) -> bool {
+    fn exists_in(
+        &self,
+        step: Option<&Dec>,
+        excl: &Exclusions,
+        l: &Dec,
+        lex: bool,
+        h: &Dec,
+        hex: bool,
+    ) -> bool {
         match l.cmp(h) {
             Ordering::Greater => return false,
             Ordering::Equal => return !lex && !hex && self.accepts(l),
@@ -703,6 +778,9 @@ impl NumCore {
         };
         if !below(&m) {
             return false;
+        }
+        if !excl.cs.is_empty() {
+            return excl.any_kept(m, qm, below);
         }
         if !self.frac {
             return true;
@@ -761,6 +839,12 @@ impl NumCore {
         if c.frac {
             // m × 10^x has a fractional part iff x < (digits − exp).
             xhi = xhi.min(m.digits.len() as i64 - m.exp - 1);
+        }
+        for r in &c.not_multiples {
+            // m × 10^x is a multiple of r iff x >= x_r.
+            if let Some(x) = min_exp_for_multiple(&m, r) {
+                xhi = xhi.min(x - 1);
+            }
         }
         if let Some(q) = &c.multiple {
             match min_exp_for_multiple(&m, q) {
@@ -828,6 +912,75 @@ fn min_exp_for_multiple(m: &Dec, q: &Dec) -> Option<i64> {
         r = (r * 10) % qm;
     }
     None
+}
+
+/// Multiples `k × step` excluded by `not: {multipleOf}` (and "not an integer"): those with
+/// `c | k` for some `c` in `cs`; the pattern repeats every `period` multiples.
+#[derive(Default)]
+struct Exclusions {
+    cs: smallvec::SmallVec<[u128; 4]>,
+    period: u128,
+}
+
+impl Exclusions {
+    /// Scales beyond the step's order that make an interval hold a whole period of multiples
+    /// (`10^span > 2 × period`).
+    fn span(&self) -> i64 {
+        if self.cs.is_empty() {
+            return 1;
+        }
+        (self.period.saturating_mul(2)).to_string().len() as i64
+    }
+
+    /// Is one of the multiples `m`, `m + Q`, … (in units, while `below`) kept? `m = k × Q`.
+    fn any_kept(&self, mut m: Units, qm: u128, below: impl Fn(&Units) -> bool) -> bool {
+        // A run of `period` consecutive multiples holds k ≡ 1 (mod period), which no c >= 2
+        // divides (`live` has refused c = 1).
+        let mut last = m.clone();
+        units_add(&mut last, qm * (self.period - 1));
+        if below(&last) {
+            return true;
+        }
+        // k mod c = (m mod (Q c)) / Q.
+        let mut res: smallvec::SmallVec<[u128; 4]> =
+            self.cs.iter().map(|&c| units_mod(&m, qm * c) / qm).collect();
+        loop {
+            if res.iter().all(|&r| r != 0) {
+                return true;
+            }
+            units_add(&mut m, qm);
+            if !below(&m) {
+                return false;
+            }
+            for (r, &c) in res.iter_mut().zip(&self.cs) {
+                *r = (*r + 1) % c;
+            }
+        }
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The least `c` with `c × q` a multiple of `r` (both positive), if it fits.
+fn index_period(q: &Dec, r: &Dec) -> Option<u128> {
+    let (qd, a) = q.int_pow();
+    let (rd, b) = r.int_pow();
+    let p = a.min(b);
+    let scale = |d: &[u8], k: i64| -> Option<u128> {
+        let mut v = small(d)?;
+        for _ in 0..k {
+            v = v.checked_mul(10)?;
+        }
+        Some(v)
+    };
+    let qs = scale(qd, a - p)?;
+    let rs = scale(rd, b - p)?;
+    Some(rs / gcd(qs, rs))
 }
 
 /// A non-negative integer as decimal digits, most significant first, without leading zeros
@@ -956,6 +1109,7 @@ mod tests {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
@@ -1257,6 +1411,30 @@ mod oracle {
         check(&core(Some(("-12", false)), Some(("7", true)), "", true), "1", -12..=7, 5, 5);
         check(&core(Some(("0.1", false)), Some(("0.9", false)), "", true), "1", 0..=1, 4, 5);
         check(&core(Some(("4", true)), Some(("8", true)), "4", false), "4", 0..=3, 4, 5);
+        // `not: {multipleOf}`: 13 k in (100, 1000) with k prime to 2, 3, 5, 7 and 11.
+        let mut p = core(Some(("100", true)), Some(("1000", true)), "13", true);
+        p = p
+            .merge(&NumCore {
+                not_multiples: [2, 3, 5, 7, 11].map(|r| d(&r.to_string())).to_vec(),
+                ..NumCore::any()
+            })
+            .unwrap();
+        assert!(p.multiple_supported());
+        check(&p, "13", 7..=77, 5, 5);
+        // Halves except multiples of 1.5, not integers either: ±0.5, ±2.5.
+        let mut h = core(Some(("-3", false)), Some(("3", false)), "0.5", false);
+        h.not_multiples.push(d("1.5"));
+        h.frac = true;
+        check(&h, "0.5", -6..=6, 5, 7);
+        // Excluding the step itself leaves nothing.
+        let mut e = core(Some(("-3", false)), Some(("3", false)), "0.5", false);
+        e.not_multiples.push(d("0.25"));
+        check(&e, "0.5", -6..=6, 4, 4);
+        // Without a step: odd numbers and non-integers.
+        let mut o = NumCore::any();
+        o.not_multiples.push(d("2"));
+        assert!(o.live(b"4") && o.live(b"4e") && !o.live(b"4e0") && o.live(b"4.1e0"));
+        assert!(o.accepts_text(b"3") && !o.accepts_text(b"0") && o.live(b"0.") && !o.live(b"0e"));
         // Amounts with two decimals (maskbench): only a prefix check near the top.
         let money = core(Some(("0", false)), Some(("99999999999.99", false)), "0.01", false);
         assert!(money.live(b"99999999999.9") && money.live(b"99999999999.99"));
