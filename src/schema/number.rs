@@ -1379,6 +1379,11 @@ mod oracle {
         check(&core(Some(("-100", true)), Some(("-20", false)), "7", true), "7", -15..=-2, 5, 6);
         // Integers with a fractional step: the step becomes 3.
         check(&core(Some(("-10", false)), Some(("10", false)), "0.3", true), "3", -4..=4, 5, 6);
+    }
+
+    /// "Not an integer", integer literals, a single value and merged steps.
+    #[test]
+    fn not_integers_and_merged_steps_match_the_oracle() {
         // Not an integer: 1.2, 1.6, 2.4, 2.8, 3.6 (2 is excluded) in [1, 4].
         let mut f = core(Some(("1", false)), Some(("4", false)), "0.4", false);
         f.frac = true;
@@ -1399,6 +1404,11 @@ mod oracle {
             .unwrap();
         assert_eq!(m.multiple, Some(d("1.2")));
         check(&m, "1.2", -5..=5, 5, 7);
+    }
+
+    /// Wide integer steps, integers without a step, and `not: {multipleOf}`.
+    #[test]
+    fn integers_and_excluded_multiples_match_the_oracle() {
         // The Minecraft heights: [-2032, 2031], step 16.
         check(
             &core(Some(("-2032", false)), Some(("2031", false)), "16", true),
