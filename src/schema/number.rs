@@ -1311,7 +1311,6 @@ mod oracle {
                 values.push(v);
             }
         }
-        assert!(!values.is_empty() || c.lo.is_some(), "the case tests something");
         let mut live: HashSet<Vec<u8>> = HashSet::new();
         let mut out = Vec::new();
         for v in &values {
@@ -1359,6 +1358,44 @@ mod oracle {
             assert_eq!(c.accepts_text(t), acc, "accepts({:?})", String::from_utf8_lossy(t));
         }
         assert!(n_live > 0 || values.is_empty());
+    }
+
+    /// One random bounded constraint checked on prefixes of up to 4 bytes; 1 if it admits
+    /// a value.
+    pub(super) fn check_random(next: &mut impl FnMut(usize) -> usize) -> usize {
+        const BOUNDS: [&str; 12] =
+            ["-20", "-7.5", "-3", "-1", "-0.5", "0", "0.3", "1", "2.25", "6", "12", "40"];
+        const STEPS: [&str; 10] = ["0.25", "0.3", "0.5", "1", "1.5", "2", "3", "7", "0.04", "12"];
+        let (a, b) = (next(BOUNDS.len()), next(BOUNDS.len()));
+        let (lo, hi) = (BOUNDS[a.min(b)], BOUNDS[a.max(b)]);
+        let q = STEPS[next(STEPS.len())];
+        let mut c = core(Some((lo, next(2) == 0)), Some((hi, next(2) == 0)), q, next(3) == 0);
+        if !c.integer && next(3) == 0 {
+            c.frac = true;
+        }
+        if next(3) == 0 {
+            let r = STEPS[next(STEPS.len())];
+            c = c.merge(&NumCore { not_multiples: vec![d(r)], ..NumCore::any() }).unwrap();
+        }
+        if !c.multiple_supported() {
+            return 0;
+        }
+        let step = c.multiple.clone().unwrap();
+        let (sd, sp) = step.int_pow();
+        // |k| × step <= 40.
+        let kmax = (40.0 / (small(sd).unwrap() as f64 * 10f64.powi(sp as i32))).ceil() as i64;
+        let admits = (-kmax..=kmax).any(|k| {
+            let v = Dec::parse(&format!("{}e{sp}", small(sd).unwrap() as i128 * i128::from(k)));
+            v.is_some_and(|v| c.accepts(&v))
+        });
+        check(&c, &format_dec(&step), -kmax..=kmax, 4, 7);
+        usize::from(admits)
+    }
+
+    fn format_dec(v: &Dec) -> String {
+        let (digits, p) = v.int_pow();
+        let m: String = digits.iter().map(|&x| char::from(b'0' + x)).collect();
+        format!("{m}e{p}")
     }
 
     #[test]
@@ -1475,5 +1512,28 @@ mod oracle {
         let mut g = core(None, None, "2", false);
         g.frac = true;
         assert!(!g.live(b"") && !g.live(b"1.5"), "multiples of 2 are integers");
+    }
+}
+
+/// Random bounded constraints (fixed seed) against the same oracle.
+#[cfg(test)]
+mod oracle_random {
+    use super::oracle::check_random;
+
+    #[test]
+    fn random_bounded_constraints_match_the_oracle() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| -> usize {
+            // xorshift64*
+            seed ^= seed >> 12;
+            seed ^= seed << 25;
+            seed ^= seed >> 27;
+            (seed.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        };
+        let mut checked = 0;
+        for _ in 0..60 {
+            checked += check_random(&mut next);
+        }
+        assert!(checked >= 30, "only {checked} constraints had values");
     }
 }
