@@ -1127,6 +1127,7 @@ impl<'a> Compiler<'a> {
                     multiple: None,
                     int_syntax: false,
                     frac: false,
+                    not_multiples: Vec::new(),
                 })
                 .expect("no multiple");
         }
@@ -1139,6 +1140,7 @@ impl<'a> Compiler<'a> {
                     multiple: None,
                     int_syntax: false,
                     frac: false,
+                    not_multiples: Vec::new(),
                 })
                 .expect("no multiple");
         }
@@ -1147,12 +1149,10 @@ impl<'a> Compiler<'a> {
             if q.is_zero() || q < Dec::zero() {
                 return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
             }
-            let mut t = n.clone();
-            t.multiple = Some(q);
-            if t.multiple_supported() {
-                n = t;
-            } else {
-                self.unsupported("multipleOf", ptr)?;
+            // Merged so that `integer` folds into the step (see `NumCore::merge`).
+            match n.merge(&NumCore { multiple: Some(q), ..NumCore::any() }) {
+                Ok(t) if t.multiple_supported() => n = t,
+                _ => self.unsupported("multipleOf", ptr)?,
             }
         }
         Ok(Some(n))
@@ -1639,6 +1639,19 @@ impl<'a> Compiler<'a> {
                     let tv = self.lookup(&t).expect("resolved");
                     alts.push(self.negate(tv, &t, depth + 1)?);
                 }
+                "multipleOf" => {
+                    // Numbers that are not multiples (other types pass `multipleOf`).
+                    let q = Self::get_dec(x, ptr, k)?;
+                    if q.is_zero() || q < Dec::zero() {
+                        return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
+                    }
+                    let n = NumCore { not_multiples: vec![q], ..NumCore::any() };
+                    if !n.multiple_supported() {
+                        return Err(SchemaError::unsupported("not", ptr));
+                    }
+                    let cs = vec![self.core(Core::Number(n))];
+                    alts.push(self.push(Expr::Cores(cs)));
+                }
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     let d = Self::get_dec(x, ptr, k)?;
                     let mut n = NumCore::any();
@@ -1753,7 +1766,6 @@ impl<'a> Compiler<'a> {
                 "additionalProperties"
                 | "patternProperties"
                 | "propertyNames"
-                | "multipleOf"
                 | "dependencies"
                 | "dependentRequired"
                 | "dependentSchemas"
@@ -1823,6 +1835,7 @@ impl<'a> Compiler<'a> {
                 multiple: None,
                 int_syntax: false,
                 frac: false,
+                not_multiples: Vec::new(),
             };
             cs.push(self.core(Core::Number(n)));
             prev = Some(d.clone());
@@ -1834,6 +1847,7 @@ impl<'a> Compiler<'a> {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         };
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);

@@ -11,14 +11,40 @@
 //! monotone in `x`, so the range becomes an interval of exponents. Values are compared as exact
 //! decimals (`1000e-1` is 100, `1.0` is an integer).
 //!
+//! `multipleOf q` (and `integer`, which is `multipleOf 1`) meets each candidate interval
+//! exactly: with `q = Q × 10^e`, values are counted in units of `10^e`, the first multiple of
+//! `Q` units at or above the interval's lower end is found with a remainder modulo `Q`, and it
+//! is compared with the upper end, respecting open and closed ends; for "not an integer" the
+//! next multiple is tried too (when a multiple of a non-integer `q` is an integer, the next
+//! one is not). With a bound on the side of the
+//! digits typed, the scales that meet the range are finite, and the scan over them stops at the
+//! first scale whose interval lies inside the range and spans two multiples, so it visits at
+//! most a few more scales than there are digits typed. `not: {multipleOf r}` excludes the
+//! multiples `k × q` with `c | k` for a period `c`; a run of `lcm(c…)` consecutive multiples
+//! always keeps one (`k ≡ 1`), and shorter runs are scanned. Inside the exponent, being a
+//! multiple of `r` is monotone in the exponent too, so it stays an interval.
+//!
 //! Limits: exponents of more than [`MAX_EXP_DIGITS`] digits are refused (documented), and
-//! `multipleOf` is supported where the range is unbounded in the direction away from zero
-//! (checked at compile time by [`NumCore::multiple_supported`]).
+//! `multipleOf` needs a mantissa of at most [`MAX_MULTIPLE_DIGITS`] digits and bounds within
+//! [`MAX_MULTIPLE_SPAN`] decimal orders of `q`'s last digit (checked at compile time by
+//! [`NumCore::multiple_supported`]; other cases are `Unsupported`, never a wrong mask).
 
 use std::cmp::Ordering;
 
 /// Exponents are at most this many digits.
 pub(crate) const MAX_EXP_DIGITS: usize = 9;
+
+/// `multipleOf` mantissas are at most this many digits, so remainders modulo them (and a
+/// digit more) fit a `u128`.
+pub(crate) const MAX_MULTIPLE_DIGITS: usize = 30;
+
+/// `not: {multipleOf}` under a step: the multiples of the step it excludes repeat with at
+/// most this period (in steps), which bounds the multiples scanned in one interval.
+pub(crate) const MAX_EXCLUDED_PERIOD: u128 = 100_000;
+
+/// Bounds of a `multipleOf` range are below `10^(e + this)` for `q = Q × 10^e`, which caps the
+/// digits of the unit counts that liveness computes.
+pub(crate) const MAX_MULTIPLE_SPAN: i64 = 4000;
 
 /// An exact decimal: `(-1)^neg × 0.d1 d2 … dn × 10^exp`, digits without leading or trailing
 /// zeros; zero has no digits.
@@ -227,9 +253,10 @@ pub(crate) struct NumCore {
     /// Draft-04 `integer`: the text itself must be an integer literal (no fraction, no
     /// exponent), as Python's `json` module parses `1.0` to a float.
     pub int_syntax: bool,
-    /// The value must *not* be an integer (`not: {type: integer}`); not combined with
-    /// `multipleOf` (a merge refuses it).
+    /// The value must *not* be an integer (`not: {type: integer}`).
     pub frac: bool,
+    /// The value must not be a multiple of any of these (`not: {multipleOf}`), sorted.
+    pub not_multiples: Vec<Dec>,
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -387,6 +414,7 @@ impl NumCore {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
@@ -399,14 +427,15 @@ impl NumCore {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
-    /// The intersection; `Err` when `multipleOf` values cannot be combined exactly.
+    /// The intersection; `Err` when `multipleOf` values cannot be combined exactly. With
+    /// `integer`, the step becomes `lcm(q, 1)` (the integer multiples of `q`), which liveness
+    /// relies on.
     pub(crate) fn merge(&self, o: &NumCore) -> Result<NumCore, ()> {
-        if (self.frac || o.frac) && (self.multiple.is_some() || o.multiple.is_some()) {
-            return Err(());
-        }
+        let integer = self.integer || o.integer;
         let multiple = match (&self.multiple, &o.multiple) {
             (None, x) | (x, None) => x.clone(),
             (Some(a), Some(b)) => {
@@ -419,34 +448,81 @@ impl NumCore {
                 }
             }
         };
+        let multiple = match multiple {
+            Some(q) if integer && !q.is_integer() => Some(q.lcm(&pow10(0)).ok_or(())?),
+            m => m,
+        };
         Ok(NumCore {
             lo: tighter_lo(&self.lo, &o.lo),
             hi: tighter_hi(&self.hi, &o.hi),
-            integer: self.integer || o.integer,
+            integer,
             multiple,
             int_syntax: self.int_syntax || o.int_syntax,
             frac: self.frac || o.frac,
+            not_multiples: {
+                let mut v: Vec<Dec> =
+                    self.not_multiples.iter().chain(&o.not_multiples).cloned().collect();
+                v.sort();
+                v.dedup();
+                v
+            },
         })
     }
 
-    /// `multipleOf` is decided exactly when the range is unbounded away from zero on each side
-    /// it allows (see the module docs).
+    /// Can liveness decide `multipleOf` (and `not: {multipleOf}`) exactly? Each mantissa must
+    /// have at most [`MAX_MULTIPLE_DIGITS`] digits, `integer` must already be folded into the
+    /// step (as [`NumCore::merge`] does), the bounds must lie within [`MAX_MULTIPLE_SPAN`]
+    /// orders of magnitude of the step's last digit, and excluded multiples must repeat
+    /// along the step's multiples with a period of at most [`MAX_EXCLUDED_PERIOD`].
     pub(crate) fn multiple_supported(&self) -> bool {
-        if self.multiple.is_none() {
-            return true;
+        if self.not_multiples.iter().any(|r| r.int_pow().0.len() > MAX_MULTIPLE_DIGITS) {
+            return false;
         }
-        let lo_ok = match &self.lo {
-            None => true,
-            Some((v, _)) => !v.neg,
+        let one = pow10(0);
+        if let (Some(s), false) = (self.step(&one), self.not_multiples.is_empty()) {
+            if self.exclusions(s).is_none() {
+                return false;
+            }
+        }
+        let Some(q) = &self.multiple else { return true };
+        let (qd, e) = q.int_pow();
+        let near = |b: &Bound| {
+            b.as_ref().is_none_or(|(v, _)| v.is_zero() || v.exp - e <= MAX_MULTIPLE_SPAN)
         };
-        let hi_ok = match &self.hi {
-            None => true,
-            Some((v, _)) => v.neg || v.is_zero(),
-        };
-        // Either side infinite with the other side not crossing into it.
-        (self.lo.is_none() && self.hi.is_none())
-            || (self.hi.is_none() && lo_ok)
-            || (self.lo.is_none() && hi_ok)
+        qd.len() <= MAX_MULTIPLE_DIGITS
+            && (!self.integer || q.is_integer())
+            && near(&self.lo)
+            && near(&self.hi)
+    }
+
+    /// With `not: {multipleOf r}`: which multiples `k × step` are excluded, as periods `c`
+    /// (`k × step` is a multiple of `r` iff `c` divides `k`), "not an integer" counting as
+    /// `r = 1`; `None` when they do not fit (refused at compile time).
+    fn exclusions(&self, step: &Dec) -> Option<Exclusions> {
+        let mut cs = smallvec::SmallVec::new();
+        let one = pow10(0);
+        let frac = self.frac.then_some(&one);
+        for r in self.not_multiples.iter().chain(frac) {
+            cs.push(index_period(step, r)?);
+        }
+        let mut period: u128 = 1;
+        for &c in &cs {
+            period = period / gcd(period, c) * c;
+            if period > MAX_EXCLUDED_PERIOD {
+                return None;
+            }
+        }
+        Some(Exclusions { cs, period })
+    }
+
+    /// The step values are multiples of: `multipleOf` (with `integer` folded in), or 1 for
+    /// integers; `one` holds the 1.
+    fn step<'s>(&'s self, one: &'s Dec) -> Option<&'s Dec> {
+        match &self.multiple {
+            Some(q) => Some(q),
+            None if self.integer => Some(one),
+            None => None,
+        }
     }
 
     fn in_range(&self, v: &Dec) -> bool {
@@ -473,6 +549,7 @@ impl NumCore {
             && (!self.integer || v.is_integer())
             && (!self.frac || !v.is_integer())
             && self.multiple.as_ref().is_none_or(|q| v.is_multiple_of(q))
+            && !self.not_multiples.iter().any(|r| v.is_multiple_of(r))
     }
 
     /// Does the complete number text satisfy the constraint?
@@ -484,7 +561,11 @@ impl NumCore {
 
     /// No bounds, no `multipleOf`, no "not an integer" (see [`canonical`]).
     pub(crate) fn is_unbounded(&self) -> bool {
-        self.lo.is_none() && self.hi.is_none() && self.multiple.is_none() && !self.frac
+        self.lo.is_none()
+            && self.hi.is_none()
+            && self.multiple.is_none()
+            && !self.frac
+            && self.not_multiples.is_empty()
     }
 
     /// Can the (possibly incomplete) number `text` still be completed to a value that
@@ -499,6 +580,7 @@ impl NumCore {
             && !self.integer
             && !self.frac
             && self.multiple.is_none()
+            && self.not_multiples.is_empty()
         {
             // Any number: every syntactic prefix completes (`int_syntax` is checked below).
             return !self.int_syntax
@@ -509,16 +591,36 @@ impl NumCore {
         {
             return false;
         }
+        let one = pow10(0);
+        let step = self.step(&one);
+        if self.frac && step.is_some_and(Dec::is_integer) {
+            // Every multiple of an integer is an integer.
+            return false;
+        }
+        let excl = match step {
+            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s) {
+                Some(x) => x,
+                None => return false, // refused at compile time (`multiple_supported`)
+            },
+            _ => Exclusions::default(),
+        };
+        if excl.cs.contains(&1) {
+            // Every multiple of the step is excluded.
+            return false;
+        }
         match p.phase {
             Phase::Empty => {
                 self.accepts(&Dec::zero())
-                    || self.family_live(false, &[])
-                    || self.family_live(true, &[])
+                    || self.family_live(false, &[], step, &excl)
+                    || self.family_live(true, &[], step, &excl)
             }
+            // An integer literal `0` or `-0` has no continuation.
+            Phase::Zero if self.int_syntax => self.accepts(&Dec::zero()),
             Phase::Minus | Phase::Zero | Phase::Int | Phase::Dot | Phase::Frac => {
                 let lead = p.mant.iter().take_while(|&&d| d == 0).count();
                 let sig = &p.mant[lead..];
-                (sig.is_empty() && self.accepts(&Dec::zero())) || self.family_live(p.neg, sig)
+                (sig.is_empty() && self.accepts(&Dec::zero()))
+                    || self.family_live(p.neg, sig, step, &excl)
             }
             Phase::E | Phase::ESign | Phase::Exp => self.exp_live(&p),
         }
@@ -536,30 +638,32 @@ impl NumCore {
             multiple: self.multiple.clone(),
             int_syntax: self.int_syntax,
             frac: self.frac,
+            not_multiples: self.not_multiples.clone(),
         }
     }
 
-    /// Is there a value `> 0` (sign `neg`) whose significant digits start with `sig`?
-    fn family_live(&self, neg: bool, sig: &[u8]) -> bool {
+    /// Is there a value `> 0` (sign `neg`) whose significant digits start with `sig`, a
+    /// multiple of `step` when there is one?
+    fn family_live(&self, neg: bool, sig: &[u8], step: Option<&Dec>, excl: &Exclusions) -> bool {
         let c = self.oriented(neg);
         // Positive values only.
-        let hi = match &c.hi {
-            None => return true, // unbounded above: large scales reach any constraint
-            Some((h, ex)) => {
-                if h.neg || (h.is_zero()) {
-                    return false;
-                }
-                (h.clone(), *ex)
-            }
+        let (hi, hex) = match &c.hi {
+            // Unbounded above: large scales hold whole runs of multiples, integers or not
+            // (`live` has refused "not an integer" with an integer step).
+            None => return true,
+            Some((h, _)) if h.neg || h.is_zero() => return false,
+            Some((h, ex)) => (h, *ex),
+        };
+        let lo_pos = match &c.lo {
+            Some((l, ex)) if !l.neg && !l.is_zero() => Some((l, *ex)),
+            _ => None,
         };
         let n = sig.len() as i64;
         // Without digits yet any positive value is reachable.
         if sig.is_empty() {
-            let (l, lex) = match &c.lo {
-                Some((l, e)) if !l.neg && !l.is_zero() => (l.clone(), *e),
-                _ => (Dec::zero(), true),
-            };
-            return c.exists_in(&l, lex, &hi.0, hi.1);
+            let zero = Dec::zero();
+            let (l, lex) = lo_pos.unwrap_or((&zero, true));
+            return c.exists_in(step, excl, l, lex, hi, hex);
         }
         let p_lo = Dec::norm(false, sig.to_vec(), 0); // 0.P
         let mut up = sig.to_vec();
@@ -582,26 +686,28 @@ impl NumCore {
         } else {
             Dec::norm(false, up, 0)
         };
-        let t_max = hi.0.exp + 1;
-        let t_min = match &c.lo {
-            Some((l, _)) if !l.neg && !l.is_zero() => l.exp - 1,
-            _ => {
-                if c.integer || c.multiple.is_some() {
-                    // Positive integers (and multiples, which exist only in supported shapes
-                    // with an unbounded side) are at least 1: scale >= 1.
-                    if c.multiple.is_some() {
-                        return false;
-                    }
-                    1
-                } else {
-                    // Arbitrarily small positive values are reachable and in range.
-                    return true;
-                }
-            }
+        // Values at scale t lie in [10^(t-1), 10^t).
+        let t_max = hi.exp + 1;
+        let t_min = match (lo_pos, step) {
+            (Some((l, _)), s) => (l.exp - 1).max(s.map_or(i64::MIN, |s| s.exp - 1)),
+            // Positive multiples are at least the step.
+            (None, Some(s)) => s.exp - 1,
+            // Arbitrarily small positive values are reachable and in range.
+            (None, None) => return true,
         };
         let t_min = if c.int_syntax { t_min.max(n) } else { t_min };
-        if t_max - t_min > 2000 {
-            // A range this wide contains whole scales: some J_t lies inside it.
+        // A scale t with lo.exp + 1 <= t <= hi.exp - 1 has its interval J_t inside
+        // [10^(t-1), 10^t), strictly above lo and at most hi; when also t - n >= step.exp + 1,
+        // J_t is at least 10^(step.exp + 1) > 2 × step long, so it holds two consecutive
+        // multiples, of which one is not an integer when the step is not (with exclusions,
+        // `span` digits more give a whole period of multiples). Such a scale
+        // decides at once; when there is none, the scan below is short (hi.exp is then at most
+        // a few scales above t_min plus the digits typed).
+        let inner = lo_pos
+            .map_or(t_min, |(l, _)| l.exp + 1)
+            .max(step.map_or(t_min, |s| n + s.exp + excl.span()))
+            .max(t_min);
+        if inner < hi.exp {
             return true;
         }
         let mut t = t_min;
@@ -615,12 +721,12 @@ impl NumCore {
             let a = shift(&p_lo);
             let b = shift(&p_hi);
             // J_t = [a, b) ∩ [lo, hi].
-            let (l, lex) = match &c.lo {
-                Some((l, e)) if *l >= a => (l.clone(), *e),
+            let (l, lex) = match lo_pos {
+                Some((l, e)) if *l >= a => (l.clone(), e),
                 _ => (a, false),
             };
-            let (h, hex) = if hi.0 < b { (hi.0.clone(), hi.1) } else { (b, true) };
-            if c.exists_in(&l, lex, &h, hex) {
+            let (h, hx) = if *hi < b { (hi.clone(), hex) } else { (b, true) };
+            if c.exists_in(step, excl, &l, lex, &h, hx) {
                 return true;
             }
             t += 1;
@@ -628,23 +734,70 @@ impl NumCore {
         false
     }
 
-    /// Is there an admissible value (integer if required) in the interval?
-    fn exists_in(&self, l: &Dec, lex: bool, h: &Dec, hex: bool) -> bool {
+    /// Is there an admissible value in the interval from `l >= 0` to `h` (open ends where
+    /// `lex`/`hex`): a multiple of `step` if any, not an integer for `frac`?
+    fn exists_in(
+        &self,
+        step: Option<&Dec>,
+        excl: &Exclusions,
+        l: &Dec,
+        lex: bool,
+        h: &Dec,
+        hex: bool,
+    ) -> bool {
         match l.cmp(h) {
             Ordering::Greater => return false,
             Ordering::Equal => return !lex && !hex && self.accepts(l),
             Ordering::Less => {}
         }
-        if !self.integer {
+        // A proper interval holds non-integers.
+        let Some(q) = step else { return true };
+        // Count in units of 10^e, q = Q units.
+        let (qd, e) = q.int_pow();
+        let Some(qm) = small(qd) else {
+            // Refused at compile time (`multiple_supported`).
+            return false;
+        };
+        let (lu, lexact) = units_floor(l, e);
+        // The first multiple of Q at or above l (above it when `lex`).
+        let mut m = lu;
+        if !lexact {
+            units_add(&mut m, 1);
+        }
+        match units_mod(&m, qm) {
+            0 if lexact && lex => units_add(&mut m, qm),
+            0 => {}
+            r => units_add(&mut m, qm - r),
+        }
+        let (hu, hexact) = units_floor(h, e);
+        let below = |m: &Units| match units_cmp(m, &hu) {
+            Ordering::Less => true,
+            // m = floor(h): in when h is closed or lies above it.
+            Ordering::Equal => !hex || !hexact,
+            Ordering::Greater => false,
+        };
+        if !below(&m) {
+            return false;
+        }
+        if !excl.cs.is_empty() {
+            return excl.any_kept(m, qm, below);
+        }
+        if !self.frac {
             return true;
         }
-        // Smallest integer >= l (or > l).
-        let c = ceil_int(l, lex);
-        match c.cmp(h) {
-            Ordering::Less => true,
-            Ordering::Equal => !hex,
-            Ordering::Greater => false,
+        if e >= 0 {
+            // Every multiple of an integer is an integer.
+            return false;
         }
+        // `m × 10^e` is an integer iff 10^(-e) divides m; then m + Q is not one (Q has no
+        // trailing zeros, so q is not an integer).
+        let s = (-e) as usize;
+        let integral = m.is_empty() || (m.len() > s && m[m.len() - s..].iter().all(|&d| d == 0));
+        if !integral {
+            return true;
+        }
+        units_add(&mut m, qm);
+        below(&m)
     }
 
     fn exp_live(&self, p: &Parsed) -> bool {
@@ -686,6 +839,12 @@ impl NumCore {
         if c.frac {
             // m × 10^x has a fractional part iff x < (digits − exp).
             xhi = xhi.min(m.digits.len() as i64 - m.exp - 1);
+        }
+        for r in &c.not_multiples {
+            // m × 10^x is a multiple of r iff x >= x_r.
+            if let Some(x) = min_exp_for_multiple(&m, r) {
+                xhi = xhi.min(x - 1);
+            }
         }
         if let Some(q) = &c.multiple {
             match min_exp_for_multiple(&m, q) {
@@ -755,66 +914,124 @@ fn min_exp_for_multiple(m: &Dec, q: &Dec) -> Option<i64> {
     None
 }
 
-/// The smallest integer `>= l` (or `> l` when `strict`).
-fn ceil_int(l: &Dec, strict: bool) -> Dec {
-    if l.is_integer() {
-        if strict {
-            return add_one(l);
+/// Multiples `k × step` excluded by `not: {multipleOf}` (and "not an integer"): those with
+/// `c | k` for some `c` in `cs`; the pattern repeats every `period` multiples.
+#[derive(Default)]
+struct Exclusions {
+    cs: smallvec::SmallVec<[u128; 4]>,
+    period: u128,
+}
+
+impl Exclusions {
+    /// Scales beyond the step's order that make an interval hold a whole period of multiples
+    /// (`10^span > 2 × period`).
+    fn span(&self) -> i64 {
+        if self.cs.is_empty() {
+            return 1;
         }
-        return l.clone();
+        (self.period.saturating_mul(2)).to_string().len() as i64
     }
-    // Truncate toward zero then adjust.
-    let keep = l.exp.max(0) as usize;
-    let trunc = if l.exp <= 0 {
-        Dec::zero()
-    } else {
-        Dec::norm(l.neg, l.digits[..keep.min(l.digits.len())].to_vec(), l.exp)
-    };
-    if l.neg {
-        trunc
-    } else {
-        add_one(&trunc)
+
+    /// Is one of the multiples `m`, `m + Q`, … (in units, while `below`) kept? `m = k × Q`.
+    fn any_kept(&self, mut m: Units, qm: u128, below: impl Fn(&Units) -> bool) -> bool {
+        // A run of `period` consecutive multiples holds k ≡ 1 (mod period), which no c >= 2
+        // divides (`live` has refused c = 1).
+        let mut last = m.clone();
+        units_add(&mut last, qm * (self.period - 1));
+        if below(&last) {
+            return true;
+        }
+        // k mod c = (m mod (Q c)) / Q.
+        let mut res: smallvec::SmallVec<[u128; 4]> =
+            self.cs.iter().map(|&c| units_mod(&m, qm * c) / qm).collect();
+        loop {
+            if res.iter().all(|&r| r != 0) {
+                return true;
+            }
+            units_add(&mut m, qm);
+            if !below(&m) {
+                return false;
+            }
+            for (r, &c) in res.iter_mut().zip(&self.cs) {
+                *r = (*r + 1) % c;
+            }
+        }
     }
 }
 
-fn add_one(v: &Dec) -> Dec {
-    // v is an integer. Compute v + 1 via digit arithmetic on its integer form.
-    if v.is_zero() {
-        return pow10(0);
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
     }
-    let n = v.exp as usize;
-    let mut d = v.digits.clone();
-    d.resize(n, 0);
-    if v.neg {
-        // -(|v| - 1)
-        let mut i = d.len();
-        loop {
-            i -= 1;
-            if d[i] == 0 {
-                d[i] = 9;
-            } else {
-                d[i] -= 1;
-                break;
-            }
+    a
+}
+
+/// The least `c` with `c × q` a multiple of `r` (both positive), if it fits.
+fn index_period(q: &Dec, r: &Dec) -> Option<u128> {
+    let (qd, a) = q.int_pow();
+    let (rd, b) = r.int_pow();
+    let p = a.min(b);
+    let scale = |d: &[u8], k: i64| -> Option<u128> {
+        let mut v = small(d)?;
+        for _ in 0..k {
+            v = v.checked_mul(10)?;
         }
-        return Dec::norm(true, d, n as i64);
+        Some(v)
+    };
+    let qs = scale(qd, a - p)?;
+    let rs = scale(rd, b - p)?;
+    Some(rs / gcd(qs, rs))
+}
+
+/// A non-negative integer as decimal digits, most significant first, without leading zeros
+/// (zero is empty).
+type Units = smallvec::SmallVec<[u8; 40]>;
+
+/// `floor(x / 10^e)` for `x >= 0`, and whether the division is exact.
+fn units_floor(x: &Dec, e: i64) -> (Units, bool) {
+    if x.is_zero() {
+        return (Units::new(), true);
     }
-    let mut i = d.len();
-    let mut carry = true;
-    while carry && i > 0 {
-        i -= 1;
-        if d[i] == 9 {
-            d[i] = 0;
-        } else {
-            d[i] += 1;
-            carry = false;
+    let k = x.exp - e;
+    if k <= 0 {
+        return (Units::new(), false);
+    }
+    let k = k as usize;
+    let n = x.digits.len();
+    if k >= n {
+        let mut u: Units = x.digits.iter().copied().collect();
+        u.extend(std::iter::repeat_n(0, k - n));
+        (u, true)
+    } else {
+        // The digits have no trailing zeros, so a dropped digit is non-zero.
+        (x.digits[..k].iter().copied().collect(), false)
+    }
+}
+
+/// `u += v`.
+fn units_add(u: &mut Units, v: u128) {
+    let mut carry = v;
+    for d in u.iter_mut().rev() {
+        if carry == 0 {
+            return;
         }
+        let t = u128::from(*d) + carry;
+        *d = (t % 10) as u8;
+        carry = t / 10;
     }
-    if carry {
-        d.insert(0, 1);
-        return Dec::norm(false, d, n as i64 + 1);
+    while carry > 0 {
+        u.insert(0, (carry % 10) as u8);
+        carry /= 10;
     }
-    Dec::norm(false, d, n as i64)
+}
+
+/// `u mod q` for `0 < q <= 10^MAX_MULTIPLE_DIGITS`.
+fn units_mod(u: &Units, q: u128) -> u128 {
+    u.iter().fold(0u128, |r, &d| (r * 10 + u128::from(d)) % q)
+}
+
+fn units_cmp(a: &Units, b: &Units) -> Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 #[cfg(test)]
@@ -892,6 +1109,7 @@ mod tests {
             multiple: None,
             int_syntax: false,
             frac: false,
+            not_multiples: Vec::new(),
         }
     }
 
@@ -950,5 +1168,372 @@ mod tests {
             "11 × 10^x is never a multiple of 3"
         );
         assert!(m.accepts_text(b"1.2e1") && !m.accepts_text(b"1.3e1"));
+    }
+}
+
+/// Liveness with `multipleOf` checked against an oracle that knows nothing of scales: for a
+/// constraint with finitely many admissible values, a text is live iff it is a prefix of some
+/// JSON text of one of them.
+#[cfg(test)]
+mod oracle {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn d(s: &str) -> Dec {
+        Dec::parse(s).unwrap()
+    }
+
+    /// `v` written as `int.frac` (frac possibly empty).
+    fn plain(v: &Dec) -> (String, String) {
+        let digits: String = v.digits.iter().map(|&x| char::from(b'0' + x)).collect();
+        let n = v.digits.len() as i64;
+        if v.is_zero() {
+            (String::from("0"), String::new())
+        } else if v.exp <= 0 {
+            (String::from("0"), "0".repeat((-v.exp) as usize) + &digits)
+        } else if v.exp >= n {
+            (digits + &"0".repeat((v.exp - n) as usize), String::new())
+        } else {
+            (digits[..v.exp as usize].to_string(), digits[v.exp as usize..].to_string())
+        }
+    }
+
+    /// Every JSON text of `v` up to `max` bytes with exponents of at most `max` in
+    /// magnitude (integer literals only for `int_syntax`).
+    fn texts(v: &Dec, max: usize, int_syntax: bool, out: &mut Vec<String>) {
+        let signs: &[&str] = if v.is_zero() {
+            &["", "-"]
+        } else if v.neg {
+            &["-"]
+        } else {
+            &[""]
+        };
+        let m = max as i64;
+        for x in -m..=m {
+            if int_syntax && x != 0 {
+                continue;
+            }
+            let mut scaled = v.clone();
+            if !scaled.is_zero() {
+                scaled.exp -= x;
+            }
+            let (int, frac) = plain(&scaled);
+            let mut exps: Vec<String> = Vec::new();
+            if x == 0 {
+                exps.push(String::new());
+            }
+            if !int_syntax {
+                let a = x.unsigned_abs().to_string();
+                let esigns: &[&str] = match x.cmp(&0) {
+                    Ordering::Less => &["-"],
+                    Ordering::Equal => &["", "+", "-"],
+                    Ordering::Greater => &["", "+"],
+                };
+                for e in ["e", "E"] {
+                    for s in esigns {
+                        for z in 0..max.min(6) {
+                            exps.push(format!("{e}{s}{}{a}", "0".repeat(z)));
+                        }
+                    }
+                }
+            }
+            for sign in signs {
+                for zeros in 0..=max {
+                    let body = if frac.is_empty() && zeros == 0 {
+                        format!("{sign}{int}")
+                    } else if int_syntax {
+                        break;
+                    } else {
+                        format!("{sign}{int}.{frac}{}", "0".repeat(zeros))
+                    };
+                    if body.len() > max {
+                        break;
+                    }
+                    for e in &exps {
+                        if body.len() + e.len() <= max {
+                            out.push(format!("{body}{e}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every text of at most `len` bytes over the number alphabet that is a number prefix.
+    fn prefixes(len: usize) -> Vec<Vec<u8>> {
+        let mut all = vec![Vec::new()];
+        let mut frontier = vec![Vec::new()];
+        for _ in 0..len {
+            let mut next = Vec::new();
+            for t in &frontier {
+                for &b in b"-0123456789.eE+" {
+                    let mut x: Vec<u8> = t.clone();
+                    x.push(b);
+                    if parse_prefix(&x).is_some() {
+                        next.push(x);
+                    }
+                }
+            }
+            all.extend(next.iter().cloned());
+            frontier = next;
+        }
+        all
+    }
+
+    fn core(lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, q: &str, integer: bool) -> NumCore {
+        let bounds = NumCore {
+            lo: lo.map(|(s, e)| (d(s), e)),
+            hi: hi.map(|(s, e)| (d(s), e)),
+            integer,
+            ..NumCore::any()
+        };
+        if q.is_empty() {
+            return bounds;
+        }
+        let c = bounds.merge(&NumCore { multiple: Some(d(q)), ..NumCore::any() }).unwrap();
+        assert!(c.multiple_supported());
+        c
+    }
+
+    /// Check `c` on every number prefix of at most `len` bytes; the admissible values are the
+    /// multiples `k × step` for `k` in `ks` that `c` accepts (a superset is fine), and their
+    /// texts are generated up to `len + extra` bytes, enough to complete every live prefix.
+    fn check(c: &NumCore, step: &str, ks: std::ops::RangeInclusive<i64>, len: usize, extra: usize) {
+        let step = d(step);
+        let mut values = Vec::new();
+        for k in ks {
+            let v = Dec::parse(&format!("{k}")).unwrap();
+            // k × step, exactly: digits of k times 10^(step's power) times step's digits.
+            let (sd, sp) = step.int_pow();
+            let prod = small(sd).unwrap() as i128 * i128::from(k);
+            let v = if v.is_zero() { v } else { Dec::parse(&format!("{prod}e{sp}")).unwrap() };
+            if c.accepts(&v) {
+                values.push(v);
+            }
+        }
+        let mut live: HashSet<Vec<u8>> = HashSet::new();
+        let mut out = Vec::new();
+        for v in &values {
+            out.clear();
+            texts(v, len + extra, c.int_syntax, &mut out);
+            for t in &out {
+                assert_eq!(Dec::parse(t).as_ref(), Some(v), "{t}");
+                for i in 0..=t.len().min(len) {
+                    live.insert(t.as_bytes()[..i].to_vec());
+                }
+            }
+        }
+        let canon: HashSet<Vec<u8>> = values
+            .iter()
+            .map(|v| {
+                let mut b = Vec::new();
+                v.canon(&mut b);
+                b
+            })
+            .collect();
+        let all = prefixes(len);
+        assert!(all.len() > 1000);
+        let mut n_live = 0;
+        let zero = values.iter().any(Dec::is_zero);
+        for t in &all {
+            // Zero has texts with every exponent: `-?0(\.0*)?([eE][+-]?[0-9]*)?` prefixes.
+            let zero_text = {
+                let body = t.split(|&b| b == b'e' || b == b'E').next().unwrap_or(&[]);
+                let body = body.strip_prefix(b"-").unwrap_or(body);
+                body.iter().all(|&b| b == b'0' || b == b'.')
+                    && body.iter().filter(|&&b| b == b'0').count() >= usize::from(body.len() > 1)
+                    && body.first() != Some(&b'.')
+                    && (!c.int_syntax || !t.iter().any(|b| matches!(b, b'.' | b'e' | b'E')))
+            };
+            let want = live.contains(t) || (zero && zero_text);
+            n_live += usize::from(want);
+            assert_eq!(c.live(t), want, "live({:?}) for {c:?}", String::from_utf8_lossy(t));
+            let acc = is_complete(t)
+                && (!c.int_syntax || !t.iter().any(|b| matches!(b, b'.' | b'e' | b'E')))
+                && Dec::parse(std::str::from_utf8(t).unwrap()).is_some_and(|v| {
+                    let mut b = Vec::new();
+                    v.canon(&mut b);
+                    canon.contains(&b)
+                });
+            assert_eq!(c.accepts_text(t), acc, "accepts({:?})", String::from_utf8_lossy(t));
+        }
+        assert!(n_live > 0 || values.is_empty());
+    }
+
+    /// One random bounded constraint checked on prefixes of up to 4 bytes; 1 if it admits
+    /// a value.
+    pub(super) fn check_random(next: &mut impl FnMut(usize) -> usize) -> usize {
+        const BOUNDS: [&str; 12] =
+            ["-20", "-7.5", "-3", "-1", "-0.5", "0", "0.3", "1", "2.25", "6", "12", "40"];
+        const STEPS: [&str; 10] = ["0.25", "0.3", "0.5", "1", "1.5", "2", "3", "7", "0.04", "12"];
+        let (a, b) = (next(BOUNDS.len()), next(BOUNDS.len()));
+        let (lo, hi) = (BOUNDS[a.min(b)], BOUNDS[a.max(b)]);
+        let q = STEPS[next(STEPS.len())];
+        let mut c = core(Some((lo, next(2) == 0)), Some((hi, next(2) == 0)), q, next(3) == 0);
+        if !c.integer && next(3) == 0 {
+            c.frac = true;
+        }
+        if next(3) == 0 {
+            let r = STEPS[next(STEPS.len())];
+            c = c.merge(&NumCore { not_multiples: vec![d(r)], ..NumCore::any() }).unwrap();
+        }
+        if !c.multiple_supported() {
+            return 0;
+        }
+        let step = c.multiple.clone().unwrap();
+        let (sd, sp) = step.int_pow();
+        // |k| × step <= 40.
+        let kmax = (40.0 / (small(sd).unwrap() as f64 * 10f64.powi(sp as i32))).ceil() as i64;
+        let admits = (-kmax..=kmax).any(|k| {
+            let v = Dec::parse(&format!("{}e{sp}", small(sd).unwrap() as i128 * i128::from(k)));
+            v.is_some_and(|v| c.accepts(&v))
+        });
+        check(&c, &format_dec(&step), -kmax..=kmax, 4, 7);
+        usize::from(admits)
+    }
+
+    fn format_dec(v: &Dec) -> String {
+        let (digits, p) = v.int_pow();
+        let m: String = digits.iter().map(|&x| char::from(b'0' + x)).collect();
+        format!("{m}e{p}")
+    }
+
+    #[test]
+    fn multiples_in_bounded_ranges_match_the_oracle() {
+        // Zero-crossing, closed.
+        check(&core(Some(("-30", false)), Some(("25", false)), "5", false), "5", -6..=5, 5, 6);
+        // Zero-crossing, open, fractional step.
+        check(&core(Some(("-1", true)), Some(("1", true)), "0.25", false), "0.25", -4..=4, 5, 7);
+        // Positive, fractional step, two significant digits.
+        check(
+            &core(Some(("0.05", false)), Some(("0.3", false)), "0.01", false),
+            "0.01",
+            0..=31,
+            5,
+            7,
+        );
+        // Negative only, integer, exclusive low end.
+        check(&core(Some(("-100", true)), Some(("-20", false)), "7", true), "7", -15..=-2, 5, 6);
+        // Integers with a fractional step: the step becomes 3.
+        check(&core(Some(("-10", false)), Some(("10", false)), "0.3", true), "3", -4..=4, 5, 6);
+    }
+
+    /// "Not an integer", integer literals, a single value and merged steps.
+    #[test]
+    fn not_integers_and_merged_steps_match_the_oracle() {
+        // Not an integer: 1.2, 1.6, 2.4, 2.8, 3.6 (2 is excluded) in [1, 4].
+        let mut f = core(Some(("1", false)), Some(("4", false)), "0.4", false);
+        f.frac = true;
+        check(&f, "0.4", 0..=11, 5, 7);
+        // Not an integer with a step above 0.5: one multiple per unit interval may be 3.
+        let mut f = core(Some(("-0.75", true)), Some(("60", false)), "0.75", false);
+        f.frac = true;
+        check(&f, "0.75", -1..=80, 5, 7);
+        // Exclusive both ends at multiples; integer literals only (draft-04).
+        let mut s = core(Some(("0", false)), Some(("100", true)), "10", true);
+        s.int_syntax = true;
+        check(&s, "10", 0..=10, 5, 3);
+        // A single admissible value.
+        check(&core(Some(("1.5", false)), Some(("1.5", false)), "0.5", false), "0.5", 0..=4, 5, 7);
+        // Two steps merged: lcm(0.4, 0.6) = 1.2.
+        let m = core(Some(("-5", false)), Some(("5", false)), "0.4", false)
+            .merge(&NumCore { multiple: Some(d("0.6")), ..NumCore::any() })
+            .unwrap();
+        assert_eq!(m.multiple, Some(d("1.2")));
+        check(&m, "1.2", -5..=5, 5, 7);
+    }
+
+    /// Wide integer steps, integers without a step, and `not: {multipleOf}`.
+    #[test]
+    fn integers_and_excluded_multiples_match_the_oracle() {
+        // The Minecraft heights: [-2032, 2031], step 16.
+        check(
+            &core(Some(("-2032", false)), Some(("2031", false)), "16", true),
+            "16",
+            -128..=127,
+            5,
+            5,
+        );
+        // Integers without a step, and an empty range.
+        check(&core(Some(("-12", false)), Some(("7", true)), "", true), "1", -12..=7, 5, 5);
+        check(&core(Some(("0.1", false)), Some(("0.9", false)), "", true), "1", 0..=1, 4, 5);
+        check(&core(Some(("4", true)), Some(("8", true)), "4", false), "4", 0..=3, 4, 5);
+        // `not: {multipleOf}`: 13 k in (100, 1000) with k prime to 2, 3, 5, 7 and 11.
+        let mut p = core(Some(("100", true)), Some(("1000", true)), "13", true);
+        p = p
+            .merge(&NumCore {
+                not_multiples: [2, 3, 5, 7, 11].map(|r| d(&r.to_string())).to_vec(),
+                ..NumCore::any()
+            })
+            .unwrap();
+        assert!(p.multiple_supported());
+        check(&p, "13", 7..=77, 5, 5);
+        // Halves except multiples of 1.5, not integers either: ±0.5, ±2.5.
+        let mut h = core(Some(("-3", false)), Some(("3", false)), "0.5", false);
+        h.not_multiples.push(d("1.5"));
+        h.frac = true;
+        check(&h, "0.5", -6..=6, 5, 7);
+        // Excluding the step itself leaves nothing.
+        let mut e = core(Some(("-3", false)), Some(("3", false)), "0.5", false);
+        e.not_multiples.push(d("0.25"));
+        check(&e, "0.5", -6..=6, 4, 4);
+        // Without a step: odd numbers and non-integers.
+        let mut o = NumCore::any();
+        o.not_multiples.push(d("2"));
+        assert!(o.live(b"4") && o.live(b"4e") && !o.live(b"4e0") && o.live(b"4.1e0"));
+        assert!(o.accepts_text(b"3") && !o.accepts_text(b"0") && o.live(b"0.") && !o.live(b"0e"));
+        // Amounts with two decimals (maskbench): only a prefix check near the top.
+        let money = core(Some(("0", false)), Some(("99999999999.99", false)), "0.01", false);
+        assert!(money.live(b"99999999999.9") && money.live(b"99999999999.99"));
+        assert!(!money.live(b"99999999999.999"), "no multiple of 0.01 starts with 14 nines");
+        assert!(money.live(b"999999999999.5") && !money.live(b"999999999999.995"), "e-1");
+        assert!(money.live(b"12.345") && money.live(b"12.345e") && !money.live(b"12.345e-"));
+        assert!(money.accepts_text(b"12.34") && !money.accepts_text(b"12.345"));
+        assert!(
+            money.accepts_text(b"1234e-2")
+                && !money.accepts_text(b"1234.5e-2")
+                && !money.accepts_text(b"-0.01")
+        );
+    }
+
+    /// One side unbounded: every digit prefix reaches a multiple at a large scale.
+    #[test]
+    fn multiples_with_one_open_side() {
+        let c = core(Some(("-7", false)), None, "3", false);
+        assert!(
+            c.live(b"1") && c.live(b"1.1") && c.live(b"-6") && !c.live(b"-7") && !c.live(b"-8")
+        );
+        assert!(c.live(b"-0.3") && !c.live(b"-0.4e1") && c.accepts_text(b"-6") && !c.live(b"-1"));
+        let mut f = core(None, Some(("0", true)), "1.5", false);
+        f.frac = true;
+        assert!(
+            f.live(b"-1") && f.accepts_text(b"-1.5") && !f.accepts_text(b"-3") && !f.live(b"0")
+        );
+        let mut g = core(None, None, "2", false);
+        g.frac = true;
+        assert!(!g.live(b"") && !g.live(b"1.5"), "multiples of 2 are integers");
+    }
+}
+
+/// Random bounded constraints (fixed seed) against the same oracle.
+#[cfg(test)]
+mod oracle_random {
+    use super::oracle::check_random;
+
+    #[test]
+    fn random_bounded_constraints_match_the_oracle() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| -> usize {
+            // xorshift64*
+            seed ^= seed >> 12;
+            seed ^= seed << 25;
+            seed ^= seed >> 27;
+            (seed.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        };
+        let mut checked = 0;
+        for _ in 0..60 {
+            checked += check_random(&mut next);
+        }
+        assert!(checked >= 30, "only {checked} constraints had values");
     }
 }

@@ -152,7 +152,13 @@ pub(crate) fn open_core(
     match &cores[c as usize] {
         CoreRt::Null | CoreRt::Bool(_) => false,
         // `0` and `-0` only complete to zero for integers; bounds pin values at their ends.
-        CoreRt::Number(n) => !n.integer && n.lo.is_none() && n.hi.is_none() && n.multiple.is_none(),
+        CoreRt::Number(n) => {
+            !n.integer
+                && n.lo.is_none()
+                && n.hi.is_none()
+                && n.multiple.is_none()
+                && n.not_multiples.is_empty()
+        }
         CoreRt::String { dfa, max, .. } => {
             *max == u32::MAX
                 && (*dfa == any_dfa || {
