@@ -38,12 +38,14 @@ fn dangling_refs() {
         e => panic!("{e:?}"),
     }
     assert!(matches!(err(json!({"$ref": "#nowhere"})), SchemaErrorKind::DanglingRef { .. }));
+    // `$dynamicRef` first resolves like `$ref`.
+    assert!(matches!(err(json!({"$dynamicRef": "#meta"})), SchemaErrorKind::DanglingRef { .. }));
 }
 
 #[test]
 fn unsupported_keywords_name_keyword_and_pointer() {
     let cases = [
-        (json!({"$dynamicRef": "#meta"}), "$dynamicRef", ""),
+        (json!({"$recursiveRef": "#"}), "$recursiveRef", ""),
         (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
         // Finite item languages: a partial item could be a dead end (every completion a
         // duplicate), which the runtime does not decide.
@@ -138,6 +140,40 @@ fn limits_are_typed_errors() {
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "alternatives", .. }), "{e}");
     // Display names the thing.
     assert!(e.to_string().contains("alternatives"));
+    // `$dynamicRef` compiles one copy per dynamic scope: a chain of 20 resources, each
+    // reached through two resources that bind a different name, has 2^20 scopes at its end.
+    let e = CompiledSchema::compile(&dynamic_blowup(20), &SchemaOptions::default()).unwrap_err();
+    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nodes", .. }), "{e}");
+    // The same shape with 3 levels (8 scopes) compiles.
+    assert!(CompiledSchema::compile(&dynamic_blowup(3), &SchemaOptions::default()).is_ok());
+}
+
+/// Resources `r{i}x{b}` (level `i`, choice `b`) declare `$dynamicAnchor: a{i}` and refer to
+/// both choices of the next level; the last resource uses every name.
+fn dynamic_blowup(k: usize) -> serde_json::Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..k {
+        for b in 0..2 {
+            defs.insert(
+                format!("r{i}x{b}"),
+                json!({
+                    "$id": format!("r{i}x{b}"),
+                    "$defs": {"a": {"$dynamicAnchor": format!("a{i}"), "minimum": b}},
+                    "anyOf": [{"$ref": format!("r{}x0", i + 1)}, {"$ref": format!("r{}x1", i + 1)}]
+                }),
+            );
+        }
+    }
+    let uses: Vec<serde_json::Value> =
+        (0..k).map(|i| json!({"$dynamicRef": format!("#a{i}")})).collect();
+    let bookends: serde_json::Map<String, serde_json::Value> =
+        (0..k).map(|i| (format!("a{i}"), json!({"$dynamicAnchor": format!("a{i}")}))).collect();
+    defs.insert(
+        format!("r{k}x0"),
+        json!({"$id": format!("r{k}x0"), "allOf": uses, "$defs": bookends}),
+    );
+    defs.insert(format!("r{k}x1"), json!({"$id": format!("r{k}x1"), "type": "integer"}));
+    json!({"$id": "https://example.com/blowup", "$ref": "r0x0", "$defs": defs})
 }
 
 #[test]
