@@ -203,3 +203,57 @@ fn remote_refs_resolve_to_preloaded_documents_only() {
     let got = CompiledSchema::compile(&bad, &opts).expect_err("dangling");
     assert!(matches!(got.kind(), SchemaErrorKind::DanglingRef { .. }), "{got}");
 }
+
+#[test]
+fn custom_metaschema_vocabularies() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    let meta = |vocab: serde_json::Value| {
+        let mut opts = SchemaOptions::default();
+        opts.documents.insert(
+            "https://example.com/meta".into(),
+            json!({"$id": "https://example.com/meta", "$vocabulary": vocab}),
+        );
+        opts
+    };
+    let schema = json!({
+        "$schema": "https://example.com/meta",
+        "type": "object",
+        "properties": {"n": {"minimum": 10, "type": "integer"}, "gone": false},
+        "required": ["n"]
+    });
+    let vocab = Vocabulary::embedded().unwrap();
+    // Without the validation vocabulary `type`, `minimum` and `required` are annotations;
+    // applicators (`properties`, a `false` subschema) still apply.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://json-schema.org/draft/2020-12/vocab/applicator": true
+    }));
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"n": 1.5}"#));
+    assert!(e.accepts_bytes(br#"{}"#));
+    assert!(e.accepts_bytes(br#"[1]"#));
+    assert!(!e.accepts_bytes(br#"{"gone": 1}"#));
+    // With it (and an unknown optional vocabulary) they assert.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://json-schema.org/draft/2020-12/vocab/validation": true,
+        "https://example.com/vocab/custom": false
+    }));
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"n": 10}"#));
+    assert!(!e.accepts_bytes(br#"{"n": 1.5}"#));
+    assert!(!e.accepts_bytes(br#"{}"#));
+    // A required vocabulary we do not know is refused.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://example.com/vocab/custom": true
+    }));
+    let got = CompiledSchema::compile(&schema, &opts).expect_err("unknown required vocabulary");
+    match got.kind() {
+        SchemaErrorKind::Unsupported { keyword, pointer } => {
+            assert_eq!((keyword.as_str(), pointer.as_str()), ("$vocabulary", ""));
+        }
+        e => panic!("{e:?}"),
+    }
+}
