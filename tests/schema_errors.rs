@@ -257,3 +257,40 @@ fn custom_metaschema_vocabularies() {
         e => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn preloaded_documents_keep_their_own_id() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    // Registered under one URI, identified inside by another: anchors and dynamic anchors
+    // live under the `$id`, and the dynamic scope still enters the document.
+    let mut opts = SchemaOptions::default();
+    opts.documents.insert(
+        "https://example.com/tree-key.json".into(),
+        json!({
+            "$id": "https://example.com/tree.json",
+            "$dynamicAnchor": "node",
+            "type": "object",
+            "properties": {
+                "data": {"$ref": "#int"},
+                "children": {"type": "array", "items": {"$dynamicRef": "#node"}}
+            },
+            "$defs": {"i": {"$anchor": "int", "type": "integer"}}
+        }),
+    );
+    let schema = json!({
+        "$id": "https://example.com/strict",
+        "$dynamicAnchor": "node",
+        "$ref": "https://example.com/tree-key.json",
+        "required": ["data"]
+    });
+    let vocab = Vocabulary::embedded().unwrap();
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"data": 1, "children": [{"data": 2}]}"#));
+    assert!(!e.accepts_bytes(br#"{"data": 1, "children": [{}]}"#));
+    assert!(!e.accepts_bytes(br#"{"data": "x"}"#));
+    // The document alone: children need no `data`.
+    let plain = json!({"$ref": "https://example.com/tree.json"});
+    let mut e = SchemaConstraint::compile(&plain, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"children": [{}]}"#));
+}

@@ -384,6 +384,9 @@ pub(crate) struct Compiler<'a> {
     norm: Vec<Option<Vec<CoreId>>>,
     in_progress: Vec<bool>,
     ids: FxHashMap<String, String>,
+    /// Base URI of each schema resource, by the pointer of its root (`""` for the document,
+    /// `URI#` for a pre-loaded one).
+    res_base: FxHashMap<String, String>,
     anchors: FxHashMap<String, String>,
     /// `$dynamicRef` state (see [`DynScopes`]).
     dyn_scopes: DynScopes,
@@ -472,6 +475,7 @@ impl<'a> Compiler<'a> {
             norm: Vec::new(),
             in_progress: Vec::new(),
             ids: FxHashMap::default(),
+            res_base: FxHashMap::default(),
             anchors: FxHashMap::default(),
             dyn_scopes: DynScopes::default(),
             ignored: Vec::new(),
@@ -649,15 +653,22 @@ impl<'a> Compiler<'a> {
                     IdKeyword::Plain => plain_id(),
                     IdKeyword::Either => m.get("$id").or_else(plain_id),
                 };
+                // A document's root (`""`, or `URI#` for a pre-loaded one) is a resource.
+                let mut root = ptr.is_empty()
+                    || (!ptr.starts_with('/') && ptr.find('#') == Some(ptr.len() - 1));
                 if let Some(id) = idv.and_then(Value::as_str) {
                     let (u, frag) = id.split_once('#').unwrap_or((id, ""));
                     if !u.is_empty() {
                         base = join_uri(&base, u);
                         self.ids.insert(base.clone(), ptr.to_string());
+                        root = true;
                     }
                     if !frag.is_empty() && !frag.starts_with('/') {
                         self.anchors.insert(format!("{base}#{frag}"), ptr.to_string());
                     }
+                }
+                if root {
+                    self.res_base.insert(ptr.to_string(), base.clone());
                 }
                 if let Some(a) = m.get("$anchor").and_then(Value::as_str) {
                     self.anchors.insert(format!("{base}#{a}"), ptr.to_string());
@@ -667,9 +678,10 @@ impl<'a> Compiler<'a> {
                     let key = format!("{base}#{a}");
                     self.anchors.insert(key.clone(), ptr.to_string());
                     self.dyn_scopes.keys.insert(key);
+                    let res = self.resource_of(ptr).to_string();
                     self.dyn_scopes
                         .by_resource
-                        .entry(base.clone())
+                        .entry(res)
                         .or_default()
                         .push((a.to_string(), ptr.to_string()));
                 }
@@ -705,16 +717,25 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn base_of(&self, ptr: &str) -> String {
-        // The base URI of the innermost resource containing `ptr`.
-        let mut best = (0usize, String::new());
-        for (id, p) in &self.ids {
-            let inside = ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty();
-            if inside && (p.len() > best.0 || (p.len() == best.0 && best.1.is_empty())) {
-                best = (p.len(), id.clone());
+    /// The pointer of the root of the innermost schema resource containing `ptr`.
+    fn resource_of<'p>(&self, ptr: &'p str) -> &'p str {
+        // Pointers into a pre-loaded document are `URI#/…`: never cut into the URI.
+        let floor = if ptr.starts_with('/') { 0 } else { ptr.find('#').unwrap_or(0) };
+        let mut p = ptr;
+        loop {
+            if self.res_base.contains_key(p) {
+                return p;
+            }
+            match p.rfind('/') {
+                Some(i) if i > floor || (floor == 0 && i == 0) => p = &p[..i],
+                _ => return "",
             }
         }
-        best.1
+    }
+
+    /// The base URI of the innermost resource containing `ptr`.
+    fn base_of(&self, ptr: &str) -> String {
+        self.res_base.get(self.resource_of(ptr)).cloned().unwrap_or_default()
     }
 
     fn lookup(&self, ptr: &str) -> Option<&'a Value> {
@@ -808,7 +829,7 @@ impl<'a> Compiler<'a> {
         if self.dyn_scopes.names.is_empty() {
             return cur;
         }
-        let Some(decl) = self.dyn_scopes.by_resource.get(&self.base_of(ptr)) else {
+        let Some(decl) = self.dyn_scopes.by_resource.get(self.resource_of(ptr)) else {
             return cur;
         };
         let mut b = self.dyn_scopes.bindings(cur).to_vec();
