@@ -336,7 +336,8 @@ type ScopeId = u32;
 /// `$dynamicRef` uses. Subschemas are compiled per (scope, pointer); entering a subschema adds
 /// the bindings its resource declares for names not yet bound. Bindings only grow along a
 /// path, so memoisation terminates; the number of copies is bounded by
-/// [`SchemaLimits::max_nodes`] like every other node.
+/// [`SchemaLimits::max_nodes`] like every other node. 2019-09's `$recursiveAnchor: true` is
+/// a dynamic anchor named `""` and `$recursiveRef` a dynamic reference to it.
 #[derive(Default)]
 struct DynScopes {
     /// Anchor keys (`base#name`) declared by `$dynamicAnchor`.
@@ -685,6 +686,19 @@ impl<'a> Compiler<'a> {
                         .or_default()
                         .push((a.to_string(), ptr.to_string()));
                 }
+                if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                    // 2019-09: an anchor with the reserved name `""` (no `$dynamicAnchor`
+                    // name is empty), which `$recursiveRef` uses.
+                    let res = self.resource_of(ptr).to_string();
+                    self.dyn_scopes
+                        .by_resource
+                        .entry(res)
+                        .or_default()
+                        .push((String::new(), ptr.to_string()));
+                }
+                if m.contains_key("$recursiveRef") {
+                    self.dyn_scopes.names.insert(String::new());
+                }
                 if let Some(r) = m.get("$dynamicRef").and_then(Value::as_str) {
                     if let Some((_, frag)) = r.split_once('#') {
                         if !frag.is_empty() && !frag.starts_with('/') {
@@ -865,6 +879,22 @@ impl<'a> Compiler<'a> {
         Ok(bound.map_or(target, |(_, p)| p.clone()))
     }
 
+    /// Where `$recursiveRef: r` at `ptr` leads (2019-09 Core §8.2.4.2): resolved like `$ref`,
+    /// and when that target has `$recursiveAnchor: true`, the outermost resource in the
+    /// dynamic scope with `$recursiveAnchor: true` instead (the binding of the name `""`).
+    fn resolve_recursive(&self, r: &str, ptr: &str) -> Result<String, SchemaError> {
+        let target = self.resolve_ref(r, ptr)?;
+        let anchored = self
+            .lookup(&target)
+            .is_some_and(|v| v.get("$recursiveAnchor") == Some(&Value::Bool(true)));
+        if !anchored {
+            return Ok(target);
+        }
+        let bound =
+            self.dyn_scopes.bindings(self.dyn_scopes.cur).iter().find(|(n, _)| n.is_empty());
+        Ok(bound.map_or(target, |(_, p)| p.clone()))
+    }
+
     fn unsupported(&mut self, kw: &str, ptr: &str) -> Result<(), SchemaError> {
         if self.opts.lenient {
             self.ignored.push(format!("{kw} at {}", if ptr.is_empty() { "(root)" } else { ptr }));
@@ -907,11 +937,17 @@ impl<'a> Compiler<'a> {
                 return Ok(self.and(parts));
             }
         }
-        if let Some(r) = m.get("$dynamicRef") {
+        for kw in ["$dynamicRef", "$recursiveRef"] {
+            let Some(r) = m.get(kw) else { continue };
             let r = r
                 .as_str()
-                .ok_or_else(|| SchemaError::invalid(ptr, "$dynamicRef must be a string"))?;
-            match self.resolve_dynamic(r, ptr) {
+                .ok_or_else(|| SchemaError::invalid(ptr, format!("{kw} must be a string")))?;
+            let target = if kw == "$dynamicRef" {
+                self.resolve_dynamic(r, ptr)
+            } else {
+                self.resolve_recursive(r, ptr)
+            };
+            match target {
                 Ok(target) => {
                     self.ref_depth += 1;
                     if self.ref_depth > self.limits.max_ref_depth {
@@ -922,13 +958,10 @@ impl<'a> Compiler<'a> {
                     parts.push(e?);
                 }
                 Err(e) if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) => {
-                    self.unsupported("$dynamicRef", ptr)?
+                    self.unsupported(kw, ptr)?
                 }
                 Err(e) => return Err(e),
             }
-        }
-        if m.contains_key("$recursiveRef") {
-            self.unsupported("$recursiveRef", ptr)?;
         }
         let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
         let shape = self.shape(m, ptr)?;
@@ -1855,6 +1888,14 @@ impl<'a> Compiler<'a> {
                     let tv = self.lookup(&t).expect("resolved");
                     alts.push(self.negate(tv, &t, depth + 1)?);
                 }
+                "$recursiveRef" => {
+                    let r = x.as_str().ok_or_else(|| {
+                        SchemaError::invalid(ptr, "$recursiveRef must be a string")
+                    })?;
+                    let t = self.resolve_recursive(r, ptr)?;
+                    let tv = self.lookup(&t).expect("resolved");
+                    alts.push(self.negate(tv, &t, depth + 1)?);
+                }
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     let d = Self::get_dec(x, ptr, k)?;
                     let mut n = NumCore::any();
@@ -1981,8 +2022,7 @@ impl<'a> Compiler<'a> {
                 | "prefixItems"
                 | "contains"
                 | "unevaluatedProperties"
-                | "unevaluatedItems"
-                | "$recursiveRef" => return Err(SchemaError::unsupported("not", ptr)),
+                | "unevaluatedItems" => return Err(SchemaError::unsupported("not", ptr)),
                 "uniqueItems" if x != &Value::Bool(false) => {
                     return Err(SchemaError::unsupported("not", ptr))
                 }
