@@ -38,12 +38,13 @@ fn dangling_refs() {
         e => panic!("{e:?}"),
     }
     assert!(matches!(err(json!({"$ref": "#nowhere"})), SchemaErrorKind::DanglingRef { .. }));
+    // `$dynamicRef` first resolves like `$ref`.
+    assert!(matches!(err(json!({"$dynamicRef": "#meta"})), SchemaErrorKind::DanglingRef { .. }));
 }
 
 #[test]
 fn unsupported_keywords_name_keyword_and_pointer() {
     let cases = [
-        (json!({"$dynamicRef": "#meta"}), "$dynamicRef", ""),
         (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
         // Finite item languages: a partial item could be a dead end (every completion a
         // duplicate), which the runtime does not decide.
@@ -141,6 +142,40 @@ fn limits_are_typed_errors() {
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "alternatives", .. }), "{e}");
     // Display names the thing.
     assert!(e.to_string().contains("alternatives"));
+    // `$dynamicRef` compiles one copy per dynamic scope: a chain of 20 resources, each
+    // reached through two resources that bind a different name, has 2^20 scopes at its end.
+    let e = CompiledSchema::compile(&dynamic_blowup(20), &SchemaOptions::default()).unwrap_err();
+    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nodes", .. }), "{e}");
+    // The same shape with 3 levels (8 scopes) compiles.
+    assert!(CompiledSchema::compile(&dynamic_blowup(3), &SchemaOptions::default()).is_ok());
+}
+
+/// Resources `r{i}x{b}` (level `i`, choice `b`) declare `$dynamicAnchor: a{i}` and refer to
+/// both choices of the next level; the last resource uses every name.
+fn dynamic_blowup(k: usize) -> serde_json::Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..k {
+        for b in 0..2 {
+            defs.insert(
+                format!("r{i}x{b}"),
+                json!({
+                    "$id": format!("r{i}x{b}"),
+                    "$defs": {"a": {"$dynamicAnchor": format!("a{i}"), "minimum": b}},
+                    "anyOf": [{"$ref": format!("r{}x0", i + 1)}, {"$ref": format!("r{}x1", i + 1)}]
+                }),
+            );
+        }
+    }
+    let uses: Vec<serde_json::Value> =
+        (0..k).map(|i| json!({"$dynamicRef": format!("#a{i}")})).collect();
+    let bookends: serde_json::Map<String, serde_json::Value> =
+        (0..k).map(|i| (format!("a{i}"), json!({"$dynamicAnchor": format!("a{i}")}))).collect();
+    defs.insert(
+        format!("r{k}x0"),
+        json!({"$id": format!("r{k}x0"), "allOf": uses, "$defs": bookends}),
+    );
+    defs.insert(format!("r{k}x1"), json!({"$id": format!("r{k}x1"), "type": "integer"}));
+    json!({"$id": "https://example.com/blowup", "$ref": "r0x0", "$defs": defs})
 }
 
 #[test]
@@ -169,4 +204,95 @@ fn remote_refs_resolve_to_preloaded_documents_only() {
     let bad = json!({"$ref": "https://example.com/defs.json#/$defs/nope"});
     let got = CompiledSchema::compile(&bad, &opts).expect_err("dangling");
     assert!(matches!(got.kind(), SchemaErrorKind::DanglingRef { .. }), "{got}");
+}
+
+#[test]
+fn custom_metaschema_vocabularies() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    let meta = |vocab: serde_json::Value| {
+        let mut opts = SchemaOptions::default();
+        opts.documents.insert(
+            "https://example.com/meta".into(),
+            json!({"$id": "https://example.com/meta", "$vocabulary": vocab}),
+        );
+        opts
+    };
+    let schema = json!({
+        "$schema": "https://example.com/meta",
+        "type": "object",
+        "properties": {"n": {"minimum": 10, "type": "integer"}, "gone": false},
+        "required": ["n"]
+    });
+    let vocab = Vocabulary::embedded().unwrap();
+    // Without the validation vocabulary `type`, `minimum` and `required` are annotations;
+    // applicators (`properties`, a `false` subschema) still apply.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://json-schema.org/draft/2020-12/vocab/applicator": true
+    }));
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"n": 1.5}"#));
+    assert!(e.accepts_bytes(br#"{}"#));
+    assert!(e.accepts_bytes(br#"[1]"#));
+    assert!(!e.accepts_bytes(br#"{"gone": 1}"#));
+    // With it (and an unknown optional vocabulary) they assert.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://json-schema.org/draft/2020-12/vocab/validation": true,
+        "https://example.com/vocab/custom": false
+    }));
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"n": 10}"#));
+    assert!(!e.accepts_bytes(br#"{"n": 1.5}"#));
+    assert!(!e.accepts_bytes(br#"{}"#));
+    // A required vocabulary we do not know is refused.
+    let opts = meta(json!({
+        "https://json-schema.org/draft/2020-12/vocab/core": true,
+        "https://example.com/vocab/custom": true
+    }));
+    let got = CompiledSchema::compile(&schema, &opts).expect_err("unknown required vocabulary");
+    match got.kind() {
+        SchemaErrorKind::Unsupported { keyword, pointer } => {
+            assert_eq!((keyword.as_str(), pointer.as_str()), ("$vocabulary", ""));
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn preloaded_documents_keep_their_own_id() {
+    use grammask::schema::SchemaConstraint;
+    use grammask::Vocabulary;
+    // Registered under one URI, identified inside by another: anchors and dynamic anchors
+    // live under the `$id`, and the dynamic scope still enters the document.
+    let mut opts = SchemaOptions::default();
+    opts.documents.insert(
+        "https://example.com/tree-key.json".into(),
+        json!({
+            "$id": "https://example.com/tree.json",
+            "$dynamicAnchor": "node",
+            "type": "object",
+            "properties": {
+                "data": {"$ref": "#int"},
+                "children": {"type": "array", "items": {"$dynamicRef": "#node"}}
+            },
+            "$defs": {"i": {"$anchor": "int", "type": "integer"}}
+        }),
+    );
+    let schema = json!({
+        "$id": "https://example.com/strict",
+        "$dynamicAnchor": "node",
+        "$ref": "https://example.com/tree-key.json",
+        "required": ["data"]
+    });
+    let vocab = Vocabulary::embedded().unwrap();
+    let mut e = SchemaConstraint::compile(&schema, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"data": 1, "children": [{"data": 2}]}"#));
+    assert!(!e.accepts_bytes(br#"{"data": 1, "children": [{}]}"#));
+    assert!(!e.accepts_bytes(br#"{"data": "x"}"#));
+    // The document alone: children need no `data`.
+    let plain = json!({"$ref": "https://example.com/tree.json"});
+    let mut e = SchemaConstraint::compile(&plain, &vocab, &opts).unwrap();
+    assert!(e.accepts_bytes(br#"{"children": [{}]}"#));
 }

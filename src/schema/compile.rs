@@ -5,7 +5,8 @@
 //!    keywords, each applying only to values of its type, as the spec says), literal sets
 //!    (`enum`/`const`), and the combinators `And` (`allOf`, `$ref` siblings), `Or` (`anyOf`,
 //!    disjoint `oneOf`, `if`/`then`/`else`), with `not` pushed inwards by [`Compiler::negate`].
-//!    Expressions are memoised by JSON pointer, so `$ref` recursion is a cycle in the graph.
+//!    Expressions are memoised by JSON pointer (and dynamic scope, for `$dynamicRef`: see
+//!    [`DynScopes`]), so `$ref` recursion is a cycle in the graph.
 //! 2. **Normal form.** On demand, an expression is normalised into a union of typed [`Core`]s
 //!    (disjunctive normal form): `And` intersects cores pairwise (merging bounds, taking
 //!    automaton products, merging object/array children into new `And` expressions, memoised
@@ -298,6 +299,81 @@ pub(crate) struct Program {
     pub any_dfa: u32,
 }
 
+/// Which keyword names a schema resource, by the document's `$schema`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdKeyword {
+    /// Draft-06 and later (any `$schema` other than draft-04 or earlier): `$id`; a plain `id`
+    /// is an annotation.
+    Dollar,
+    /// Draft-04 and earlier: `id`; `$id` is an unknown keyword.
+    Plain,
+    /// No `$schema`: `$id`, else a plain `id` that sits in a schema-looking object.
+    Either,
+}
+
+impl IdKeyword {
+    fn of(doc: &Value) -> IdKeyword {
+        match doc.get("$schema").and_then(Value::as_str) {
+            None => IdKeyword::Either,
+            Some(s)
+                if ["draft-04", "draft-03", "draft-02", "draft-01"]
+                    .iter()
+                    .any(|d| s.contains(d)) =>
+            {
+                IdKeyword::Plain
+            }
+            Some(_) => IdKeyword::Dollar,
+        }
+    }
+}
+
+/// Index of a dynamic scope (0: no bindings).
+type ScopeId = u32;
+
+/// `$dynamicRef` / `$dynamicAnchor` (2020-12 Core §8.2.3.2, §7.1 "dynamic scope").
+///
+/// A `$dynamicRef` depends on the dynamic scope only through which schema resource in it is
+/// the outermost to declare `$dynamicAnchor` with the referenced name. A scope is therefore a
+/// set of *bindings* name → pointer of that outermost anchor, kept only for names some
+/// `$dynamicRef` uses. Subschemas are compiled per (scope, pointer); entering a subschema adds
+/// the bindings its resource declares for names not yet bound. Bindings only grow along a
+/// path, so memoisation terminates; the number of copies is bounded by
+/// [`SchemaLimits::max_nodes`] like every other node. 2019-09's `$recursiveAnchor: true` is
+/// a dynamic anchor named `""` and `$recursiveRef` a dynamic reference to it.
+#[derive(Default)]
+struct DynScopes {
+    /// Anchor keys (`base#name`) declared by `$dynamicAnchor`.
+    keys: FxHashSet<String>,
+    /// Per resource (base URI): its `$dynamicAnchor`s as (name, pointer).
+    by_resource: FxHashMap<String, Vec<(String, String)>>,
+    /// Anchor names in the fragments of `$dynamicRef`s.
+    names: FxHashSet<String>,
+    /// Interned scopes (id − 1): bindings sorted by name.
+    scopes: Vec<Vec<(String, String)>>,
+    ids: FxHashMap<Vec<(String, String)>, ScopeId>,
+    /// The scope of the subschema being compiled.
+    cur: ScopeId,
+}
+
+impl DynScopes {
+    fn bindings(&self, s: ScopeId) -> &[(String, String)] {
+        match s {
+            0 => &[],
+            _ => &self.scopes[s as usize - 1],
+        }
+    }
+
+    fn intern(&mut self, b: Vec<(String, String)>) -> ScopeId {
+        if let Some(&s) = self.ids.get(&b) {
+            return s;
+        }
+        self.scopes.push(b.clone());
+        let s = self.scopes.len() as ScopeId;
+        self.ids.insert(b, s);
+        s
+    }
+}
+
 pub(crate) struct Compiler<'a> {
     doc: &'a Value,
     opts: &'a SchemaOptions,
@@ -305,12 +381,18 @@ pub(crate) struct Compiler<'a> {
     exprs: Vec<Expr>,
     cores: Vec<Core>,
     dfas: Vec<ByteDfa>,
-    by_ptr: FxHashMap<String, ExprId>,
+    /// Compiled subschemas by (dynamic scope, JSON pointer).
+    by_ptr: FxHashMap<(ScopeId, String), ExprId>,
     and_memo: FxHashMap<Vec<ExprId>, ExprId>,
     norm: Vec<Option<Vec<CoreId>>>,
     in_progress: Vec<bool>,
     ids: FxHashMap<String, String>,
+    /// Base URI of each schema resource, by the pointer of its root (`""` for the document,
+    /// `URI#` for a pre-loaded one).
+    res_base: FxHashMap<String, String>,
     anchors: FxHashMap<String, String>,
+    /// `$dynamicRef` state (see [`DynScopes`]).
+    dyn_scopes: DynScopes,
     pub ignored: Vec<String>,
     true_e: ExprId,
     false_e: ExprId,
@@ -396,7 +478,9 @@ impl<'a> Compiler<'a> {
             norm: Vec::new(),
             in_progress: Vec::new(),
             ids: FxHashMap::default(),
+            res_base: FxHashMap::default(),
             anchors: FxHashMap::default(),
+            dyn_scopes: DynScopes::default(),
             ignored: Vec::new(),
             true_e: 0,
             false_e: 0,
@@ -419,7 +503,7 @@ impl<'a> Compiler<'a> {
         let all = c.type_cores(T_ALL);
         c.true_e = c.push(Expr::Cores(all));
         c.false_e = c.push(Expr::Cores(Vec::new()));
-        c.scan_ids(doc, "", "");
+        c.scan_ids(doc, "", "", IdKeyword::of(doc), false);
         // Pre-loaded documents: pointers into them are `URI#/json/pointer` (those into the
         // schema itself are empty or start with `/`).
         for (uri, d) in &opts.documents {
@@ -432,7 +516,7 @@ impl<'a> Compiler<'a> {
             }
             let root = format!("{u}#");
             c.ids.entry(u.to_string()).or_insert_with(|| root.clone());
-            c.scan_ids(d, &root, u);
+            c.scan_ids(d, &root, u, IdKeyword::of(d), false);
         }
         Ok(c)
     }
@@ -539,59 +623,133 @@ impl<'a> Compiler<'a> {
         v
     }
 
-    /// Record `$id`s and `$anchor`s with the pointers of their subschemas.
-    fn scan_ids(&mut self, v: &Value, ptr: &str, base: &str) {
+    /// Record `$id`s, `$anchor`s and `$dynamicAnchor`s with the pointers of their subschemas,
+    /// and the anchor names `$dynamicRef`s use. `kw` says which identifier keyword the
+    /// document's draft has.
+    /// `names` says `v` maps names to subschemas (`$defs`, `properties`, …): its keys are not
+    /// keywords, so a definition called `default` or `$id` is still scanned.
+    fn scan_ids(&mut self, v: &Value, ptr: &str, base: &str, kw: IdKeyword, names: bool) {
         match v {
+            Value::Object(m) if names => {
+                for (k, x) in m {
+                    self.scan_ids(x, &format!("{ptr}/{}", esc_ptr(k)), base, kw, false);
+                }
+            }
             Value::Object(m) => {
                 let mut base = base.to_string();
-                let idv = m.get("$id").or_else(|| {
-                    m.get("id").filter(|_| {
-                        m.get("id").is_some_and(Value::is_string)
+                // A plain `id` is taken only where it is a string in something that looks like
+                // a schema: `id` is also a common property name and annotation.
+                let plain_id = || {
+                    m.get("id").filter(|i| {
+                        i.is_string()
                             && (m.contains_key("type")
                                 || m.contains_key("properties")
                                 || m.contains_key("$schema")
-                                || ptr.is_empty())
+                                || ptr.is_empty()
+                                || ptr.ends_with('#'))
                     })
-                });
+                };
+                let idv = match kw {
+                    IdKeyword::Dollar => m.get("$id"),
+                    IdKeyword::Plain => plain_id(),
+                    IdKeyword::Either => m.get("$id").or_else(plain_id),
+                };
+                // A document's root (`""`, or `URI#` for a pre-loaded one) is a resource.
+                let mut root = ptr.is_empty()
+                    || (!ptr.starts_with('/') && ptr.find('#') == Some(ptr.len() - 1));
                 if let Some(id) = idv.and_then(Value::as_str) {
                     let (u, frag) = id.split_once('#').unwrap_or((id, ""));
                     if !u.is_empty() {
                         base = join_uri(&base, u);
                         self.ids.insert(base.clone(), ptr.to_string());
+                        root = true;
                     }
                     if !frag.is_empty() && !frag.starts_with('/') {
                         self.anchors.insert(format!("{base}#{frag}"), ptr.to_string());
                     }
                 }
+                if root {
+                    self.res_base.insert(ptr.to_string(), base.clone());
+                }
                 if let Some(a) = m.get("$anchor").and_then(Value::as_str) {
                     self.anchors.insert(format!("{base}#{a}"), ptr.to_string());
+                }
+                if let Some(a) = m.get("$dynamicAnchor").and_then(Value::as_str) {
+                    // Also a plain anchor for `$ref` (2020-12 Core §8.2.2).
+                    let key = format!("{base}#{a}");
+                    self.anchors.insert(key.clone(), ptr.to_string());
+                    self.dyn_scopes.keys.insert(key);
+                    let res = self.resource_of(ptr).to_string();
+                    self.dyn_scopes
+                        .by_resource
+                        .entry(res)
+                        .or_default()
+                        .push((a.to_string(), ptr.to_string()));
+                }
+                if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                    // 2019-09: an anchor with the reserved name `""` (no `$dynamicAnchor`
+                    // name is empty), which `$recursiveRef` uses.
+                    let res = self.resource_of(ptr).to_string();
+                    self.dyn_scopes
+                        .by_resource
+                        .entry(res)
+                        .or_default()
+                        .push((String::new(), ptr.to_string()));
+                }
+                if m.contains_key("$recursiveRef") {
+                    self.dyn_scopes.names.insert(String::new());
+                }
+                if let Some(r) = m.get("$dynamicRef").and_then(Value::as_str) {
+                    if let Some((_, frag)) = r.split_once('#') {
+                        if !frag.is_empty() && !frag.starts_with('/') {
+                            self.dyn_scopes.names.insert(percent_decode(frag));
+                        }
+                    }
                 }
                 for (k, x) in m {
                     if matches!(k.as_str(), "enum" | "const" | "examples" | "default") {
                         continue;
                     }
-                    self.scan_ids(x, &format!("{ptr}/{}", esc_ptr(k)), &base);
+                    let names = matches!(
+                        k.as_str(),
+                        "$defs"
+                            | "definitions"
+                            | "properties"
+                            | "patternProperties"
+                            | "dependentSchemas"
+                            | "dependencies"
+                    );
+                    self.scan_ids(x, &format!("{ptr}/{}", esc_ptr(k)), &base, kw, names);
                 }
             }
             Value::Array(a) => {
                 for (i, x) in a.iter().enumerate() {
-                    self.scan_ids(x, &format!("{ptr}/{i}"), base);
+                    self.scan_ids(x, &format!("{ptr}/{i}"), base, kw, false);
                 }
             }
             _ => {}
         }
     }
 
-    fn base_of(&self, ptr: &str) -> String {
-        // The base URI of the innermost resource containing `ptr`.
-        let mut best = (0usize, String::new());
-        for (id, p) in &self.ids {
-            let inside = ptr == p || ptr.starts_with(&format!("{p}/")) || p.is_empty();
-            if inside && (p.len() > best.0 || (p.len() == best.0 && best.1.is_empty())) {
-                best = (p.len(), id.clone());
+    /// The pointer of the root of the innermost schema resource containing `ptr`.
+    fn resource_of<'p>(&self, ptr: &'p str) -> &'p str {
+        // Pointers into a pre-loaded document are `URI#/…`: never cut into the URI.
+        let floor = if ptr.starts_with('/') { 0 } else { ptr.find('#').unwrap_or(0) };
+        let mut p = ptr;
+        loop {
+            if self.res_base.contains_key(p) {
+                return p;
+            }
+            match p.rfind('/') {
+                Some(i) if i > floor || (floor == 0 && i == 0) => p = &p[..i],
+                _ => return "",
             }
         }
-        best.1
+    }
+
+    /// The base URI of the innermost resource containing `ptr`.
+    fn base_of(&self, ptr: &str) -> String {
+        self.res_base.get(self.resource_of(ptr)).cloned().unwrap_or_default()
     }
 
     fn lookup(&self, ptr: &str) -> Option<&'a Value> {
@@ -660,18 +818,81 @@ impl<'a> Compiler<'a> {
 
     /// Compile the subschema at `ptr`.
     pub(crate) fn schema_at(&mut self, ptr: &str) -> Result<ExprId, SchemaError> {
-        if let Some(&e) = self.by_ptr.get(ptr) {
+        let scope = self.enter(ptr);
+        let key = (scope, ptr.to_string());
+        if let Some(&e) = self.by_ptr.get(&key) {
             return Ok(e);
         }
         let v = self
             .lookup(ptr)
             .ok_or_else(|| SchemaError::invalid(ptr, "pointer does not resolve"))?;
         let id = self.push(Expr::Pending);
-        self.by_ptr.insert(ptr.to_string(), id);
+        self.by_ptr.insert(key, id);
         self.check_size()?;
-        let e = self.schema(v, ptr)?;
-        self.exprs[id as usize] = Expr::And(vec![e]);
+        let saved = std::mem::replace(&mut self.dyn_scopes.cur, scope);
+        let e = self.schema(v, ptr);
+        self.dyn_scopes.cur = saved;
+        self.exprs[id as usize] = Expr::And(vec![e?]);
         Ok(id)
+    }
+
+    /// The dynamic scope inside the subschema at `ptr`, entered from the current one: the
+    /// `$dynamicAnchor`s of its resource bind the names that are not bound yet.
+    fn enter(&mut self, ptr: &str) -> ScopeId {
+        let cur = self.dyn_scopes.cur;
+        if self.dyn_scopes.names.is_empty() {
+            return cur;
+        }
+        let Some(decl) = self.dyn_scopes.by_resource.get(self.resource_of(ptr)) else {
+            return cur;
+        };
+        let mut b = self.dyn_scopes.bindings(cur).to_vec();
+        let n = b.len();
+        for (name, p) in decl {
+            if self.dyn_scopes.names.contains(name) && !b.iter().any(|(m, _)| m == name) {
+                b.push((name.clone(), p.clone()));
+            }
+        }
+        if b.len() == n {
+            return cur;
+        }
+        b.sort();
+        self.dyn_scopes.intern(b)
+    }
+
+    /// Where `$dynamicRef: r` at `ptr` leads in the current dynamic scope: resolved like
+    /// `$ref`, and when that target is a `$dynamicAnchor` of the fragment's name, the
+    /// outermost anchor of that name in the dynamic scope instead.
+    fn resolve_dynamic(&self, r: &str, ptr: &str) -> Result<String, SchemaError> {
+        let target = self.resolve_ref(r, ptr)?;
+        let (u, frag) = r.split_once('#').unwrap_or((r, ""));
+        let frag = percent_decode(frag);
+        if frag.is_empty() || frag.starts_with('/') {
+            return Ok(target);
+        }
+        let base = self.base_of(ptr);
+        let key_base = if u.is_empty() { base } else { join_uri(&base, u) };
+        if !self.dyn_scopes.keys.contains(&format!("{key_base}#{frag}")) {
+            return Ok(target);
+        }
+        let bound = self.dyn_scopes.bindings(self.dyn_scopes.cur).iter().find(|(n, _)| *n == frag);
+        Ok(bound.map_or(target, |(_, p)| p.clone()))
+    }
+
+    /// Where `$recursiveRef: r` at `ptr` leads (2019-09 Core §8.2.4.2): resolved like `$ref`,
+    /// and when that target has `$recursiveAnchor: true`, the outermost resource in the
+    /// dynamic scope with `$recursiveAnchor: true` instead (the binding of the name `""`).
+    fn resolve_recursive(&self, r: &str, ptr: &str) -> Result<String, SchemaError> {
+        let target = self.resolve_ref(r, ptr)?;
+        let anchored = self
+            .lookup(&target)
+            .is_some_and(|v| v.get("$recursiveAnchor") == Some(&Value::Bool(true)));
+        if !anchored {
+            return Ok(target);
+        }
+        let bound =
+            self.dyn_scopes.bindings(self.dyn_scopes.cur).iter().find(|(n, _)| n.is_empty());
+        Ok(bound.map_or(target, |(_, p)| p.clone()))
     }
 
     fn unsupported(&mut self, kw: &str, ptr: &str) -> Result<(), SchemaError> {
@@ -717,8 +938,29 @@ impl<'a> Compiler<'a> {
             }
         }
         for kw in ["$dynamicRef", "$recursiveRef"] {
-            if m.contains_key(kw) {
-                self.unsupported(kw, ptr)?;
+            let Some(r) = m.get(kw) else { continue };
+            let r = r
+                .as_str()
+                .ok_or_else(|| SchemaError::invalid(ptr, format!("{kw} must be a string")))?;
+            let target = if kw == "$dynamicRef" {
+                self.resolve_dynamic(r, ptr)
+            } else {
+                self.resolve_recursive(r, ptr)
+            };
+            match target {
+                Ok(target) => {
+                    self.ref_depth += 1;
+                    if self.ref_depth > self.limits.max_ref_depth {
+                        return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
+                    }
+                    let e = self.schema_at(&target);
+                    self.ref_depth -= 1;
+                    parts.push(e?);
+                }
+                Err(e) if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) => {
+                    self.unsupported(kw, ptr)?
+                }
+                Err(e) => return Err(e),
             }
         }
         let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
@@ -1478,6 +1720,15 @@ impl<'a> Compiler<'a> {
 
     /// `not` pushed inwards: the expression for the complement of the schema at `ptr`.
     fn negate(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Result<ExprId, SchemaError> {
+        let scope = self.enter(ptr);
+        let saved = std::mem::replace(&mut self.dyn_scopes.cur, scope);
+        let r = self.negate_in(v, ptr, depth);
+        self.dyn_scopes.cur = saved;
+        r
+    }
+
+    /// [`Compiler::negate`] inside the dynamic scope of `ptr`.
+    fn negate_in(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Result<ExprId, SchemaError> {
         if depth > 32 {
             return Err(SchemaError::unsupported("not", ptr));
         }
@@ -1652,6 +1903,22 @@ impl<'a> Compiler<'a> {
                     let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
                 }
+                "$dynamicRef" => {
+                    let r = x
+                        .as_str()
+                        .ok_or_else(|| SchemaError::invalid(ptr, "$dynamicRef must be a string"))?;
+                    let t = self.resolve_dynamic(r, ptr)?;
+                    let tv = self.lookup(&t).expect("resolved");
+                    alts.push(self.negate(tv, &t, depth + 1)?);
+                }
+                "$recursiveRef" => {
+                    let r = x.as_str().ok_or_else(|| {
+                        SchemaError::invalid(ptr, "$recursiveRef must be a string")
+                    })?;
+                    let t = self.resolve_recursive(r, ptr)?;
+                    let tv = self.lookup(&t).expect("resolved");
+                    alts.push(self.negate(tv, &t, depth + 1)?);
+                }
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     let d = Self::get_dec(x, ptr, k)?;
                     let mut n = NumCore::any();
@@ -1777,9 +2044,7 @@ impl<'a> Compiler<'a> {
                 | "prefixItems"
                 | "contains"
                 | "unevaluatedProperties"
-                | "unevaluatedItems"
-                | "$dynamicRef"
-                | "$recursiveRef" => return Err(SchemaError::unsupported("not", ptr)),
+                | "unevaluatedItems" => return Err(SchemaError::unsupported("not", ptr)),
                 "uniqueItems" if x != &Value::Bool(false) => {
                     return Err(SchemaError::unsupported("not", ptr))
                 }

@@ -47,6 +47,7 @@ mod number;
 mod runtime;
 mod string;
 mod unique;
+mod vocabulary;
 
 pub use error::{SchemaError, SchemaErrorKind};
 pub use runtime::SchemaConstraint;
@@ -152,6 +153,9 @@ pub struct SchemaOptions {
     /// without fragment (e.g. `http://example.com/defs.json`); documents are also found by
     /// the `$id`s inside them. Nothing is ever fetched: a `$ref` to a URI that is neither here
     /// nor an `$id` of the schema is [`SchemaErrorKind::Unsupported`] (default: none).
+    /// A schema whose `$schema` names one of these documents uses that metaschema's
+    /// `$vocabulary`: without the validation vocabulary, validation keywords are annotations;
+    /// a required vocabulary we do not know is [`SchemaErrorKind::Unsupported`].
     pub documents: std::collections::BTreeMap<String, serde_json::Value>,
     /// Compile limits.
     pub limits: SchemaLimits,
@@ -239,6 +243,9 @@ impl CompiledSchema {
         options: &SchemaOptions,
     ) -> Result<Arc<CompiledSchema>, SchemaError> {
         let ws = WsRules::new(&options.whitespace)?;
+        // A custom metaschema without the validation vocabulary: compile a copy without it.
+        let stripped = vocabulary::apply(schema, options)?;
+        let schema = stripped.as_ref().unwrap_or(schema);
         let mut c = compile::Compiler::new(schema, options)?;
         let root = c.schema_at("")?;
         let (program, ignored) = c.finish(root)?;
