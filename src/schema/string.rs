@@ -77,6 +77,12 @@ impl ByteDfa {
         self.trans[s as usize * self.stride + self.classes[b as usize] as usize]
     }
 
+    /// The byte class of `b` (bytes of one class have the same transitions everywhere).
+    #[inline]
+    pub(crate) fn class_of(&self, b: u8) -> u8 {
+        self.classes[b as usize]
+    }
+
     /// Is the content complete in `s`?
     #[inline]
     pub(crate) fn is_accept(&self, s: u32) -> bool {

@@ -227,6 +227,62 @@ impl TokTrie {
         }
     }
 
+    /// [`TokTrie::walk`] for a recogniser whose whole state is a small `Copy` value: `step`
+    /// maps a state and a byte to the next state (`None`: refused). No undo, no byte-set
+    /// filter, no hook: one table-driven step per node, for automaton walks over large tries
+    /// (a string's open tokens) where the general walk's bookkeeping is most of the cost.
+    pub fn walk_states<S: Copy>(
+        &self,
+        start: S,
+        step: impl FnMut(S, u8) -> Option<S>,
+        mask: &mut TokenMask,
+    ) {
+        self.walk_states_with(start, step, |_, t| mask.insert(t));
+    }
+
+    /// [`TokTrie::walk_states`] calling `accept(state, token)` for every token reached (its
+    /// last byte stepped to `state`) instead of setting a mask bit.
+    pub fn walk_states_with<S: Copy>(
+        &self,
+        start: S,
+        mut step: impl FnMut(S, u8) -> Option<S>,
+        mut accept: impl FnMut(&S, TokenId),
+    ) {
+        let nodes = &self.nodes[..];
+        let n = nodes.len();
+        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
+        let mut states = [start; MAX_TOKEN_BYTES + 1];
+        let mut depth = 0usize;
+        let mut i = 1usize;
+        while i < n {
+            while depth > 0 && i >= ends[depth - 1] as usize {
+                depth -= 1;
+            }
+            let node = nodes[i];
+            match step(states[depth], node.byte()) {
+                Some(t) => {
+                    let tok = node.token_plus_one();
+                    if tok != 0 {
+                        accept(&t, TokenId(tok - 1));
+                        if node.size & DUP_FLAG != 0 {
+                            for &d in self.dups[&(i as u32)].iter() {
+                                accept(&t, d);
+                            }
+                        }
+                    }
+                    let sub = node.subtree();
+                    if sub > 1 {
+                        ends[depth] = (i + sub) as u32;
+                        depth += 1;
+                        states[depth] = t;
+                    }
+                    i += 1;
+                }
+                None => i += node.subtree(),
+            }
+        }
+    }
+
     /// Calls `f(len, token)` for every token whose bytes are a non-empty prefix of `bytes`,
     /// shortest first (duplicates of the same bytes included).
     pub fn prefix_tokens(&self, bytes: &[u8], mut f: impl FnMut(usize, TokenId)) {

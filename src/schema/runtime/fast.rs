@@ -139,42 +139,104 @@ impl SharedOpen {
 #[derive(Default)]
 pub(super) struct FastState {
     exits: Option<TokenMask>,
-    plain_stack: Vec<(u32, u32)>,
     name_stack: Vec<(u32, u32)>,
     oks: Vec<u32>,
     key_exits: Vec<TokenMask>,
 }
 
-/// Runs plain bytes through a content automaton with a character bound: the `Copy` walker.
-struct PlainWalk<'a> {
-    dfa: &'a ByteDfa,
-    max: u32,
-    stack: &'a mut Vec<(u32, u32)>,
-    top: usize,
+/// Most automata [`Fast::open_walk`] runs in one walk.
+const LOCKSTEP: usize = 8;
+/// Most states of a [`Product`] before the lockstep walk runs the automata side by side.
+const PRODUCT_LIMIT: usize = 4096;
+
+/// The product of a few uncounted automata from given states, reachable part only: one
+/// table lookup per trie node instead of one per automaton (the alternatives of a `oneOf`
+/// of patterns track much the same text, so the product is small). State 0 is "all dead",
+/// 1 the start; `alive[s]` has bit `j` set while automaton `j` is alive.
+struct Product {
+    col: [u8; 256],
+    stride: usize,
+    trans: Vec<u32>,
+    alive: Vec<u8>,
 }
 
-impl Recognizer for PlainWalk<'_> {
-    #[inline(always)]
-    fn try_push_byte(&mut self, b: u8) -> bool {
-        let (s, c) = self.stack[self.top];
-        let n = self.dfa.next(s, b);
-        let c = c + u32::from(b & 0xC0 != 0x80);
-        // Counted: live iff the fewest code points that complete it still fit.
-        if n == DEAD || (self.max != u32::MAX && c.saturating_add(self.dfa.short(n)) > self.max) {
-            return false;
+impl Product {
+    fn build(dfas: &[&ByteDfa], start: &[(u32, u32)], limit: usize) -> Option<Product> {
+        let k = dfas.len();
+        let mut col = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut seen: FxHashMap<[u8; LOCKSTEP], u8> = FxHashMap::default();
+        for b in 0..=255u8 {
+            let mut key = [0u8; LOCKSTEP];
+            for (j, d) in dfas.iter().enumerate() {
+                key[j] = d.class_of(b);
+            }
+            col[b as usize] = *seen.entry(key).or_insert_with(|| {
+                reps.push(b);
+                (reps.len() - 1) as u8
+            });
         }
-        self.top += 1;
-        if self.top == self.stack.len() {
-            self.stack.push((n, c));
-        } else {
-            self.stack[self.top] = (n, c);
+        let stride = reps.len();
+        let mut ids: FxHashMap<[u32; LOCKSTEP], u32> = FxHashMap::default();
+        let mut tuples: Vec<[u32; LOCKSTEP]> = vec![[DEAD; LOCKSTEP]];
+        let mut first = [DEAD; LOCKSTEP];
+        for (j, &(s, _)) in start.iter().enumerate() {
+            first[j] = s;
         }
-        true
+        ids.insert([DEAD; LOCKSTEP], 0);
+        ids.insert(first, 1);
+        tuples.push(first);
+        let mut trans = vec![0u32; stride];
+        let mut i = 1;
+        while i < tuples.len() {
+            let t = tuples[i];
+            i += 1;
+            for &b in &reps {
+                let mut n = [DEAD; LOCKSTEP];
+                for j in 0..k {
+                    if t[j] != DEAD {
+                        n[j] = dfas[j].next(t[j], b);
+                    }
+                }
+                let id = match ids.get(&n) {
+                    Some(&id) => id,
+                    None => {
+                        if tuples.len() >= limit {
+                            return None;
+                        }
+                        let id = tuples.len() as u32;
+                        ids.insert(n, id);
+                        tuples.push(n);
+                        id
+                    }
+                };
+                trans.push(id);
+            }
+        }
+        let alive = tuples
+            .iter()
+            .map(|t| (0..k).fold(0u8, |a, j| a | u8::from(t[j] != DEAD) << j))
+            .collect();
+        Some(Product { col, stride, trans, alive })
     }
+}
 
-    #[inline(always)]
-    fn pop_bytes(&mut self, n: usize) {
-        self.top -= n;
+/// Adds the tokens of `trie` (plain bytes: their own decoded content) that keep automaton `d`
+/// alive from `state` with `count` code points, under `max` (`u32::MAX`: uncounted; counted,
+/// a state is live iff the fewest code points that complete it still fit).
+fn plain_open(d: &ByteDfa, state: u32, count: u32, max: u32, trie: &TokTrie, m: &mut TokenMask) {
+    if max == u32::MAX {
+        trie.walk_states(state, |s, b| Some(d.next(s, b)).filter(|&n| n != DEAD), m);
+    } else {
+        trie.walk_states(
+            (state, count),
+            |(s, c), b| {
+                let n = d.next(s, b);
+                let c = c + u32::from(b & 0xC0 != 0x80);
+                (n != DEAD && c.saturating_add(d.short(n)) <= max).then_some((n, c))
+            },
+            m,
+        );
     }
 }
 
@@ -277,8 +339,14 @@ impl Fast<'_, '_> {
         {
             return false;
         }
+        let mut todo: smallvec::SmallVec<[(usize, OpenKey); 4]> = smallvec::SmallVec::new();
         for &ai in &alive {
-            self.open_tokens(ai, classes, mask);
+            if let Some(key) = self.open_tokens(ai, classes, mask) {
+                todo.push((ai, key));
+            }
+        }
+        for chunk in todo.chunks(LOCKSTEP) {
+            self.open_walk(chunk, classes, mask);
         }
         if alive.len() == 1 && !self.recording() {
             self.closing_single(alive[0], classes, mask);
@@ -297,8 +365,14 @@ impl Fast<'_, '_> {
     }
 
     /// Adds the tokens that keep alternative `ai` of the top string frame alive without
-    /// closing the string.
-    fn open_tokens(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
+    /// closing the string, when a shortcut or the cache has them; otherwise returns the key
+    /// to compute them under ([`Fast::open_walk`]).
+    fn open_tokens(
+        &mut self,
+        ai: usize,
+        classes: &StringClasses,
+        mask: &mut TokenMask,
+    ) -> Option<OpenKey> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let a = self.rt.st.alts[ai];
@@ -317,31 +391,113 @@ impl Fast<'_, '_> {
         };
         if max == u32::MAX && cs.open_sets.universal(p, dfa, a.a) {
             mask.union_with(&classes.open);
-            return;
+            return None;
         }
         if dfa == p.any_dfa && a.a == d.start() && max != u32::MAX {
             let r = max - count;
             if r >= classes.open_nonsafe_max_len {
                 mask.union_with(classes.safe_at_most(r));
                 mask.union_with(&classes.open_nonsafe);
-                return;
+                return None;
             }
         }
         let key = OpenKey::Str { dfa, state: a.a, max, count };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
-            return;
+            return None;
         }
-        let mut m = TokenMask::new(mask.len());
-        {
-            let mut w = PlainWalk { dfa: d, max, stack: &mut self.fast.plain_stack, top: 0 };
-            w.stack.clear();
-            w.stack.push((a.a, count));
-            classes.plain.walk(&mut w, &mut m);
+        Some(key)
+    }
+
+    /// Computes, caches and adds the open tokens of several alternatives (at most
+    /// [`LOCKSTEP`], each with its [`OpenKey::Str`]): the plain tokens in one walk that runs
+    /// every automaton in lockstep (a node is visited once while any is alive), the escaped
+    /// ones with the recogniser per alternative. A `oneOf` of five patterns walks the trie
+    /// once, not five times.
+    fn open_walk(
+        &mut self,
+        todo: &[(usize, OpenKey)],
+        classes: &StringClasses,
+        mask: &mut TokenMask,
+    ) {
+        let cs = self.rt.cs;
+        let p = &cs.program;
+        let k = todo.len();
+        let mut dfas: [&ByteDfa; LOCKSTEP] = [&p.dfas[p.any_dfa as usize]; LOCKSTEP];
+        let mut maxs = [u32::MAX; LOCKSTEP];
+        let mut start = [(DEAD, 0u32); LOCKSTEP];
+        for (j, &(_, key)) in todo.iter().enumerate() {
+            let OpenKey::Str { dfa, state, max, count } = key else {
+                unreachable!("string open keys only")
+            };
+            dfas[j] = &p.dfas[dfa as usize];
+            maxs[j] = max;
+            start[j] = (state, count);
         }
-        self.single_alt_walk(ai, &classes.escaped, &mut m);
-        mask.union_with(&m);
-        cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
+        let mut ms: smallvec::SmallVec<[TokenMask; LOCKSTEP]> =
+            (0..k).map(|_| TokenMask::new(mask.len())).collect();
+        let product = if maxs[..k].iter().all(|&m| m == u32::MAX) {
+            Product::build(&dfas[..k], &start[..k], PRODUCT_LIMIT)
+        } else {
+            None
+        };
+        if k == 1 {
+            plain_open(dfas[0], start[0].0, start[0].1, maxs[0], &classes.plain, &mut ms[0]);
+        } else if let Some(pr) = product {
+            classes.plain.walk_states_with(
+                1u32,
+                |s, b| {
+                    let n = pr.trans[s as usize * pr.stride + pr.col[b as usize] as usize];
+                    (n != 0).then_some(n)
+                },
+                |&s, t| {
+                    let alive = pr.alive[s as usize];
+                    for (j, m) in ms.iter_mut().enumerate() {
+                        if alive >> j & 1 != 0 {
+                            m.insert(t);
+                        }
+                    }
+                },
+            );
+        } else {
+            let all = (1u8 << k) - 1;
+            classes.plain.walk_states_with(
+                (start, all),
+                |(sts, alive), b| {
+                    let lead = u32::from(b & 0xC0 != 0x80);
+                    let (mut out, mut now) = (sts, 0u8);
+                    for j in 0..k {
+                        if alive >> j & 1 == 0 {
+                            continue;
+                        }
+                        let (s, c) = sts[j];
+                        let n = dfas[j].next(s, b);
+                        let c = c + lead;
+                        if n != DEAD
+                            && (maxs[j] == u32::MAX
+                                || c.saturating_add(dfas[j].short(n)) <= maxs[j])
+                        {
+                            out[j] = (n, c);
+                            now |= 1 << j;
+                        }
+                    }
+                    (now != 0).then_some((out, now))
+                },
+                |&(_, alive), t| {
+                    for (j, m) in ms.iter_mut().enumerate() {
+                        if alive >> j & 1 != 0 {
+                            m.insert(t);
+                        }
+                    }
+                },
+            );
+        }
+        for (j, &(ai, key)) in todo.iter().enumerate() {
+            let mut m = std::mem::replace(&mut ms[j], TokenMask::new(0));
+            self.single_alt_walk(ai, &classes.escaped, &mut m);
+            mask.union_with(&m);
+            cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
+        }
     }
 
     /// Walks `trie` with a copy of the state in which only alternative `ai` of the top frame
@@ -593,13 +749,7 @@ impl Fast<'_, '_> {
             return;
         }
         let mut m = TokenMask::new(mask.len());
-        {
-            let mut w =
-                PlainWalk { dfa: d, max: u32::MAX, stack: &mut self.fast.plain_stack, top: 0 };
-            w.stack.clear();
-            w.stack.push((state, 0));
-            classes.plain.walk(&mut w, &mut m);
-        }
+        plain_open(d, state, 0, u32::MAX, &classes.plain, &mut m);
         mask.union_with(&m);
         cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
     }
