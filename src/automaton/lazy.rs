@@ -82,17 +82,7 @@ impl LazyDfa {
         config: &DfaConfig,
         max_memory: usize,
     ) -> Result<LazyDfa, RegexError> {
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .nfa_size_limit(Some(config.max_memory))
-                    .shrink(false)
-                    .which_captures(thompson::WhichCaptures::None),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| {
-                RegexError::new(RegexErrorKind::TooBig { message: format!("NFA: {e}") })
-            })?;
+        let nfa = super::thompson_nfa(hir, config)?;
         if !nfa.look_set_any().is_empty() {
             return Err(RegexError::new(RegexErrorKind::Unsupported {
                 message: "look-around (anchors, word boundaries) in a pattern too big for a dense DFA: the lazy DFA cannot decide liveness exactly with it".into(),

@@ -187,6 +187,23 @@ impl fmt::Debug for ByteDfa {
     }
 }
 
+/// The Thompson NFA (no captures, `config.max_memory` bound) both the dense automaton and the
+/// lazy fallback ([`lazy::LazyDfa`]) are built from.
+pub(crate) fn thompson_nfa(
+    hir: &regex_syntax::hir::Hir,
+    config: &DfaConfig,
+) -> Result<thompson::NFA, RegexError> {
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(config.max_memory))
+                .shrink(false)
+                .which_captures(thompson::WhichCaptures::None),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| RegexError::new(RegexErrorKind::TooBig { message: format!("NFA: {e}") }))
+}
+
 impl ByteDfa {
     /// Compile `pattern` to a full-match DFA.
     ///
@@ -213,17 +230,7 @@ impl ByteDfa {
         hir: &regex_syntax::hir::Hir,
         config: &DfaConfig,
     ) -> Result<ByteDfa, RegexError> {
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .nfa_size_limit(Some(config.max_memory))
-                    .shrink(false)
-                    .which_captures(thompson::WhichCaptures::None),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| {
-                RegexError::new(RegexErrorKind::TooBig { message: format!("NFA: {e}") })
-            })?;
+        let nfa = thompson_nfa(hir, config)?;
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()

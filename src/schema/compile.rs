@@ -1882,11 +1882,15 @@ impl<'a> Compiler<'a> {
                     self.unannotated.insert(e);
                     alts.push(e);
                 }
-                "$ref" => {
-                    let r = x
-                        .as_str()
-                        .ok_or_else(|| SchemaError::invalid(ptr, "$ref must be a string"))?;
-                    let t = self.resolve_ref(r, ptr)?;
+                "$ref" | "$dynamicRef" | "$recursiveRef" => {
+                    let r = x.as_str().ok_or_else(|| {
+                        SchemaError::invalid(ptr, format!("{k} must be a string"))
+                    })?;
+                    let t = match k.as_str() {
+                        "$ref" => self.resolve_ref(r, ptr)?,
+                        "$dynamicRef" => self.resolve_dynamic(r, ptr)?,
+                        _ => self.resolve_recursive(r, ptr)?,
+                    };
                     let tv = self.lookup(&t).expect("resolved");
                     alts.push(self.negate(tv, &t, depth + 1)?);
                 }
@@ -1902,22 +1906,6 @@ impl<'a> Compiler<'a> {
                     }
                     let cs = vec![self.core(Core::Number(n))];
                     alts.push(self.push(Expr::Cores(cs)));
-                }
-                "$dynamicRef" => {
-                    let r = x
-                        .as_str()
-                        .ok_or_else(|| SchemaError::invalid(ptr, "$dynamicRef must be a string"))?;
-                    let t = self.resolve_dynamic(r, ptr)?;
-                    let tv = self.lookup(&t).expect("resolved");
-                    alts.push(self.negate(tv, &t, depth + 1)?);
-                }
-                "$recursiveRef" => {
-                    let r = x.as_str().ok_or_else(|| {
-                        SchemaError::invalid(ptr, "$recursiveRef must be a string")
-                    })?;
-                    let t = self.resolve_recursive(r, ptr)?;
-                    let tv = self.lookup(&t).expect("resolved");
-                    alts.push(self.negate(tv, &t, depth + 1)?);
                 }
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     let d = Self::get_dec(x, ptr, k)?;

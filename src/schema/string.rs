@@ -190,14 +190,7 @@ impl ByteDfa {
         if s == DEAD {
             return Some(false);
         }
-        // One representative byte per pair of classes.
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen = rustc_hash::FxHashSet::default();
-        for b in 0..=255u8 {
-            if seen.insert((self.classes[b as usize], any.classes[b as usize])) {
-                reps.push(b);
-            }
-        }
+        let (reps, _) = pair_classes(self, any);
         let mut visited: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
         let mut stack = vec![(s, any.start)];
         visited.insert((s, any.start));
@@ -627,16 +620,7 @@ pub(crate) fn product(
     let mut trans: Vec<u32> = Vec::new();
     let mut accept = Vec::new();
     // One column per pair of classes, looked up through a representative byte.
-    let mut rep_of = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    let mut seen: FxHashMap<(u8, u8), u8> = FxHashMap::default();
-    for byte in 0..=255u8 {
-        let k = (a.classes[byte as usize], b.classes[byte as usize]);
-        rep_of[byte as usize] = *seen.entry(k).or_insert_with(|| {
-            reps.push(byte);
-            (reps.len() - 1) as u8
-        });
-    }
+    let (reps, rep_of) = pair_classes(a, b);
     let mut i = 0;
     while i < pairs.len() {
         let (x, y) = pairs[i];
@@ -671,6 +655,22 @@ pub(crate) fn product(
         });
     }
     RawDfa { classes: rep_of, stride: reps.len(), trans, accept, start: 0 }.finish(max_states)
+}
+
+/// The classes of the product of two automata: one representative byte per pair of byte
+/// classes, and each byte's pair index.
+fn pair_classes(a: &ByteDfa, b: &ByteDfa) -> (Vec<u8>, [u8; 256]) {
+    let mut rep_of = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen: FxHashMap<(u8, u8), u8> = FxHashMap::default();
+    for byte in 0..=255u8 {
+        let k = (a.classes[byte as usize], b.classes[byte as usize]);
+        rep_of[byte as usize] = *seen.entry(k).or_insert_with(|| {
+            reps.push(byte);
+            (reps.len() - 1) as u8
+        });
+    }
+    (reps, rep_of)
 }
 
 /// The automaton of any content (every valid UTF-8 string), built once per process.
@@ -726,13 +726,7 @@ pub(crate) fn intersect_nonempty(
     if a.is_empty() || b.is_empty() || min > max {
         return Some(false);
     }
-    let mut reps: Vec<u8> = Vec::new();
-    let mut seen = rustc_hash::FxHashSet::default();
-    for byte in 0..=255u8 {
-        if seen.insert((a.classes[byte as usize], b.classes[byte as usize])) {
-            reps.push(byte);
-        }
-    }
+    let (reps, _) = pair_classes(a, b);
     // Above `min`, an unbounded count no longer matters.
     let cap = |c: u32| if max == u32::MAX { c.min(min) } else { c };
     let mut visited: rustc_hash::FxHashSet<(u32, u32, u32)> = rustc_hash::FxHashSet::default();
