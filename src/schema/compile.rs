@@ -773,6 +773,17 @@ impl<'a> Compiler<'a> {
         Some(cur)
     }
 
+    /// The subschema at a resolved reference target, within the `$ref` depth limit.
+    fn follow_ref(&mut self, target: &str) -> Result<ExprId, SchemaError> {
+        self.ref_depth += 1;
+        if self.ref_depth > self.limits.max_ref_depth {
+            return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
+        }
+        let e = self.schema_at(target);
+        self.ref_depth -= 1;
+        e
+    }
+
     fn resolve_ref(&self, r: &str, ptr: &str) -> Result<String, SchemaError> {
         let base = self.base_of(ptr);
         let (u, frag) = r.split_once('#').unwrap_or((r, ""));
@@ -916,15 +927,7 @@ impl<'a> Compiler<'a> {
         if let Some(r) = m.get("$ref") {
             let r = r.as_str().ok_or_else(|| SchemaError::invalid(ptr, "$ref must be a string"))?;
             match self.resolve_ref(r, ptr) {
-                Ok(target) => {
-                    self.ref_depth += 1;
-                    if self.ref_depth > self.limits.max_ref_depth {
-                        return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
-                    }
-                    let e = self.schema_at(&target);
-                    self.ref_depth -= 1;
-                    parts.push(e?);
-                }
+                Ok(target) => parts.push(self.follow_ref(&target)?),
                 Err(e) => {
                     if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) {
                         self.unsupported("$ref", ptr)?;
@@ -948,15 +951,7 @@ impl<'a> Compiler<'a> {
                 self.resolve_recursive(r, ptr)
             };
             match target {
-                Ok(target) => {
-                    self.ref_depth += 1;
-                    if self.ref_depth > self.limits.max_ref_depth {
-                        return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
-                    }
-                    let e = self.schema_at(&target);
-                    self.ref_depth -= 1;
-                    parts.push(e?);
-                }
+                Ok(target) => parts.push(self.follow_ref(&target)?),
                 Err(e) if matches!(e.kind(), super::SchemaErrorKind::Unsupported { .. }) => {
                     self.unsupported(kw, ptr)?
                 }
