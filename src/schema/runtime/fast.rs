@@ -147,7 +147,7 @@ pub(super) struct FastState {
 /// Most automata [`Fast::open_walk`] runs in one walk.
 const LOCKSTEP: usize = 8;
 /// Most states of a [`Product`] before the lockstep walk runs the automata side by side.
-const PRODUCT_LIMIT: usize = 4096;
+const PRODUCT_LIMIT: usize = 1024;
 
 /// The product of a few uncounted automata from given states, reachable part only: one
 /// table lookup per trie node instead of one per automaton (the alternatives of a `oneOf`
@@ -436,7 +436,7 @@ impl Fast<'_, '_> {
         }
         let mut ms: smallvec::SmallVec<[TokenMask; LOCKSTEP]> =
             (0..k).map(|_| TokenMask::new(mask.len())).collect();
-        let product = if maxs[..k].iter().all(|&m| m == u32::MAX) {
+        let product = if k > 1 && maxs[..k].iter().all(|&m| m == u32::MAX) {
             Product::build(&dfas[..k], &start[..k], PRODUCT_LIMIT)
         } else {
             None
