@@ -124,27 +124,7 @@ impl LazyDfa {
         if !live[nfa.start_anchored().as_usize()] {
             return Err(RegexError::new(RegexErrorKind::MatchesNothing));
         }
-        let bc = nfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let c = bc.get(b);
-            classes[b as usize] = c;
-            if reps.len() <= c as usize {
-                reps.resize(c as usize + 1, 0);
-                reps[c as usize] = b;
-            }
-        }
-        // Class representatives: the first byte of each class (classes are numbered in order of
-        // first appearance, so the loop above already set them; this keeps it explicit).
-        let mut seen = vec![false; reps.len()];
-        for b in 0..=255u8 {
-            let c = classes[b as usize] as usize;
-            if !seen[c] {
-                seen[c] = true;
-                reps[c] = b;
-            }
-        }
+        let (classes, reps) = super::class_table(nfa.byte_classes());
         let core = Arc::new(Core { nfa, live, classes, reps, max_memory });
         let dfa = LazyDfa { cache: Mutex::new(LazyCache::new(&core)), core };
         Ok(dfa)

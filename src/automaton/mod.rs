@@ -187,6 +187,28 @@ impl fmt::Debug for ByteDfa {
     }
 }
 
+/// A byte-class table of `regex-automata` and one representative byte per class (its first
+/// byte), as the dense automaton and the lazy fallback index their transitions.
+pub(crate) fn class_table(
+    bc: &regex_automata::util::alphabet::ByteClasses,
+) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = [false; 256];
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if !seen[c as usize] {
+            seen[c as usize] = true;
+            if reps.len() <= c as usize {
+                reps.resize(c as usize + 1, 0);
+            }
+            reps[c as usize] = b;
+        }
+    }
+    (classes, reps)
+}
+
 /// The Thompson NFA (no captures, `config.max_memory` bound) both the dense automaton and the
 /// lazy fallback ([`lazy::LazyDfa`]) are built from.
 pub(crate) fn thompson_nfa(
@@ -257,25 +279,7 @@ impl ByteDfa {
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| unsupported(e.to_string()))?;
-        let bc = dfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            classes[b as usize] = bc.get(b);
-            if reps.len() <= bc.get(b) as usize {
-                reps.resize(bc.get(b) as usize + 1, 0);
-                reps[bc.get(b) as usize] = b;
-            }
-        }
-        // Class representatives: the first byte of each class.
-        let mut seen = vec![false; reps.len()];
-        for b in 0..=255u8 {
-            let c = classes[b as usize] as usize;
-            if !seen[c] {
-                seen[c] = true;
-                reps[c] = b;
-            }
-        }
+        let (classes, reps) = class_table(dfa.byte_classes());
         let n_classes = reps.len();
         // Breadth-first enumeration of the states reachable from the start.
         let mut ids: rustc_hash::FxHashMap<regex_automata::util::primitives::StateID, u32> =
