@@ -250,8 +250,10 @@ impl TokTrie {
     ) {
         let nodes = &self.nodes[..];
         let n = nodes.len();
-        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
-        let mut states = [start; MAX_TOKEN_BYTES + 1];
+        // On the heap, sized by the longest token: a state may be large (several automata in
+        // lockstep) and callers' threads may have small stacks.
+        let mut ends = vec![0u32; self.max_depth + 1];
+        let mut states = vec![start; self.max_depth + 1];
         let mut depth = 0usize;
         let mut i = 1usize;
         while i < n {
