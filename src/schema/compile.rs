@@ -89,6 +89,22 @@ pub(crate) struct ArrC {
     pub annot_all: bool,
 }
 
+impl ArrC {
+    /// Items and length bounds only: no `contains`, no `uniqueItems`, no annotations.
+    pub(crate) fn new(prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> ArrC {
+        ArrC {
+            prefix,
+            items,
+            min,
+            max,
+            contains: None,
+            unique: None,
+            annot_len: 0,
+            annot_all: false,
+        }
+    }
+}
+
 /// `contains` with `minContains`/`maxContains`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ContainsC {
@@ -592,16 +608,7 @@ impl<'a> Compiler<'a> {
         }
         if t & T_ARR != 0 {
             let items = self.true_e;
-            v.push(self.core(Core::Array(ArrC {
-                prefix: Vec::new(),
-                items,
-                min: 0,
-                max: u32::MAX,
-                contains: None,
-                unique: None,
-                annot_len: 0,
-                annot_all: false,
-            })));
+            v.push(self.core(Core::Array(ArrC::new(Vec::new(), items, 0, u32::MAX))));
         }
         if t & T_OBJ != 0 {
             let additional = self.true_e;
@@ -1356,30 +1363,10 @@ impl<'a> Compiler<'a> {
             Some(v) => hi_parts.push((Self::get_dec(v, ptr, "exclusiveMaximum")?, true)),
         }
         for (d, ex) in lo_parts {
-            n = n
-                .merge(&NumCore {
-                    lo: Some((d, ex)),
-                    hi: None,
-                    integer: false,
-                    multiple: None,
-                    int_syntax: false,
-                    frac: false,
-                    not_multiples: Vec::new(),
-                })
-                .expect("no multiple");
+            n = n.merge(&NumCore { lo: Some((d, ex)), ..NumCore::any() }).expect("no multiple");
         }
         for (d, ex) in hi_parts {
-            n = n
-                .merge(&NumCore {
-                    lo: None,
-                    hi: Some((d, ex)),
-                    integer: false,
-                    multiple: None,
-                    int_syntax: false,
-                    frac: false,
-                    not_multiples: Vec::new(),
-                })
-                .expect("no multiple");
+            n = n.merge(&NumCore { hi: Some((d, ex)), ..NumCore::any() }).expect("no multiple");
         }
         if let Some(v) = m.get("multipleOf") {
             let q = Self::get_dec(v, ptr, "multipleOf")?;
@@ -1453,16 +1440,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn arr_shape(&mut self, m: &'a Map<String, Value>, ptr: &str) -> Result<ArrC, SchemaError> {
-        let mut a = ArrC {
-            prefix: Vec::new(),
-            items: self.true_e,
-            min: 0,
-            max: u32::MAX,
-            contains: None,
-            unique: None,
-            annot_len: 0,
-            annot_all: false,
-        };
+        let mut a = ArrC::new(Vec::new(), self.true_e, 0, u32::MAX);
         if let Some(v) = m.get("minItems") {
             a.min = Self::get_u32(v, ptr, "minItems")?;
         }
@@ -1677,16 +1655,7 @@ impl<'a> Compiler<'a> {
                 }
                 let n = a.len() as u32;
                 let items = self.false_e;
-                vec![self.core(Core::Array(ArrC {
-                    prefix,
-                    items,
-                    min: n,
-                    max: n,
-                    contains: None,
-                    unique: None,
-                    annot_len: 0,
-                    annot_all: false,
-                }))]
+                vec![self.core(Core::Array(ArrC::new(prefix, items, n, n)))]
             }
             Value::Object(m) => {
                 let mut props = Vec::new();
@@ -1961,20 +1930,11 @@ impl<'a> Compiler<'a> {
                     let neg = self.negate(x, &kp, depth + 1)?;
                     let tr = self.true_e;
                     let c = if k == "items" {
+                        let contains =
+                            Some(ContainsC { schema: neg, neg: Some(pos), min: 1, max: u32::MAX });
                         self.core(Core::Array(ArrC {
-                            prefix: Vec::new(),
-                            items: tr,
-                            min: 0,
-                            max: u32::MAX,
-                            contains: Some(ContainsC {
-                                schema: neg,
-                                neg: Some(pos),
-                                min: 1,
-                                max: u32::MAX,
-                            }),
-                            unique: None,
-                            annot_len: 0,
-                            annot_all: false,
+                            contains,
+                            ..ArrC::new(Vec::new(), tr, 0, u32::MAX)
                         }))
                     } else {
                         self.arr_core(Vec::new(), neg, 0, u32::MAX)
@@ -2079,24 +2039,12 @@ impl<'a> Compiler<'a> {
             let n = NumCore {
                 lo: prev.clone().map(|p| (p, true)),
                 hi: Some((d.clone(), true)),
-                integer: false,
-                multiple: None,
-                int_syntax: false,
-                frac: false,
-                not_multiples: Vec::new(),
+                ..NumCore::any()
             };
             cs.push(self.core(Core::Number(n)));
             prev = Some(d.clone());
         }
-        let n = NumCore {
-            lo: prev.map(|p| (p, true)),
-            hi: None,
-            integer: false,
-            multiple: None,
-            int_syntax: false,
-            frac: false,
-            not_multiples: Vec::new(),
-        };
+        let n = NumCore { lo: prev.map(|p| (p, true)), ..NumCore::any() };
         cs.push(self.core(Core::Number(n)));
         let arr = self.type_cores(T_ARR | T_OBJ);
         cs.extend(arr);
@@ -2109,16 +2057,7 @@ impl<'a> Compiler<'a> {
 
     /// An array core with these items and length bounds (no `contains`, no `uniqueItems`).
     fn arr_core(&mut self, prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> CoreId {
-        self.core(Core::Array(ArrC {
-            prefix,
-            items,
-            min,
-            max,
-            contains: None,
-            unique: None,
-            annot_len: 0,
-            annot_all: false,
-        }))
+        self.core(Core::Array(ArrC::new(prefix, items, min, max)))
     }
 
     /// An object core with these property schemas, required keys and minimum size.

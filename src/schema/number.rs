@@ -420,15 +420,7 @@ impl NumCore {
 
     /// Exactly `v`.
     pub(crate) fn point(v: Dec) -> NumCore {
-        NumCore {
-            lo: Some((v.clone(), false)),
-            hi: Some((v, false)),
-            integer: false,
-            multiple: None,
-            int_syntax: false,
-            frac: false,
-            not_multiples: Vec::new(),
-        }
+        NumCore { lo: Some((v.clone(), false)), hi: Some((v, false)), ..NumCore::any() }
     }
 
     /// The intersection; `Err` when `multipleOf` values cannot be combined exactly. With
@@ -1106,10 +1098,7 @@ mod tests {
             lo: lo.map(|(s, e)| (d(s), e)),
             hi: hi.map(|(s, e)| (d(s), e)),
             integer,
-            multiple: None,
-            int_syntax: false,
-            frac: false,
-            not_multiples: Vec::new(),
+            ..NumCore::any()
         }
     }
 
