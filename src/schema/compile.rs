@@ -1422,8 +1422,7 @@ impl<'a> Compiler<'a> {
                 let d = match self.dfa_memo.get(&re) {
                     Some(&d) => d,
                     None => {
-                        let d = string::format_dfa(f, self.limits.max_dfa_states)
-                            .expect("a format with a regex")
+                        let d = string::format_dfa(f, &re, self.limits.max_dfa_states)
                             .map_err(|e| dfa_err(e, "format", ptr, &self.limits))?;
                         let id = self.add_dfa(d);
                         self.dfa_memo.insert(re, id);

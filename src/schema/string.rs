@@ -681,12 +681,11 @@ pub(crate) fn any_content() -> &'static ByteDfa {
     })
 }
 
-/// The automaton of a known `format` ([`format_regex`]), built once per process and cloned
-/// (the email automaton alone takes milliseconds to determinise); `None` for other names.
-pub(crate) fn format_dfa(name: &str, max_states: usize) -> Option<Result<ByteDfa, DfaError>> {
+/// The automaton of the known `format` `name`, whose regex is `re` ([`format_regex`]), built
+/// once per process and cloned (the email automaton alone takes milliseconds to determinise).
+pub(crate) fn format_dfa(name: &str, re: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
     static CACHE: std::sync::Mutex<Option<FxHashMap<String, ByteDfa>>> =
         std::sync::Mutex::new(None);
-    let re = format_regex(name)?;
     let fits = |d: &ByteDfa| {
         if d.n_states() - 1 > max_states {
             Err(DfaError::TooBig)
@@ -697,15 +696,12 @@ pub(crate) fn format_dfa(name: &str, max_states: usize) -> Option<Result<ByteDfa
     if let Some(d) =
         CACHE.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name))
     {
-        return Some(fits(d));
+        return fits(d);
     }
-    let d = match dfa_from_regex(&re, max_states) {
-        Ok(d) => d,
-        Err(e) => return Some(Err(e)),
-    };
+    let d = dfa_from_regex(re, max_states)?;
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     cache.get_or_insert_with(FxHashMap::default).insert(name.to_string(), d.clone());
-    Some(Ok(d))
+    Ok(d)
 }
 
 /// Complement within the valid UTF-8 strings.
