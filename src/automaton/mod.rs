@@ -38,6 +38,7 @@
 //! ```
 
 pub mod lazy;
+pub(crate) mod minimize;
 
 pub use lazy::LazyDfa;
 
@@ -77,11 +78,15 @@ pub struct DfaConfig {
     pub max_memory: usize,
     /// Deepest nesting of groups and repetitions the parser accepts (default 128).
     pub nest_limit: u32,
+    /// Minimise the DFA (Hopcroft, in `regex-automata`; default `false`). Equivalent states
+    /// then share one id, so caches keyed by state hit more often; it costs compile time, so
+    /// it is for small automata such as the CFG lexer's lexemes.
+    pub minimize: bool,
 }
 
 impl Default for DfaConfig {
     fn default() -> Self {
-        DfaConfig { max_states: 100_000, max_memory: 64 << 20, nest_limit: 128 }
+        DfaConfig { max_states: 100_000, max_memory: 64 << 20, nest_limit: 128, minimize: false }
     }
 }
 
@@ -361,22 +366,34 @@ impl ByteDfa {
         }
         let mut trans = Vec::with_capacity(count as usize * n_classes);
         let mut acc = Vec::with_capacity(count as usize);
-        let mut continues = Vec::with_capacity(count as usize);
         for s in 0..n {
             if !live[s] {
                 continue;
             }
             acc.push(accepting[s]);
-            let mut any = false;
             for c in 0..n_classes {
                 let t = raw[s * n_classes + c];
-                let t = if t == DEAD { DEAD } else { new_id[t as usize] };
-                any |= t != DEAD;
-                trans.push(t);
+                trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
             }
-            continues.push(any);
         }
+        if config.minimize {
+            (trans, acc) = Self::minimized(&trans, n_classes, &acc);
+        }
+        let continues =
+            trans.chunks(n_classes.max(1)).map(|row| row.iter().any(|&t| t != DEAD)).collect();
         Ok(ByteDfa { classes, n_classes, trans, accepting: acc, continues })
+    }
+
+    /// The live table `trans`/`acc` (start 0, `DEAD` for no way on) with equivalent states
+    /// merged ([`minimize::minimize`], which numbers the dead state 0 and the start 1).
+    fn minimized(trans: &[u32], n_classes: usize, acc: &[bool]) -> (Vec<u32>, Vec<bool>) {
+        let shifted: Vec<u32> = std::iter::repeat_n(0, n_classes)
+            .chain(trans.iter().map(|&t| if t == DEAD { 0 } else { t + 1 }))
+            .collect();
+        let accept: Vec<bool> = std::iter::once(false).chain(acc.iter().copied()).collect();
+        let (m, a) = minimize::minimize(&shifted, n_classes, &accept);
+        let back = m[n_classes..].iter().map(|&t| if t == 0 { DEAD } else { t - 1 }).collect();
+        (back, a[1..].to_vec())
     }
 
     /// The state before any byte.
@@ -505,6 +522,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e.kind(), RegexErrorKind::TooBig { .. }), "{e}");
+    }
+
+    #[test]
+    fn minimised_dfas_have_one_state_per_language() {
+        let min = DfaConfig { minimize: true, ..DfaConfig::default() };
+        for (re, states) in [("-?(0|[1-9][0-9]*)", 4), ("(ab|cb)d*", 3), ("(x|xyz)(yz)*", 3)] {
+            let plain = ByteDfa::from_regex(re, &DfaConfig::default()).unwrap();
+            let m = ByteDfa::from_regex(re, &min).unwrap();
+            assert_eq!(m.state_count(), states, "{re}");
+            assert!(plain.state_count() > m.state_count(), "{re}: nothing merged");
+            for s in ["", "0", "-7", "10", "109", "01", "-", "ab", "cbdd", "abc", "x", "xyz", "xy"]
+            {
+                assert_eq!(m.matches(s.as_bytes()), plain.matches(s.as_bytes()), "{re} on {s:?}");
+            }
+        }
+        // "after 1" and "after 10" are one state: both take any digit and accept.
+        let m = ByteDfa::from_regex("[1-9][0-9]*", &min).unwrap();
+        let one = m.next(m.start(), b'1').unwrap();
+        assert_eq!(m.next(one, b'0'), Some(one));
     }
 
     #[test]
