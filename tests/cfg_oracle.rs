@@ -144,22 +144,43 @@ fn json_gbnf_agrees_with_native_json_engine() {
     assert!(steps >= 100);
 }
 
-/// The mask cache is keyed by the chart's structural signature: cached masks must equal
-/// recomputed ones along random walks (structure repeats a lot in these grammars).
+/// Nested brackets that differ only in their closer, separated lists (first element and the
+/// others), a left-recursive list, mutual recursion and a nullable tail: states that share
+/// most of their structure but not their future, for the signature to tell apart.
+const CONTEXTS_GBNF: &str = r#"root ::= s
+s ::= "(" l ")" | "[" l "]" | "<" m ">" | "x" | "y" s | "{" n
+l ::= s ("," s)*
+m ::= m ";" s | s | "=" n
+n ::= s "}" n? | "!" s "}"
+"#;
+
+/// The mask cache is keyed by the chart's signature of its future (see `cfg::earley`): cached
+/// masks must equal recomputed ones along random walks (structure repeats a lot here, and the
+/// signature deliberately equates states reached in different ways).
 #[test]
 fn cached_masks_equal_recomputed_masks() {
     let v = vocab();
-    for name in ["json.gbnf", "arithmetic.gbnf", "csv.gbnf", "yaml_flat.gbnf", "chess_san.gbnf"] {
-        let text = grammar(name);
+    let names = [
+        "json.gbnf",
+        "arithmetic.gbnf",
+        "csv.gbnf",
+        "yaml_flat.gbnf",
+        "chess_san.gbnf",
+        "c_expr.gbnf",
+        "list.gbnf",
+        "contexts",
+    ];
+    for name in names {
+        let text = if name == "contexts" { CONTEXTS_GBNF.to_string() } else { grammar(name) };
         let cached = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
         let mut no_cache = CfgConfig::default();
         no_cache.engine.mask_cache = 0;
         let fresh = CfgConstraint::from_gbnf(v, &text, &no_cache).unwrap();
         let (mut a, mut b) = (TokenMask::new(v.n_vocab()), TokenMask::new(v.n_vocab()));
-        for seed in 0..2u64 {
+        for seed in 0..3u64 {
             let (mut c, mut f) = (cached.fork(), fresh.fork());
             let mut rng = seed.wrapping_add(7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            for step in 0..30 {
+            for step in 0..40 {
                 c.fill_mask(&mut a).unwrap();
                 f.fill_mask(&mut b).unwrap();
                 assert!(
@@ -184,4 +205,40 @@ fn cached_masks_equal_recomputed_masks() {
             }
         }
     }
+}
+
+fn signature_after(e: &CfgConstraint, text: &str) -> u64 {
+    let mut e = e.fork();
+    e.advance_bytes(text.as_bytes()).unwrap();
+    e.chart_signature()
+}
+
+/// States with the same future share a signature (and so a cached mask) however they were
+/// reached; states with different futures do not.
+#[test]
+fn signatures_equate_states_with_the_same_future() {
+    let e =
+        CfgConstraint::from_gbnf(vocab(), &grammar("json.gbnf"), &CfgConfig::default()).unwrap();
+    let sig = |t: &str| signature_after(&e, t);
+    // First member and later ones (the list lowering of `member (ws "," ws member)*`).
+    assert_eq!(sig(r#"{"a": "#), sig(r#"{"a": 1, "b": "#));
+    assert_eq!(sig(r#"{"a": 1, "b": "#), sig(r#"{"a": 1, "b": 2, "c": "#));
+    assert_eq!(sig(r#"{""#), sig(r#"{"a": [], ""#));
+    assert_eq!(sig("[1, "), sig("[1, 2, 3, "));
+    // Minimised lexeme states: after `3` and after `10` a number goes on alike.
+    assert_eq!(sig(r#"{"a": 3"#), sig(r#"{"a": 10"#));
+    // Different futures.
+    assert_ne!(sig("[1, "), sig("["), "`[` also allows `]`");
+    assert_ne!(sig(r#"{"a": "#), sig(r#"[{"a": "#));
+    assert_ne!(sig(r#"{"a": {"b": "#), sig(r#"{"a": "#));
+    assert_ne!(sig(r#"{"a": 3"#), sig(r#"{"a": 0"#), "`0` takes no digit");
+    assert_ne!(sig(r#"{"a": "x"#), sig(r#"["x"#));
+
+    let c = CfgConstraint::from_gbnf(vocab(), CONTEXTS_GBNF, &CfgConfig::default()).unwrap();
+    let sig = |t: &str| signature_after(&c, t);
+    assert_eq!(sig("(x,"), sig("(x,x,"));
+    assert_eq!(sig("<x;"), sig("<x;x;"));
+    assert_ne!(sig("(x,"), sig("[x,"));
+    assert_ne!(sig("<x;"), sig("(x,"));
+    assert_ne!(sig("{x}"), sig("{!x}"), "only the first may go on with `n`");
 }

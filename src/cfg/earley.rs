@@ -14,12 +14,26 @@
 //! accepted iff its set is non-empty.
 //!
 //! # Signatures
-//! Committed sets (after `advance`) get a 64-bit structural signature: the order-independent
-//! sum over their live items (completed items aside: nothing reads them again) of a hash of
-//! (position, signature of the origin set). Two charts with
-//! equal signatures of their last set allow exactly the same continuations (everything a future
-//! step reads is reachable through origin links), so the mask cache keys on it. A false hit needs
-//! a 64-bit hash collision.
+//! Committed sets (after `advance`) get a 64-bit signature of their *future*: the
+//! order-independent sum, over the items that can still scan (before a terminal, a token
+//! terminal or a lexeme that can take a byte; the accepting item too), of a hash of (position,
+//! lexeme state, *continuation*). An item's continuation is what its completion reads: the items
+//! of its origin set waiting for its left-hand side, each with its own continuation —
+//! `cont(o, A)`, computed once per committed set and nonterminal and stored beside the
+//! completion index. Items waiting for a nonterminal are thus hashed only through the items
+//! that would complete into them, never as such, and an item's origin is hashed as what it
+//! leads to, not as which set it is. That is what lets two sets that differ only in how they
+//! got there share a signature: after the first member of a JSON object the repetition helper
+//! `h → h • G` has its own set as origin, after the second the first member's set, and both
+//! sets have the same future (the mask cache hits from the second member on).
+//!
+//! Inside one set, continuations can be cyclic (left recursion: `h → • h G` waits for `h` in
+//! the set that predicted it). Each strongly connected component of the "waits in this set"
+//! graph is hashed as a whole — its equations, with references inside it named by nonterminal
+//! — and each member as (component, member): a faithful encoding of the equation system, so
+//! equal hashes still mean equal futures. Two charts whose last sets have equal signatures
+//! allow exactly the same continuations (everything a future step reads is reachable through
+//! continuations), so the mask cache keys on it. A false hit needs a 64-bit hash collision.
 
 use super::grammar::{decode, set_has, CfgGrammar, Sym, END_FLAG, LEX_FLAG, T_FLAG};
 use rustc_hash::FxHashSet;
@@ -51,10 +65,27 @@ impl Item {
 
 /// Sets smaller than this are deduplicated by a linear scan; larger ones through a hash set.
 const LINEAR_DEDUP: usize = 64;
-const SELF_ORIGIN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// `cont(o, a)` when no item of `o` waits for `a` (only the start item's).
+const NO_WAITERS: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Marks a reference inside a cyclic component of continuations.
+const CYCLE: u64 = 0x2545_F491_4F6C_DD1D;
+
+/// Reused buffers of the per-set component search ([`Chart::cont_set`]).
+#[derive(Clone, Debug, Default)]
+struct SccScratch {
+    /// Start of each nonterminal's entries in `waiting` (one past the last at the end).
+    groups: Vec<u32>,
+    index: Vec<u32>,
+    low: Vec<u32>,
+    on_stack: Vec<bool>,
+    /// The component (its root group) of each group already hashed.
+    comp: Vec<u32>,
+    stack: Vec<u32>,
+    frames: Vec<(u32, u32)>,
+}
 
 #[inline]
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     // splitmix64's finaliser.
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -68,12 +99,14 @@ pub struct Chart {
     /// `starts[k]` = first item of set `k`; the last entry is `items.len()`.
     starts: Vec<u32>,
     sigs: Vec<u64>,
-    /// Per committed set: the signature of what later sets can read of it as an origin (its
-    /// items waiting for a nonterminal; see the module docs).
-    osigs: Vec<u64>,
     /// Completion index of committed sets: `(nonterminal, item index)` of the items waiting
     /// for a nonterminal, sorted, set `k`'s at `waiting[wait_starts[k]..wait_starts[k + 1]]`.
     waiting: Vec<(u32, u32)>,
+    /// Parallel to `waiting`: the continuation hash `cont(k, b)` of the entry's set and
+    /// nonterminal (the same for all entries of one nonterminal; see the module docs).
+    wcont: Vec<u64>,
+    /// Scratch of [`Chart::cont_set`].
+    scc: SccScratch,
     wait_starts: Vec<u32>,
     /// Per set: the union of the byte sets of its scannable terminals, so that a byte nothing
     /// can scan is refused without looking at the items (most tries of a trie walk fail).
@@ -101,8 +134,9 @@ impl Chart {
             items: Vec::new(),
             starts: vec![0],
             sigs: Vec::new(),
-            osigs: Vec::new(),
             waiting: Vec::new(),
+            wcont: Vec::new(),
+            scc: SccScratch::default(),
             wait_starts: vec![0],
             scan: Vec::new(),
             pend: Vec::new(),
@@ -523,9 +557,9 @@ impl Chart {
         self.kernel_end.truncate(sets);
         if self.sigs.len() > sets {
             self.sigs.truncate(sets);
-            self.osigs.truncate(sets);
             self.wait_starts.truncate(sets + 1);
             self.waiting.truncate(self.wait_starts[sets] as usize);
+            self.wcont.truncate(self.wait_starts[sets] as usize);
         }
         self.bytes.truncate(sets - 1);
         while self.token_sets.last().is_some_and(|&k| k as usize >= sets) {
@@ -574,42 +608,177 @@ impl Chart {
             }
             self.waiting[first..].sort_unstable();
             self.wait_starts.push(self.waiting.len() as u32);
-            // Completed items are left out: their completions were done when the set was
-            // closed, and nothing later reads them (only items before a symbol are scanned or
-            // completed into). Keeping them would chain every set to its predecessor and no
-            // two charts would ever share a signature. The accepting item is kept.
-            // Items whose lexeme cannot take another byte are left out for the same reason.
-            // An origin is only ever read by completion (items waiting for a nonterminal), so
-            // the origin part of each item's hash is its origin's `osig`, which covers those
-            // items alone: what a set scanned (a finished number, a closed string) then no
-            // longer tells its successors apart.
-            let (mut h, mut oh) = (0u64, 0u64);
+            self.cont_set(g, k, first);
+            // Only items that can still take a byte or a token (and the accepting item) are
+            // hashed: completed items were completed when the set was closed, items waiting
+            // for a nonterminal are reached through their continuations, and a lexeme that
+            // cannot take another byte has completed already.
+            let mut h = 0u64;
             for it in self.set(k) {
                 let sym = g.syms[it.pos as usize];
-                let lex = sym & LEX_FLAG == LEX_FLAG;
-                if (sym & END_FLAG != 0 && !lex && it.pos != g.accept_pos)
-                    || (lex
-                        && g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] == [0; 4])
-                {
-                    continue;
-                }
-                let o = if it.origin as usize == k {
-                    SELF_ORIGIN
+                let active = if sym & LEX_FLAG == LEX_FLAG {
+                    g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] != [0; 4]
                 } else {
-                    self.osigs[it.origin as usize]
+                    sym & T_FLAG != 0 || it.pos == g.accept_pos
                 };
-                let x = mix(u64::from(it.pos).wrapping_mul(0xA24B_AED4_963E_E407)
-                    ^ u64::from(it.st).wrapping_mul(0x9FB2_1C65_1E98_DF25)
-                    ^ o);
-                h = h.wrapping_add(x);
-                if sym & (T_FLAG | END_FLAG) == 0 {
-                    oh = oh.wrapping_add(x);
+                if active {
+                    let ctx = self.cont_of(it.origin as usize, g.lhs[it.pos as usize]);
+                    h = h.wrapping_add(mix(g.rest_hash[it.pos as usize]
+                        ^ u64::from(it.st).wrapping_mul(0x9FB2_1C65_1E98_DF25)
+                        ^ ctx));
                 }
             }
             self.sigs.push(h);
-            self.osigs.push(oh);
         }
         true
+    }
+
+    /// `cont(o, a)` of a committed set `o` (its completion index filled): the continuation
+    /// hash of the items of set `o` waiting for `a` (see the module docs).
+    #[inline]
+    fn cont_of(&self, o: usize, a: u32) -> u64 {
+        let (s, e) = (self.wait_starts[o] as usize, self.wait_starts[o + 1] as usize);
+        let j = s + self.waiting[s..e].partition_point(|&(b, _)| b < a);
+        if j < e && self.waiting[j].0 == a {
+            self.wcont[j]
+        } else {
+            NO_WAITERS
+        }
+    }
+
+    /// Fill `wcont` for set `k`, whose sorted completion index starts at `first` in `waiting`
+    /// (`wait_starts` already closed): Tarjan's algorithm over the set's nonterminals, an edge
+    /// `b → lhs(w)` for each item `w` waiting for `b` with origin `k`; components come out
+    /// callees first, so every reference out of a component is hashed already.
+    fn cont_set(&mut self, g: &CfgGrammar, k: usize, first: usize) {
+        let end = self.waiting.len();
+        self.wcont.resize(end, 0);
+        let mut sc = std::mem::take(&mut self.scc);
+        sc.groups.clear();
+        for i in first..end {
+            if i == first || self.waiting[i].0 != self.waiting[i - 1].0 {
+                sc.groups.push(i as u32);
+            }
+        }
+        let ng = sc.groups.len();
+        sc.groups.push(end as u32);
+        let group_of = |w: &[(u32, u32)], groups: &[u32], a: u32| -> Option<usize> {
+            let j = groups[..ng].partition_point(|&x| w[x as usize].0 < a);
+            (j < ng && w[groups[j] as usize].0 == a).then_some(j)
+        };
+        // The group an entry's item depends on inside this set, if any.
+        let target = |c: &Chart, groups: &[u32], e: usize| -> Option<usize> {
+            let w = c.items[c.waiting[e].1 as usize];
+            if w.origin as usize == k {
+                group_of(&c.waiting, groups, g.lhs[w.pos as usize])
+            } else {
+                None
+            }
+        };
+        const UNSEEN: u32 = u32::MAX;
+        sc.index.clear();
+        sc.index.resize(ng, UNSEEN);
+        sc.low.clear();
+        sc.low.resize(ng, 0);
+        sc.on_stack.clear();
+        sc.on_stack.resize(ng, false);
+        sc.comp.clear();
+        sc.comp.resize(ng, u32::MAX);
+        sc.stack.clear();
+        let mut next_index = 0u32;
+        for root in 0..ng {
+            if sc.index[root] != UNSEEN {
+                continue;
+            }
+            // Iterative DFS: frames of (group, next entry to look at).
+            sc.frames.clear();
+            sc.frames.push((root as u32, sc.groups[root]));
+            sc.index[root] = next_index;
+            sc.low[root] = next_index;
+            next_index += 1;
+            sc.stack.push(root as u32);
+            sc.on_stack[root] = true;
+            while let Some(&(v, e)) = sc.frames.last() {
+                let v = v as usize;
+                if e < sc.groups[v + 1] {
+                    sc.frames.last_mut().expect("non-empty").1 += 1;
+                    let Some(t) = target(self, &sc.groups, e as usize) else { continue };
+                    if sc.index[t] == UNSEEN {
+                        sc.index[t] = next_index;
+                        sc.low[t] = next_index;
+                        next_index += 1;
+                        sc.stack.push(t as u32);
+                        sc.on_stack[t] = true;
+                        sc.frames.push((t as u32, sc.groups[t]));
+                    } else if sc.on_stack[t] {
+                        sc.low[v] = sc.low[v].min(sc.index[t]);
+                    }
+                    continue;
+                }
+                sc.frames.pop();
+                if let Some(&(u, _)) = sc.frames.last() {
+                    sc.low[u as usize] = sc.low[u as usize].min(sc.low[v]);
+                }
+                if sc.low[v] != sc.index[v] {
+                    continue;
+                }
+                // `v` roots a component: its members are the stack down to `v`, marked in
+                // `comp` while they are hashed.
+                let at = sc.stack.iter().rposition(|&x| x as usize == v).expect("on stack");
+                for i in at..sc.stack.len() {
+                    let m = sc.stack[i] as usize;
+                    sc.on_stack[m] = false;
+                    sc.comp[m] = v as u32;
+                }
+                let members = &sc.stack[at..];
+                let cyclic = members.len() > 1
+                    || (sc.groups[v]..sc.groups[v + 1])
+                        .any(|e| target(self, &sc.groups, e as usize) == Some(v));
+                // One member's equation: its waiting items with their continuations, a
+                // reference into the component named by its nonterminal.
+                let equation = |c: &Chart, m: usize| -> u64 {
+                    let mut x = 0u64;
+                    for e in sc.groups[m] as usize..sc.groups[m + 1] as usize {
+                        let w = c.items[c.waiting[e].1 as usize];
+                        let a = g.lhs[w.pos as usize];
+                        let ctx = match target(c, &sc.groups, e) {
+                            Some(t) if sc.comp[t] == v as u32 => {
+                                mix(u64::from(a).wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ CYCLE)
+                            }
+                            Some(t) => c.wcont[sc.groups[t] as usize],
+                            None if w.origin as usize == k => NO_WAITERS,
+                            None => c.cont_of(w.origin as usize, a),
+                        };
+                        x = x.wrapping_add(mix(g.rest_hash[w.pos as usize] ^ ctx));
+                    }
+                    x
+                };
+                let nt = |m: usize| u64::from(self.waiting[sc.groups[m] as usize].0);
+                let set_group = |wcont: &mut [u64], m: usize, val: u64| {
+                    for e in sc.groups[m]..sc.groups[m + 1] {
+                        wcont[e as usize] = val;
+                    }
+                };
+                if cyclic {
+                    let comp = members.iter().fold(0u64, |acc, &m| {
+                        let m = m as usize;
+                        acc.wrapping_add(mix(
+                            nt(m).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) ^ equation(self, m)
+                        ))
+                    });
+                    for &m in members {
+                        let m = m as usize;
+                        let val = mix(comp ^ nt(m).wrapping_mul(0x1656_67B1_9E37_79F9) ^ CYCLE);
+                        set_group(&mut self.wcont, m, val);
+                    }
+                } else {
+                    let val = mix(equation(self, v) ^ nt(v).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
+                    set_group(&mut self.wcont, v, val);
+                }
+                sc.stack.truncate(at);
+            }
+        }
+        self.scc = sc;
     }
 
     /// The structural signature of the last (committed) set.

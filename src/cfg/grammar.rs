@@ -167,6 +167,13 @@ pub struct CfgGrammar {
     /// (FIRST of the rest of the production, and FOLLOW of its left-hand side where that rest is
     /// nullable). The recogniser defers a lexeme's completion until such a byte is pushed.
     pub(crate) follow: Vec<ByteSet>,
+    /// Per flat position: the left-hand side of its production (continuation signatures, see
+    /// [`super::earley`]).
+    pub(crate) lhs: Vec<u32>,
+    /// Per flat position: a hash of the rest of its production from there, left-hand side
+    /// included. Two positions with the same rest behave the same, so signatures hash this,
+    /// not the position.
+    pub(crate) rest_hash: Vec<u64>,
     /// The token terminals, each with its (empty) byte set id.
     pub(crate) tokens: Vec<TokenTerm>,
     /// Per terminal id: its index in `tokens`, or `u32::MAX` for a byte terminal.
@@ -328,13 +335,55 @@ impl<'a> Lowerer<'a> {
         Ok(sym)
     }
 
+    /// `A (B A)*` at `items[i..]` (B not empty) lowered as one left-recursive list
+    /// `L ::= A | L B A`, or `None` when the items there are not of that form.
+    ///
+    /// The language is the same as `A` then a repetition of `B A`, but every `A` now sits at
+    /// the end of an `L` production, so an `A` completes into the same continuation whether it
+    /// is the first element or a later one: the chart signatures (see [`super::earley`]) of
+    /// the first member of a JSON object and of the others are then equal, and so are their
+    /// cached masks.
+    fn list(&mut self, items: &[Expr], i: usize, owner: &str) -> Result<Option<RSym>, CfgError> {
+        let Some(Expr::Repeat { expr, min: 0, max: None }) = items.get(i + 1) else {
+            return Ok(None);
+        };
+        let inner = match &**expr {
+            Expr::Alt(alts) if alts.len() == 1 => &alts[0],
+            e => e,
+        };
+        let Expr::Seq(rep) = inner else { return Ok(None) };
+        let Some((last, sep)) = rep.split_last() else { return Ok(None) };
+        if sep.is_empty() || !same_expr(last, &items[i]) {
+            return Ok(None);
+        }
+        let a = self.seq(&items[i], owner)?;
+        let mut b = Vec::new();
+        for e in sep {
+            b.extend(self.seq(e, owner)?);
+        }
+        let id = self.defs.len() as u32;
+        let mut rec = vec![RSym::Nt(id)];
+        rec.extend(b);
+        rec.extend_from_slice(&a);
+        let id2 = self.helper(format!("<{owner}-list>"), vec![a, rec])?;
+        debug_assert_eq!(id, id2);
+        Ok(Some(RSym::Nt(id)))
+    }
+
     /// Lower `e` to a sequence of symbols.
     fn seq(&mut self, e: &Expr, owner: &str) -> Result<Vec<RSym>, CfgError> {
         Ok(match e {
             Expr::Seq(items) => {
                 let mut out = Vec::new();
-                for i in items {
-                    out.extend(self.seq(i, owner)?);
+                let mut i = 0;
+                while i < items.len() {
+                    if let Some(list) = self.list(items, i, owner)? {
+                        out.push(list);
+                        i += 2;
+                    } else {
+                        out.extend(self.seq(&items[i], owner)?);
+                        i += 1;
+                    }
                 }
                 out
             }
@@ -440,6 +489,28 @@ impl<'a> Lowerer<'a> {
                 out
             }
         })
+    }
+}
+
+/// Are `a` and `b` the same expression (where they are written aside)?
+fn same_expr(a: &Expr, b: &Expr) -> bool {
+    match (a, b) {
+        (Expr::Alt(x), Expr::Alt(y)) | (Expr::Seq(x), Expr::Seq(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_expr(p, q))
+        }
+        (Expr::Literal(x), Expr::Literal(y)) => x == y,
+        (Expr::Class { ranges: r, negated: n }, Expr::Class { ranges: r2, negated: n2 }) => {
+            r == r2 && n == n2
+        }
+        (Expr::Any, Expr::Any) => true,
+        (Expr::Ref { name: x, .. }, Expr::Ref { name: y, .. }) => x == y,
+        (Expr::Token { token: t, negated: n, .. }, Expr::Token { token: t2, negated: n2, .. }) => {
+            t == t2 && n == n2
+        }
+        (Expr::Repeat { expr: e, min: m, max: x }, Expr::Repeat { expr: e2, min: m2, max: x2 }) => {
+            m == m2 && x == x2 && same_expr(e, e2)
+        }
+        _ => false,
     }
 }
 
@@ -627,6 +698,9 @@ impl CfgGrammar {
             let dfa_config = DfaConfig {
                 max_states: config.max_lexeme_states,
                 max_memory: config.max_lexeme_states.saturating_mul(4096).max(1 << 20),
+                // Equivalent lexeme states then share one id: chart signatures and
+                // lexeme-state slices see "after `1`" and "after `10`" as the same state.
+                minimize: true,
                 ..DfaConfig::default()
             };
             lexer::build(&rhs, &sets, root, &dfa_config)
@@ -674,6 +748,18 @@ impl CfgGrammar {
         }
 
         let follow = lexer::follow_sets(&syms, &sets, &lexemes, &alts, &nullable);
+        let mut lhs = vec![0; syms.len()];
+        let mut rest_hash = vec![0u64; syms.len()];
+        let (mut cur, mut h) = (0, 0u64);
+        for (p, &s) in syms.iter().enumerate().rev() {
+            if let Sym::End(a) = decode(s) {
+                cur = a;
+                h = 0;
+            }
+            lhs[p] = cur;
+            h = crate::cfg::earley::mix(h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(s));
+            rest_hash[p] = h;
+        }
         let productions: usize = alts.iter().map(Vec::len).sum();
         let report = GrammarReport {
             rules: rules
@@ -706,6 +792,8 @@ impl CfgGrammar {
             loops: flat_loops,
             lexemes,
             follow,
+            lhs,
+            rest_hash,
             tokens,
             set_token,
             names,
