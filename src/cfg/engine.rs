@@ -52,10 +52,26 @@ struct Slice {
     safe: TokenMask,
     count: usize,
     rest: TokTrie,
-    /// For a lexeme-state slice, built from lexeme `.0` in DFA state `.1`: the other tokens
-    /// less those the lexeme refuses before it could end (its DFA dies with no accepting state
-    /// on the way). Where that item is all the set can scan, nothing else could take them.
-    pure_rest: Option<(u32, u32, TokTrie)>,
+    /// For a lexeme-state slice: how the other tokens leave the lexeme, for sets where its
+    /// item is all that can scan (see [`PureExits`]).
+    pure_exits: Option<PureExits>,
+}
+
+/// The tokens outside a lexeme-state slice, grouped by where they can first leave the lexeme.
+///
+/// Built from lexeme `lex` in DFA state `st`. A token that the lexeme refuses before reaching
+/// an accepting state cannot be taken where the lexeme's item is all a set can scan; any other
+/// token first reaches an accepting state `q` after some prefix, and what decides it is the
+/// rest of its bytes from there (the lexeme may end at `q` or go on). So the tokens are kept as
+/// the *suffixes* after that first accepting state, one trie per `q`: a mask makes the Earley
+/// set after the lexeme once per `q` and walks the suffixes from it, instead of closing the
+/// same set again under every distinct prefix (a JSON string body: 1,151 tokens in 575
+/// suffixes, all after the one closing-quote state).
+struct PureExits {
+    lex: u32,
+    st: u32,
+    /// (accepting DFA state `q`, the non-empty suffixes after it, each token under its own).
+    by_state: Vec<(u32, TokTrie)>,
 }
 
 struct Shared {
@@ -164,29 +180,30 @@ fn build_lex_slices(
             }
             let mut mask = TokenMask::new(vocab.n_vocab());
             let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
-            let mut pure_rest: Vec<(TokenId, &[u8])> = Vec::new();
+            let mut exits: FxHashMap<u32, Vec<(TokenId, &[u8])>> = FxHashMap::default();
+            let start_accepts = l.dfa.is_accepting(sid);
             let mut count = 0;
             for (t, b) in vocab.text_tokens() {
                 if !b.is_empty() && l.dfa.run(sid, b).is_some() {
                     mask.insert(t);
                     count += 1;
-                } else {
-                    rest.push((t, b));
-                    // Could the lexeme end inside the token (an accepting state before the
-                    // DFA dies)? Only then can anything after the lexeme take the rest.
-                    let mut q = sid;
-                    let mut may_end = false;
-                    for &x in b {
-                        match l.dfa.next(q, x) {
-                            Some(n) => {
-                                q = n;
-                                may_end |= l.dfa.is_accepting(n);
-                            }
-                            None => break,
-                        }
-                    }
-                    if may_end {
-                        pure_rest.push((t, b));
+                    continue;
+                }
+                rest.push((t, b));
+                // The first accepting state on the token's way through the DFA, and the
+                // bytes after it (see `PureExits`); none when the DFA dies before.
+                if start_accepts {
+                    exits.entry(sid.index() as u32).or_default().push((t, b));
+                    continue;
+                }
+                let mut q = sid;
+                for (i, &x) in b.iter().enumerate() {
+                    let Some(n) = l.dfa.next(q, x) else { break };
+                    q = n;
+                    if l.dfa.is_accepting(n) {
+                        // Not the whole token: that one would have run through (in `safe`).
+                        exits.entry(n.index() as u32).or_default().push((t, &b[i + 1..]));
+                        break;
                     }
                 }
             }
@@ -205,7 +222,14 @@ fn build_lex_slices(
                         safe: mask,
                         count,
                         rest: TokTrie::build(rest),
-                        pure_rest: Some((li as u32, s as u32, TokTrie::build(pure_rest))),
+                        pure_exits: Some(PureExits {
+                            lex: li as u32,
+                            st: s as u32,
+                            by_state: exits
+                                .into_iter()
+                                .map(|(q, toks)| (q, TokTrie::build(toks)))
+                                .collect(),
+                        }),
                     });
                     let k = slices.len() as u32 - 1;
                     by_mask.insert(key, k);
@@ -262,7 +286,7 @@ fn build_slices(
             if count < config.slice_min_tokens {
                 return None;
             }
-            slices.push(Slice { safe, count, rest: TokTrie::build(rest), pure_rest: None });
+            slices.push(Slice { safe, count, rest: TokTrie::build(rest), pure_exits: None });
             Some(slices.len() - 1)
         });
         if let Some(i) = idx {
@@ -467,18 +491,33 @@ impl CfgConstraint {
                 }
             }
         }
+        let mut exits: Option<&PureExits> = None;
         let trie = match best {
             Some(s) => {
                 mask.copy_from(&s.safe);
-                match &s.pure_rest {
-                    Some((l, st, t)) if pure_at(g, chart.last(), *l, *st) => t,
-                    _ => &s.rest,
+                match &s.pure_exits {
+                    Some(x)
+                        if pure_at(g, chart.last(), x.lex, x.st)
+                            && EarleyWalk::new(g, chart).pure_lexeme() == Some((x.lex, x.st)) =>
+                    {
+                        exits = Some(x);
+                        None
+                    }
+                    _ => Some(&s.rest),
                 }
             }
-            None => self.vocab.trie(),
+            None => Some(self.vocab.trie()),
         };
-        let mut walk = EarleyWalk::new(g, chart);
-        trie.walk(&mut walk, mask);
+        if let Some(trie) = trie {
+            trie.walk(&mut EarleyWalk::new(g, chart), mask);
+        }
+        for (q, suffixes) in exits.iter().flat_map(|x| &x.by_state) {
+            let before = chart.set_count();
+            let mut walk = EarleyWalk::new(g, chart);
+            walk.enter_run(*q);
+            suffixes.walk(&mut walk, mask);
+            chart.truncate(before);
+        }
         if chart.overflowed() {
             mask.clear();
             return Err(items_limit(chart.max_items()));

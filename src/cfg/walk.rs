@@ -71,6 +71,23 @@ impl<'a> EarleyWalk<'a> {
         }
     }
 
+    /// The lexeme and DFA state of the chart's last set, when it is pure.
+    pub(crate) fn pure_lexeme(&self) -> Option<(u32, u32)> {
+        self.compute_pure().map(|p| (p.lex, p.st))
+    }
+
+    /// Start the walk inside a virtual run of the last set's lexeme that has reached DFA state
+    /// `q` (the last set must be pure, see [`EarleyWalk::pure_lexeme`]): the trie then walks
+    /// what follows such a run (`PureExits` in the engine). The run's placeholder set stays in
+    /// the chart once a push made it real: the caller truncates the chart back afterwards.
+    pub(crate) fn enter_run(&mut self, q: u32) {
+        self.pure_for = self.chart.set_count();
+        self.pure = self.compute_pure();
+        self.scan = self.chart.last_scan();
+        debug_assert!(self.pure.is_some(), "enter_run on an impure set");
+        self.virt.push((0, q));
+    }
+
     /// Is the chart's last set pure (see the module docs)?
     fn compute_pure(&self) -> Option<Pure> {
         let g = self.g;
