@@ -185,6 +185,12 @@ impl Chart {
         self.set(self.set_count() - 1)
     }
 
+    /// The kernel of the last set: the items its byte made (empty for set 0).
+    pub(crate) fn last_kernel(&self) -> &[Item] {
+        let k = self.set_count() - 1;
+        &self.items[self.starts[k] as usize..self.kernel_end[k] as usize]
+    }
+
     /// Did a set exceed the item limit (and its byte get refused) since the last
     /// `clear_overflow`?
     pub fn overflowed(&self) -> bool {
@@ -357,15 +363,22 @@ impl Chart {
         true
     }
 
-    /// Append the sets for the bytes of `run`, a run inside the lexeme that every scannable item of the
-    /// last set is before, in one DFA state (a *pure* set, see `walk`), ending in DFA state
-    /// `st` from which the lexeme can go on. Such a run changes nothing but that state: the
-    /// set after it is the last set's lexeme items with state `st` (their completions deferred
-    /// when `st` accepts, every FOLLOW set being non-empty in a pure set). Only that set is
-    /// built; the sets before it are empty placeholders, which the walk never pushes from or
-    /// reads (it pops back over them into virtual pushes) and no item has as origin.
-    /// `false` (nothing changed) on overflow.
-    pub(crate) fn push_run(&mut self, g: &CfgGrammar, run: &[(u8, u32)], st: u32) -> bool {
+    /// Append the sets for the bytes of `run`, a run inside the lexemes that every scannable
+    /// item of the last set is before (a *pure* set, see `walk`; items a committed set's
+    /// deferred completions made aside, which cannot take the run's bytes). Each of `moves` is
+    /// (lexeme, DFA state in the last set, state after the run, from which it can go on); the
+    /// lexemes the run killed are not in it. Such a run changes nothing but those states: the
+    /// set after it is the last set's items before each moved lexeme in its state, now in its
+    /// state after the run (their completions deferred where that state accepts, every FOLLOW
+    /// set being non-empty in a pure set). Only that set is built; the sets before it are
+    /// empty placeholders, which the walk never pushes from or reads (it pops back over them
+    /// into virtual pushes) and no item has as origin. `false` (nothing changed) on overflow.
+    pub(crate) fn push_run(
+        &mut self,
+        g: &CfgGrammar,
+        moves: &[(u32, u32, u32)],
+        run: &[(u8, u32)],
+    ) -> bool {
         let Some((&(last_byte, _), head)) = run.split_last() else { return true };
         let count = self.set_count();
         let (s, e) = (self.starts[count - 1] as usize, self.starts[count] as usize);
@@ -381,8 +394,11 @@ impl Chart {
         self.next_generation();
         for idx in s..e {
             let it = self.items[idx];
-            if g.syms[it.pos as usize] & LEX_FLAG == LEX_FLAG {
-                self.add(Item { pos: it.pos, origin: it.origin, st }, base);
+            let sym = g.syms[it.pos as usize];
+            for &(lex, from, to) in moves {
+                if sym == LEX_FLAG | lex && it.st == from {
+                    self.add(Item { pos: it.pos, origin: it.origin, st: to }, base);
+                }
             }
         }
         let kernel_end = self.items.len();

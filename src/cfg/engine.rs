@@ -30,7 +30,7 @@
 use super::earley::Chart;
 use super::earley::Item;
 use super::gbnf::TokenRef;
-use super::grammar::{decode, CfgGrammar, Sym, LEX_FLAG, T_FLAG};
+use super::grammar::{decode, CfgGrammar, Sym, LEX_FLAG};
 use super::walk::EarleyWalk;
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
@@ -296,14 +296,6 @@ fn build_slices(
     (slices, loop_slice)
 }
 
-/// Is every item of `set` that can scan before lexeme `lex` in DFA state `st`?
-fn pure_at(g: &CfgGrammar, set: &[Item], lex: u32, st: u32) -> bool {
-    set.iter().all(|it| {
-        let sym = g.syms[it.pos as usize];
-        sym & T_FLAG == 0 || (sym & LEX_FLAG == LEX_FLAG && sym & !LEX_FLAG == lex && it.st == st)
-    })
-}
-
 fn items_limit(value: usize) -> EngineError {
     EngineError::new(EngineErrorKind::LimitExceeded {
         limit: "CfgConfig::max_items_per_set",
@@ -496,10 +488,7 @@ impl CfgConstraint {
             Some(s) => {
                 mask.copy_from(&s.safe);
                 match &s.pure_exits {
-                    Some(x)
-                        if pure_at(g, chart.last(), x.lex, x.st)
-                            && EarleyWalk::new(g, chart).pure_lexeme() == Some((x.lex, x.st)) =>
-                    {
+                    Some(x) if EarleyWalk::new(g, chart).pure_lexeme() == Some((x.lex, x.st)) => {
                         exits = Some(x);
                         None
                     }

@@ -1,41 +1,86 @@
 //! The trie walker's view of an Earley chart ([`EarleyWalk`]), with a fast path for runs of
-//! bytes inside one lexeme.
+//! bytes inside lexemes.
 //!
 //! A push normally appends one Earley set to the chart (scan, close, bookkeeping) and a pop
 //! truncates it. But most of a mask's trie walk happens inside a lexeme — the characters of a
 //! JSON string, an identifier, a number — where the set is *pure*: every item that can scan is
-//! before the same lexeme in the same DFA state (a string body: one item; an identifier at a
-//! statement start: the four rules that begin with `ident`). Pushing a byte there only moves
-//! that DFA state, and the set after it is again pure with the same items; the deferred
-//! completions (see [`super::earley`]) only matter for bytes in the lexeme's FOLLOW set. So
-//! such pushes are *virtual*: a stack of DFA states above the chart's last set, one table step
-//! each. The first push that leaves the run — a byte that would complete the lexeme (in the
-//! FOLLOW set while accepting) or end it (a state with no way on) — makes the run real and then
-//! pushes normally. Making it real builds only the set after the run (the pure set's items with
-//! the run's final DFA state: what pushing every byte would have made) and empty placeholder
-//! sets for the bytes before it ([`Chart::push_run`]); a pop that lands on a placeholder turns
-//! the rest of the run virtual again, so no walk ever pushes from one. Pops take virtual bytes
-//! first.
+//! before one of a few lexemes, each in one DFA state (a string body: one item; an identifier
+//! at a statement start: the rules that begin with `ident`; a name that is both a `column` and
+//! an `operand`: two lexemes). Pushing a byte there only moves those DFA states (a lexeme that
+//! cannot take the byte drops out), and the set after it is again pure with the same items;
+//! the deferred completions (see [`super::earley`]) only matter for bytes in a lexeme's FOLLOW
+//! set. So such pushes are *virtual*: a stack of DFA states above the chart's last set, one
+//! table step per lexeme. The first push that leaves the run — a byte that would complete a
+//! lexeme (in its FOLLOW set while accepting) or end it (a state with no way on) — makes the
+//! run real and then pushes normally. Making it real builds only the set after the run (the
+//! pure set's items with the run's final DFA states: what pushing every byte would have made)
+//! and empty placeholder sets for the bytes before it ([`Chart::push_run`]); a pop that lands
+//! on a placeholder turns the rest of the run virtual again, so no walk ever pushes from one.
+//! Pops take virtual bytes first.
+//!
+//! A committed set whose byte left its items inside lexemes is pure too, though its deferred
+//! completions were made when it was committed: what those completions can scan is in the
+//! lexemes' FOLLOW sets, where a run is left anyway ([`EarleyWalk::compute_pure`]).
 
 use super::earley::Chart;
 use super::grammar::{decode, set_has, ByteSet, CfgGrammar, Sym};
 use crate::recognizer::Recognizer;
 
-/// The lexeme run a pure set allows: the lexeme, its DFA state in the set, and the union of
-/// the FOLLOW sets of its items.
+/// Most lexemes a virtual run steps in lockstep (the same bytes read as an identifier and as a
+/// keyword, as a column and as an operand, as whitespace before either).
+const MAX_LEXES: usize = 4;
+/// A lexeme of the run that has died (its items are gone).
+const DEAD: u32 = u32::MAX;
+
+/// The lexeme run a pure set allows: its lexemes (at most [`MAX_LEXES`]), their DFA states in
+/// the set, and per lexeme the union of the FOLLOW sets of its items.
 #[derive(Clone, Copy)]
 struct Pure {
-    lex: u32,
-    st: u32,
-    follow: ByteSet,
+    n: usize,
+    lex: [u32; MAX_LEXES],
+    st: [u32; MAX_LEXES],
+    follow: [ByteSet; MAX_LEXES],
+}
+
+impl Pure {
+    fn empty() -> Pure {
+        Pure { n: 0, lex: [0; MAX_LEXES], st: [DEAD; MAX_LEXES], follow: [[0; 4]; MAX_LEXES] }
+    }
+
+    /// Add an item before lexeme `l` in state `st` at flat position `pos`; `false` when the set
+    /// cannot be pure (a completion that is not deferred, or too many lexemes).
+    fn add(&mut self, g: &CfgGrammar, l: u32, st: u32, pos: u32) -> bool {
+        let f = &g.follow[pos as usize];
+        // An empty FOLLOW set means the completion is not deferred (see earley).
+        if *f == [0; 4] {
+            return false;
+        }
+        for i in 0..self.n {
+            if self.lex[i] == l && self.st[i] == st {
+                for (a, b) in self.follow[i].iter_mut().zip(f) {
+                    *a |= b;
+                }
+                return true;
+            }
+        }
+        if self.n == MAX_LEXES {
+            return false;
+        }
+        (self.lex[self.n], self.st[self.n], self.follow[self.n]) = (l, st, *f);
+        self.n += 1;
+        true
+    }
 }
 
 /// The trie walker's view of a chart (see the module docs).
 pub(crate) struct EarleyWalk<'a> {
     g: &'a CfgGrammar,
     chart: &'a mut Chart,
-    /// Virtual pushes above the chart's last set: (byte, DFA state after it).
+    /// Virtual pushes above the chart's last set: (byte, DFA state after it) — with one lexeme
+    /// in the pure set; with several, the state is 0 and `vstates` holds every lexeme's state
+    /// after each push (`pure.n` per push, [`DEAD`] for one that dropped out).
     virt: Vec<(u8, u32)>,
+    vstates: Vec<u32>,
     /// Whether the chart's last set is pure, and the bytes it can take (`scan`, its deferred
     /// completions' FOLLOW bytes included); valid when `pure_for` is the set count.
     pure: Option<Pure>,
@@ -44,15 +89,19 @@ pub(crate) struct EarleyWalk<'a> {
     /// Runs turned into real sets ([`Chart::push_run`]), innermost last: popping back onto one
     /// of their placeholder sets turns the rest of the run virtual again.
     runs: Vec<Run>,
-    /// The pushes of all runs, back to back.
+    /// The pushes of all runs, back to back (as in `virt` and `vstates`).
     run_store: Vec<(u8, u32)>,
+    run_states: Vec<u32>,
+    /// (lexeme, state in the pure set, state after the run) for [`Chart::push_run`] (reused).
+    moves: Vec<(u32, u32, u32)>,
 }
 
 /// A run of virtual pushes made real: the set count before it, where its pushes are in
-/// `run_store`, its pure set.
+/// `run_store` and `run_states`, its pure set.
 struct Run {
     base: usize,
     from: usize,
+    states_from: usize,
     len: usize,
     pure: Pure,
 }
@@ -63,58 +112,65 @@ impl<'a> EarleyWalk<'a> {
             g,
             chart,
             virt: Vec::with_capacity(64),
+            vstates: Vec::new(),
             pure: None,
             scan: [0; 4],
             pure_for: usize::MAX,
             runs: Vec::new(),
             run_store: Vec::new(),
+            run_states: Vec::new(),
+            moves: Vec::new(),
         }
     }
 
-    /// The lexeme and DFA state of the chart's last set, when it is pure.
+    /// The lexeme and DFA state of the chart's last set, when it is pure with one lexeme.
     pub(crate) fn pure_lexeme(&self) -> Option<(u32, u32)> {
-        self.compute_pure().map(|p| (p.lex, p.st))
+        self.compute_pure().filter(|p| p.n == 1).map(|p| (p.lex[0], p.st[0]))
     }
 
     /// Start the walk inside a virtual run of the last set's lexeme that has reached DFA state
-    /// `q` (the last set must be pure, see [`EarleyWalk::pure_lexeme`]): the trie then walks
-    /// what follows such a run (`PureExits` in the engine). The run's placeholder set stays in
-    /// the chart once a push made it real: the caller truncates the chart back afterwards.
+    /// `q` (the last set must be pure with one lexeme, see [`EarleyWalk::pure_lexeme`]): the
+    /// trie then walks what follows such a run (`PureExits` in the engine). The run's
+    /// placeholder set stays in the chart once a push made it real: the caller truncates the
+    /// chart back afterwards.
     pub(crate) fn enter_run(&mut self, q: u32) {
         self.pure_for = self.chart.set_count();
         self.pure = self.compute_pure();
         self.scan = self.chart.last_scan();
-        debug_assert!(self.pure.is_some(), "enter_run on an impure set");
+        debug_assert!(self.pure.is_some_and(|p| p.n == 1), "enter_run on an impure set");
         self.virt.push((0, q));
     }
 
-    /// Is the chart's last set pure (see the module docs)?
+    /// Is the chart's last set pure (see the module docs)? Either every item that can scan is
+    /// before one of at most [`MAX_LEXES`] lexemes, one DFA state each, or — a committed set,
+    /// whose deferred completions were made — every item of its *kernel* (the items its byte
+    /// made) is, and the others are those completions: all they can scan is in the lexemes'
+    /// FOLLOW sets, where a walk leaves the virtual run anyway.
     fn compute_pure(&self) -> Option<Pure> {
         let g = self.g;
-        let mut p: Option<Pure> = None;
+        let mut p = Pure::empty();
+        let mut all = true;
         for it in self.chart.last() {
-            match decode(g.syms[it.pos as usize]) {
-                Sym::T(_) => return None,
-                Sym::Lex(l) => {
-                    let f = &g.follow[it.pos as usize];
-                    // An empty FOLLOW set means the completion is not deferred (see earley).
-                    if *f == [0; 4] {
-                        return None;
-                    }
-                    match &mut p {
-                        None => p = Some(Pure { lex: l, st: it.st, follow: *f }),
-                        Some(q) if q.lex == l && q.st == it.st => {
-                            for (a, b) in q.follow.iter_mut().zip(f) {
-                                *a |= b;
-                            }
-                        }
-                        Some(_) => return None,
-                    }
-                }
-                Sym::Nt(_) | Sym::End(_) => {}
+            all &= match decode(g.syms[it.pos as usize]) {
+                Sym::T(_) => false,
+                Sym::Lex(l) => p.add(g, l, it.st, it.pos),
+                Sym::Nt(_) | Sym::End(_) => true,
+            };
+            if !all {
+                break;
             }
         }
-        p
+        if all {
+            return (p.n > 0).then_some(p);
+        }
+        let mut p = Pure::empty();
+        for it in self.chart.last_kernel() {
+            let Sym::Lex(l) = decode(g.syms[it.pos as usize]) else { return None };
+            if !p.add(g, l, it.st, it.pos) {
+                return None;
+            }
+        }
+        (p.n > 0).then_some(p)
     }
 
     /// Pop `n` real sets (the virtual pushes are gone already), turning a run back into
@@ -127,15 +183,23 @@ impl<'a> EarleyWalk<'a> {
         while let Some(r) = self.runs.last() {
             if count <= r.base {
                 self.run_store.truncate(r.from);
+                self.run_states.truncate(r.states_from);
                 self.runs.pop();
                 continue;
             }
             if count < r.base + r.len {
                 // On a placeholder: back to the pure set and virtual pushes.
                 let r = self.runs.pop().expect("checked");
+                let k = count - r.base;
                 self.chart.truncate(r.base);
-                self.virt.extend_from_slice(&self.run_store[r.from..r.from + count - r.base]);
+                self.virt.extend_from_slice(&self.run_store[r.from..r.from + k]);
+                if r.pure.n > 1 {
+                    self.vstates.extend_from_slice(
+                        &self.run_states[r.states_from..r.states_from + k * r.pure.n],
+                    );
+                }
                 self.run_store.truncate(r.from);
+                self.run_states.truncate(r.states_from);
                 self.pure = Some(r.pure);
                 self.scan = self.chart.last_scan();
                 self.pure_for = r.base;
@@ -147,18 +211,28 @@ impl<'a> EarleyWalk<'a> {
     /// Turn the virtual pushes into real sets (one real set and placeholders, see
     /// [`Chart::push_run`]). `false` (nothing changed) on overflow.
     fn replay(&mut self) -> bool {
-        if self.virt.is_empty() {
-            return true;
-        }
         let (Some(pure), Some(&(_, st))) = (self.pure, self.virt.last()) else { return true };
+        self.moves.clear();
+        if pure.n == 1 {
+            self.moves.push((pure.lex[0], pure.st[0], st));
+        } else {
+            let last = &self.vstates[self.vstates.len() - pure.n..];
+            for i in 0..pure.n {
+                if last[i] != DEAD {
+                    self.moves.push((pure.lex[i], pure.st[i], last[i]));
+                }
+            }
+        }
         let base = self.chart.set_count();
-        if !self.chart.push_run(self.g, &self.virt, st) {
+        if !self.chart.push_run(self.g, &self.moves, &self.virt) {
             return false;
         }
-        let from = self.run_store.len();
+        let (from, states_from) = (self.run_store.len(), self.run_states.len());
         self.run_store.extend_from_slice(&self.virt);
-        self.runs.push(Run { base, from, len: self.virt.len(), pure });
+        self.run_states.extend_from_slice(&self.vstates);
+        self.runs.push(Run { base, from, states_from, len: self.virt.len(), pure });
         self.virt.clear();
+        self.vstates.clear();
         true
     }
 }
@@ -166,8 +240,9 @@ impl<'a> EarleyWalk<'a> {
 impl Recognizer for EarleyWalk<'_> {
     #[inline]
     fn try_push_byte(&mut self, byte: u8) -> bool {
+        let k = self.virt.len();
         // While virtual pushes are stacked, the last set (and its purity) cannot change.
-        if self.virt.is_empty() {
+        if k == 0 {
             let n = self.chart.set_count();
             if self.pure_for != n {
                 self.pure_for = n;
@@ -182,18 +257,58 @@ impl Recognizer for EarleyWalk<'_> {
         // Fields of `self.pure` are read in place: copying the whole `Pure` out per byte was
         // a store-forwarding stall on the walk's hottest path.
         if let Some(p) = &self.pure {
-            let lx = &self.g.lexemes[p.lex as usize];
-            let cur = self.virt.last().map_or(p.st, |v| v.1);
-            if !(lx.accepting(cur) && set_has(&p.follow, byte)) {
-                match lx.next(cur, byte) {
-                    // Neither the lexeme nor a completion of it can take the byte.
-                    None => return false,
-                    Some(n) if lx.continues(n) => {
-                        self.virt.push((byte, n));
-                        return true;
+            if p.n == 1 {
+                let lx = &self.g.lexemes[p.lex[0] as usize];
+                let cur = self.virt.last().map_or(p.st[0], |v| v.1);
+                if !(lx.accepting(cur) && set_has(&p.follow[0], byte)) {
+                    match lx.next(cur, byte) {
+                        // Neither the lexeme nor a completion of it can take the byte.
+                        None => return false,
+                        Some(x) if lx.continues(x) => {
+                            self.virt.push((byte, x));
+                            return true;
+                        }
+                        Some(_) => {}
                     }
-                    Some(_) => {}
                 }
+            } else {
+                // Several lexemes in lockstep: each steps or drops out; the run is left as
+                // soon as one of them would complete or must end.
+                let n = p.n;
+                let top = self.vstates.len();
+                let (mut alive, mut leave) = (false, false);
+                for i in 0..n {
+                    let c = if k == 0 { p.st[i] } else { self.vstates[top - n + i] };
+                    let mut next = DEAD;
+                    if c != DEAD {
+                        let lx = &self.g.lexemes[p.lex[i] as usize];
+                        if lx.accepting(c) && set_has(&p.follow[i], byte) {
+                            leave = true;
+                            break;
+                        }
+                        match lx.next(c, byte) {
+                            None => {}
+                            Some(x) if lx.continues(x) => {
+                                next = x;
+                                alive = true;
+                            }
+                            Some(_) => {
+                                leave = true;
+                                break;
+                            }
+                        }
+                    }
+                    self.vstates.push(next);
+                }
+                if !leave {
+                    if alive {
+                        self.virt.push((byte, 0));
+                    } else {
+                        self.vstates.truncate(top);
+                    }
+                    return alive;
+                }
+                self.vstates.truncate(top);
             }
             if !self.replay() {
                 return false;
@@ -205,17 +320,34 @@ impl Recognizer for EarleyWalk<'_> {
     }
 
     /// The bytes the next push could take: the last set's scannable bytes, or inside a
-    /// virtual run the lexeme's live bytes (plus its FOLLOW bytes where it may end). Lets the
-    /// trie skip the other children without a call each.
+    /// virtual run the lexemes' live bytes (plus their FOLLOW bytes where they may end). Lets
+    /// the trie skip the other children without a call each.
     #[inline(always)]
     fn byte_superset(&self) -> [u64; 4] {
-        match (self.virt.last(), self.pure) {
-            (Some(&(_, cur)), Some(p)) => {
-                let lx = &self.g.lexemes[p.lex as usize];
+        match (self.virt.last(), &self.pure) {
+            (Some(&(_, cur)), Some(p)) if p.n == 1 => {
+                let lx = &self.g.lexemes[p.lex[0] as usize];
                 let mut s = lx.first[cur as usize];
                 if lx.accepting(cur) {
-                    for (a, b) in s.iter_mut().zip(&p.follow) {
+                    for (a, b) in s.iter_mut().zip(&p.follow[0]) {
                         *a |= b;
+                    }
+                }
+                s
+            }
+            (Some(_), Some(p)) => {
+                let top = self.vstates.len();
+                let mut s = [0u64; 4];
+                for i in 0..p.n {
+                    let c = self.vstates[top - p.n + i];
+                    if c == DEAD {
+                        continue;
+                    }
+                    let lx = &self.g.lexemes[p.lex[i] as usize];
+                    let f = &lx.first[c as usize];
+                    let acc = lx.accepting(c);
+                    for w in 0..4 {
+                        s[w] |= f[w] | if acc { p.follow[i][w] } else { 0 };
                     }
                 }
                 s
@@ -228,6 +360,13 @@ impl Recognizer for EarleyWalk<'_> {
     fn pop_bytes(&mut self, n: usize) {
         let v = n.min(self.virt.len());
         self.virt.truncate(self.virt.len() - v);
+        if v > 0 {
+            if let Some(p) = &self.pure {
+                if p.n > 1 {
+                    self.vstates.truncate(self.vstates.len() - v * p.n);
+                }
+            }
+        }
         if n > v {
             self.pop_real(n - v);
         }
