@@ -217,9 +217,9 @@ impl<'a> EarleyWalk<'a> {
             self.moves.push((pure.lex[0], pure.st[0], st));
         } else {
             let last = &self.vstates[self.vstates.len() - pure.n..];
-            for i in 0..pure.n {
-                if last[i] != DEAD {
-                    self.moves.push((pure.lex[i], pure.st[i], last[i]));
+            for ((&l, &from), &to) in pure.lex.iter().zip(&pure.st).zip(last) {
+                if to != DEAD {
+                    self.moves.push((l, from, to));
                 }
             }
         }
