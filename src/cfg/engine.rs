@@ -1,15 +1,18 @@
 //! [`CfgConstraint`]: the [`ConstraintEngine`] over a compiled GBNF grammar.
 //!
 //! Per request it owns an Earley [`Chart`] (append-only; `rollback` truncates it to the set
-//! count recorded before each token), a mask cache keyed by the chart's structural signature,
+//! count recorded before each token), a mask cache keyed by the chart's signature (of its
+//! future, see [`super::earley`]),
 //! and scratch buffers. The compiled grammar and the vocabulary-specific slices are shared
 //! (`Arc`) by every request forked from the same constraint.
 //!
 //! # Masks
 //! 1. Cache hit on the last set's signature: copy the cached mask.
-//! 2. Else, if the last set holds a character-class loop item `R → R • x` with a slice (see
-//!    [`crate::cfg::grammar`]), allow the slice's tokens as a block (each of them only repeats the
-//!    loop, which the grammar allows any number of times) and walk only the remaining tokens.
+//! 2. Else, if the last set holds a character-class loop item `R → R • x` or an item inside a
+//!    lexeme state with a slice (see [`crate::cfg::grammar`]), allow the slice's tokens as a
+//!    block (each of them only repeats the loop or stays inside the lexeme) and walk only the
+//!    remaining tokens — where that lexeme is all the set can scan, as suffixes after the
+//!    lexeme's first accepting state (`PureExits`).
 //! 3. Else walk the whole trie with the Earley recogniser.
 //!
 //! EOS is allowed exactly when the chart accepts.
@@ -418,7 +421,8 @@ impl CfgConstraint {
         self.lock().overflowed()
     }
 
-    /// The structural signature of the current chart (the mask cache key; diagnostics).
+    /// The signature of the current chart's future (the mask cache key; equal for states
+    /// reached differently that allow the same continuations; diagnostics).
     pub fn chart_signature(&self) -> u64 {
         self.lock().signature()
     }

@@ -15,8 +15,9 @@
 //!   = truncate) and implements [`crate::recognizer::Recognizer`] through `walk`, so the
 //!   shared trie walker drives it.
 //! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: token terminals resolved
-//!   against the vocabulary and scanned by id beside the byte-level walk; mask cache keyed by a
-//!   structural signature of the chart, slices for character-class loops and lexeme states,
+//!   against the vocabulary and scanned by id beside the byte-level walk; mask cache keyed by
+//!   the signature of the chart's future (see [`earley`]), slices for character-class loops
+//!   and lexeme states (walking the other tokens as suffixes after the lexeme),
 //!   rollback by truncating the chart, [`crate::EngineErrorKind::LimitExceeded`] when an
 //!   Earley set would exceed [`CfgConfig::max_items_per_set`].
 //!
@@ -35,8 +36,12 @@
 //! 1. a byte inside a lexeme steps a DFA state instead of closing over many byte-level items;
 //! 2. completing an accepting lexeme is deferred until a byte of its FOLLOW set is pushed
 //!    (inside an identifier, eager completion walked the whole precedence chain per byte);
-//! 3. during the trie walk, bytes inside a lexeme run are *virtual* DFA steps, replayed into
-//!    Earley sets only when the run ends (`walk`).
+//! 3. during the trie walk, bytes inside a run of lexemes are *virtual* DFA steps, replayed
+//!    into Earley sets only when the run ends (`walk`).
+//!
+//! And masks repeat: a set is hashed by what can follow it, not by how it was reached (separated
+//! lists lowered so that every element completes alike, lexeme DFAs minimised), so the mask
+//! cache hits at the second and later members of an object as it does in the native engine.
 //!
 //! The alternative, a pushdown automaton with a context-independent token cache (XGrammar),
 //! needs a large precomputation per grammar and vocabulary and was more than this step could
