@@ -31,6 +31,15 @@ pub trait Recognizer {
     fn byte_superset(&self) -> [u64; 4] {
         [u64::MAX; 4]
     }
+
+    /// Bytes that leave the recogniser in its current state, which stays live: every string of
+    /// them is accepted from here. Walkers may then accept a whole subtree whose bytes all lie
+    /// in it without pushing them (inside an identifier, a string body). The default (no byte)
+    /// is always correct.
+    #[inline]
+    fn stay_set(&self) -> [u64; 4] {
+        [0; 4]
+    }
 }
 
 /// The 256-bit set of `bytes` (for [`Recognizer::byte_superset`]).

@@ -50,6 +50,9 @@ pub(crate) struct Lexeme {
     pub dfa: ByteDfa,
     /// Per DFA state: the bytes with a live transition (the Earley set's scan prefilter).
     pub first: Vec<ByteSet>,
+    /// Per DFA state: the bytes that lead back to the same state (a loop: any string of them
+    /// keeps an item there alive; the trie walk accepts such subtrees whole).
+    pub stay: Vec<ByteSet>,
     /// The nonterminal it replaces.
     pub nt: u32,
 }
@@ -233,19 +236,25 @@ pub(crate) fn build(
         match ByteDfa::from_hir(h, config) {
             Ok(dfa) if states + dfa.state_count() <= total => {
                 states += dfa.state_count();
-                let first = (0..dfa.state_count())
-                    .map(|s| {
-                        let mut f: ByteSet = [0; 4];
-                        for b in 0..=255u8 {
-                            if dfa.next(DfaStateId::from_index(s), b).is_some() {
+                let (mut first, mut stay) = (Vec::new(), Vec::new());
+                for s in 0..dfa.state_count() {
+                    let id = DfaStateId::from_index(s);
+                    let (mut f, mut l): (ByteSet, ByteSet) = ([0; 4], [0; 4]);
+                    for b in 0..=255u8 {
+                        match dfa.next(id, b) {
+                            Some(t) if t == id => {
                                 set_add(&mut f, b);
+                                set_add(&mut l, b);
                             }
+                            Some(_) => set_add(&mut f, b),
+                            None => {}
                         }
-                        f
-                    })
-                    .collect();
+                    }
+                    first.push(f);
+                    stay.push(l);
+                }
                 lex_of[j] = Some(lexemes.len() as u32);
-                lexemes.push(Lexeme { dfa, first, nt: j as u32 });
+                lexemes.push(Lexeme { dfa, first, stay, nt: j as u32 });
                 true
             }
             Ok(_) => false,

@@ -356,6 +356,36 @@ impl Recognizer for EarleyWalk<'_> {
         }
     }
 
+    /// Inside a virtual run, the bytes that loop on the state of its (one live) lexeme: its
+    /// items stay alive on any string of them, whatever completions the run might also allow.
+    #[inline(always)]
+    fn stay_set(&self) -> [u64; 4] {
+        match (self.virt.last(), &self.pure) {
+            (Some(&(_, cur)), Some(p)) if p.n == 1 => {
+                self.g.lexemes[p.lex[0] as usize].stay[cur as usize]
+            }
+            (Some(_), Some(p)) => {
+                // Several lexemes: the loop bytes of the one with the most (a token must stay
+                // inside one lexeme for the shortcut to hold).
+                let top = self.vstates.len();
+                let mut best = [0u64; 4];
+                let mut best_n = 0;
+                for i in 0..p.n {
+                    let c = self.vstates[top - p.n + i];
+                    if c != DEAD {
+                        let s = self.g.lexemes[p.lex[i] as usize].stay[c as usize];
+                        let n: u32 = s.iter().map(|w| w.count_ones()).sum();
+                        if n > best_n {
+                            (best, best_n) = (s, n);
+                        }
+                    }
+                }
+                best
+            }
+            _ => [0; 4],
+        }
+    }
+
     #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
         let v = n.min(self.virt.len());

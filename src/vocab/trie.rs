@@ -78,6 +78,10 @@ impl<R: ?Sized> WalkHook<R> for NoHook {
 #[derive(Clone)]
 pub struct TokTrie {
     nodes: Vec<Node>,
+    /// Per node, the bytes on the edges strictly below it, as an index into `below_sets`
+    /// (deduplicated: most nodes are leaves). See [`Recognizer::stay_set`].
+    below: Vec<u32>,
+    below_sets: Vec<[u64; 4]>,
     dups: FxHashMap<u32, Box<[TokenId]>>,
     max_depth: usize,
     n_tokens: usize,
@@ -141,7 +145,48 @@ impl TokTrie {
         }
         nodes[0].size = nodes.len() as u32;
         let dups = dups.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
-        TokTrie { nodes, dups, max_depth, n_tokens: items.len() }
+        let (below, below_sets) = Self::below_sets(&nodes);
+        TokTrie { nodes, below, below_sets, dups, max_depth, n_tokens: items.len() }
+    }
+
+    /// Per node, the set of bytes on the edges below it (children's bytes and theirs, in
+    /// reverse depth-first order so children come first), deduplicated.
+    fn below_sets(nodes: &[Node]) -> (Vec<u32>, Vec<[u64; 4]>) {
+        let n = nodes.len();
+        let mut raw = vec![[0u64; 4]; n];
+        for i in (0..n).rev() {
+            let end = i + nodes[i].subtree();
+            let mut s = [0u64; 4];
+            let mut j = i + 1;
+            while j < end {
+                let b = nodes[j].byte() as usize;
+                s[b / 64] |= 1 << (b % 64);
+                for (a, c) in s.iter_mut().zip(&raw[j]) {
+                    *a |= c;
+                }
+                j += nodes[j].subtree();
+            }
+            raw[i] = s;
+        }
+        let mut ids: FxHashMap<[u64; 4], u32> = FxHashMap::default();
+        let mut sets = Vec::new();
+        let below = raw
+            .iter()
+            .map(|s| {
+                *ids.entry(*s).or_insert_with(|| {
+                    sets.push(*s);
+                    sets.len() as u32 - 1
+                })
+            })
+            .collect();
+        (below, sets)
+    }
+
+    /// Are all bytes below node `i` in `set`?
+    #[inline(always)]
+    fn below_within(&self, i: usize, set: &[u64; 4]) -> bool {
+        let b = &self.below_sets[self.below[i] as usize];
+        (b[0] & !set[0]) | (b[1] & !set[1]) | (b[2] & !set[2]) | (b[3] & !set[3]) == 0
     }
 
     /// Number of nodes (root included).
@@ -206,6 +251,18 @@ impl TokTrie {
             }
             if rec.try_push_byte(node.byte()) {
                 self.mark(i, node, mask);
+                // Every byte below stays in the recogniser's state: the whole subtree is in.
+                // (`stay_set` is constant for most recognisers: the test folds away.)
+                let stay = rec.stay_set();
+                if stay != [0; 4] && node.subtree() > 1 && self.below_within(i, &stay) {
+                    for (j, &below) in nodes.iter().enumerate().take(i + node.subtree()).skip(i + 1)
+                    {
+                        self.mark(j, below, mask);
+                    }
+                    rec.pop_bytes(1);
+                    i += node.subtree();
+                    continue;
+                }
                 path[depth] = node.byte();
                 if node.subtree() > 1 && hook.after_push(rec, &path[..=depth], mask) {
                     rec.pop_bytes(1);
@@ -402,6 +459,64 @@ mod tests {
         trie.walk(&mut rec, &mut m);
         assert_eq!(rec.depth(), 0, "walk leaves the recogniser at its base");
         m.iter().map(|t| t.0).collect()
+    }
+
+    /// `[a-z]*[0-9]*` as a stack of states (0: letters, 1: digits), reporting the bytes that
+    /// loop on its current state when `stay` is on.
+    struct LettersDigits {
+        stack: Vec<u8>,
+        stay: bool,
+        pushes: usize,
+    }
+    impl Recognizer for LettersDigits {
+        fn try_push_byte(&mut self, b: u8) -> bool {
+            let s = *self.stack.last().expect("base");
+            let next = match (s, b) {
+                (0, b'a'..=b'z') => 0,
+                (_, b'0'..=b'9') => 1,
+                _ => return false,
+            };
+            self.pushes += 1;
+            self.stack.push(next);
+            true
+        }
+        fn pop_bytes(&mut self, n: usize) {
+            self.stack.truncate(self.stack.len() - n);
+        }
+        fn stay_set(&self) -> [u64; 4] {
+            let set: &[u8] = match self.stack.last() {
+                Some(0) if self.stay => b"abcdefghijklmnopqrstuvwxyz",
+                Some(1) if self.stay => b"0123456789",
+                _ => b"",
+            };
+            crate::recognizer::byte_set(set)
+        }
+    }
+
+    #[test]
+    fn subtrees_within_the_stay_set_are_taken_whole() {
+        let words: Vec<String> = [
+            "a", "ab", "abc", "abcd", "ab1", "ab12", "ab1c", "a-b", "b", "ba", "bab", "b9", "99",
+            "9a", "x", "xyz", "xy z", "xyz0", "q1", "q12", "q123x", "zz", "zzz", "z.z",
+        ]
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+        let toks: Vec<(TokenId, &[u8])> =
+            words.iter().enumerate().map(|(i, w)| (TokenId(i as u32), w.as_bytes())).collect();
+        let trie = TokTrie::build(toks);
+        let run = |stay: bool| {
+            let mut m = TokenMask::new(words.len());
+            let mut rec = LettersDigits { stack: vec![0], stay, pushes: 0 };
+            trie.walk(&mut rec, &mut m);
+            assert_eq!(rec.stack, vec![0], "walk leaves the recogniser at its base");
+            (m.iter().map(|t| words[t.index()].clone()).collect::<Vec<_>>(), rec.pushes)
+        };
+        let (plain, plain_pushes) = run(false);
+        let (fast, fast_pushes) = run(true);
+        assert_eq!(fast, plain);
+        assert!(plain.contains(&"ab12".to_string()) && !plain.contains(&"ab1c".to_string()));
+        assert!(fast_pushes < plain_pushes, "{fast_pushes} pushes, {plain_pushes} without");
     }
 
     #[test]
