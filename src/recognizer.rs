@@ -33,9 +33,9 @@ pub trait Recognizer {
     }
 
     /// Bytes that leave the recogniser in its current state, which stays live: every string of
-    /// them is accepted from here. Walkers may then accept a whole subtree whose bytes all lie
-    /// in it without pushing them (inside an identifier, a string body). The default (no byte)
-    /// is always correct.
+    /// them is accepted from here. [`crate::vocab::TokTrie::walk_staying`] then accepts a whole
+    /// subtree whose bytes all lie in it without pushing them (inside an identifier, a string
+    /// body). The default (no byte) is always correct.
     #[inline]
     fn stay_set(&self) -> [u64; 4] {
         [0; 4]

@@ -502,13 +502,13 @@ impl CfgConstraint {
             None => Some(self.vocab.trie()),
         };
         if let Some(trie) = trie {
-            trie.walk(&mut EarleyWalk::new(g, chart), mask);
+            trie.walk_staying(&mut EarleyWalk::new(g, chart), mask);
         }
         for (q, suffixes) in exits.iter().flat_map(|x| &x.by_state) {
             let before = chart.set_count();
             let mut walk = EarleyWalk::new(g, chart);
             walk.enter_run(*q);
-            suffixes.walk(&mut walk, mask);
+            suffixes.walk_staying(&mut walk, mask);
             chart.truncate(before);
         }
         if chart.overflowed() {

@@ -94,6 +94,8 @@ pub(crate) struct EarleyWalk<'a> {
     run_states: Vec<u32>,
     /// (lexeme, state in the pure set, state after the run) for [`Chart::push_run`] (reused).
     moves: Vec<(u32, u32, u32)>,
+    /// See [`Recognizer::stay_set`].
+    stay: ByteSet,
 }
 
 /// A run of virtual pushes made real: the set count before it, where its pushes are in
@@ -120,6 +122,7 @@ impl<'a> EarleyWalk<'a> {
             run_store: Vec::new(),
             run_states: Vec::new(),
             moves: Vec::new(),
+            stay: [0; 4],
         }
     }
 
@@ -171,6 +174,26 @@ impl<'a> EarleyWalk<'a> {
             }
         }
         (p.n > 0).then_some(p)
+    }
+
+    /// After a virtual push of a run over several lexemes (its states on top of `vstates`): the
+    /// loop bytes of the live lexeme with the most (a token must stay inside one lexeme for
+    /// [`Recognizer::stay_set`] to hold).
+    fn multi_stay(&self, p: &Pure) -> ByteSet {
+        let top = self.vstates.len();
+        let mut best = [0u64; 4];
+        let mut best_n = 0;
+        for i in 0..p.n {
+            let c = self.vstates[top - p.n + i];
+            if c != DEAD {
+                let s = self.g.lexemes[p.lex[i] as usize].stay[c as usize];
+                let n: u32 = s.iter().map(|w| w.count_ones()).sum();
+                if n > best_n {
+                    (best, best_n) = (s, n);
+                }
+            }
+        }
+        best
     }
 
     /// Pop `n` real sets (the virtual pushes are gone already), turning a run back into
@@ -266,6 +289,7 @@ impl Recognizer for EarleyWalk<'_> {
                         None => return false,
                         Some(x) if lx.continues(x) => {
                             self.virt.push((byte, x));
+                            self.stay = lx.stay[x as usize];
                             return true;
                         }
                         Some(_) => {}
@@ -303,6 +327,7 @@ impl Recognizer for EarleyWalk<'_> {
                 if !leave {
                     if alive {
                         self.virt.push((byte, 0));
+                        self.stay = self.multi_stay(p);
                     } else {
                         self.vstates.truncate(top);
                     }
@@ -316,6 +341,7 @@ impl Recognizer for EarleyWalk<'_> {
         }
         // The last set changes (or a replay changed it): forget its purity.
         self.pure_for = usize::MAX;
+        self.stay = [0; 4];
         self.chart.push(self.g, byte)
     }
 
@@ -356,38 +382,17 @@ impl Recognizer for EarleyWalk<'_> {
         }
     }
 
-    /// Inside a virtual run, the bytes that loop on the state of its (one live) lexeme: its
+    /// After a virtual push, the bytes that loop on the state of its (one live) lexeme: its
     /// items stay alive on any string of them, whatever completions the run might also allow.
+    /// Set by `try_push_byte`, cleared by `pop_bytes` (none: always correct).
     #[inline(always)]
     fn stay_set(&self) -> [u64; 4] {
-        match (self.virt.last(), &self.pure) {
-            (Some(&(_, cur)), Some(p)) if p.n == 1 => {
-                self.g.lexemes[p.lex[0] as usize].stay[cur as usize]
-            }
-            (Some(_), Some(p)) => {
-                // Several lexemes: the loop bytes of the one with the most (a token must stay
-                // inside one lexeme for the shortcut to hold).
-                let top = self.vstates.len();
-                let mut best = [0u64; 4];
-                let mut best_n = 0;
-                for i in 0..p.n {
-                    let c = self.vstates[top - p.n + i];
-                    if c != DEAD {
-                        let s = self.g.lexemes[p.lex[i] as usize].stay[c as usize];
-                        let n: u32 = s.iter().map(|w| w.count_ones()).sum();
-                        if n > best_n {
-                            (best, best_n) = (s, n);
-                        }
-                    }
-                }
-                best
-            }
-            _ => [0; 4],
-        }
+        self.stay
     }
 
     #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
+        self.stay = [0; 4];
         let v = n.min(self.virt.len());
         self.virt.truncate(self.virt.len() - v);
         if v > 0 {

@@ -82,6 +82,10 @@ pub struct TokTrie {
     /// (deduplicated: most nodes are leaves). See [`Recognizer::stay_set`].
     below: Vec<u32>,
     below_sets: Vec<[u64; 4]>,
+    /// Every token in node order (duplicates after their node's own), and per node the index of
+    /// the first at or after it (one more entry at the end): a subtree's tokens are one slice.
+    dfs_tokens: Vec<u32>,
+    dfs_start: Vec<u32>,
     dups: FxHashMap<u32, Box<[TokenId]>>,
     max_depth: usize,
     n_tokens: usize,
@@ -144,9 +148,32 @@ impl TokTrie {
             nodes[idx].size = (nodes[idx].size & DUP_FLAG) | size;
         }
         nodes[0].size = nodes.len() as u32;
-        let dups = dups.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
+        let dups: FxHashMap<u32, Box<[TokenId]>> =
+            dups.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
         let (below, below_sets) = Self::below_sets(&nodes);
-        TokTrie { nodes, below, below_sets, dups, max_depth, n_tokens: items.len() }
+        let mut dfs_tokens = Vec::with_capacity(items.len());
+        let mut dfs_start = Vec::with_capacity(nodes.len() + 1);
+        for (i, node) in nodes.iter().enumerate() {
+            dfs_start.push(dfs_tokens.len() as u32);
+            let t = node.token_plus_one();
+            if t != 0 {
+                dfs_tokens.push(t - 1);
+                if node.size & DUP_FLAG != 0 {
+                    dfs_tokens.extend(dups[&(i as u32)].iter().map(|d: &TokenId| d.0));
+                }
+            }
+        }
+        dfs_start.push(dfs_tokens.len() as u32);
+        TokTrie {
+            nodes,
+            below,
+            below_sets,
+            dfs_tokens,
+            dfs_start,
+            dups,
+            max_depth,
+            n_tokens: items.len(),
+        }
     }
 
     /// Per node, the set of bytes on the edges below it (children's bytes and theirs, in
@@ -225,6 +252,23 @@ impl TokTrie {
         mask: &mut TokenMask,
         hook: &mut H,
     ) {
+        self.walk_impl::<R, H, false>(rec, mask, hook);
+    }
+
+    /// [`TokTrie::walk`] that also asks the recogniser's [`Recognizer::stay_set`] after every
+    /// accepted byte and takes a subtree whole when every byte below it is in that set (its
+    /// tokens marked from one slice, none of their bytes pushed). A separate entry point so
+    /// that the other walks keep a loop without the check.
+    pub fn walk_staying<R: Recognizer + ?Sized>(&self, rec: &mut R, mask: &mut TokenMask) {
+        self.walk_impl::<R, NoHook, true>(rec, mask, &mut NoHook);
+    }
+
+    fn walk_impl<R: Recognizer + ?Sized, H: WalkHook<R>, const STAY: bool>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        hook: &mut H,
+    ) {
         let nodes = &self.nodes[..];
         let n = nodes.len();
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
@@ -252,12 +296,14 @@ impl TokTrie {
             if rec.try_push_byte(node.byte()) {
                 self.mark(i, node, mask);
                 // Every byte below stays in the recogniser's state: the whole subtree is in.
-                // (`stay_set` is constant for most recognisers: the test folds away.)
-                let stay = rec.stay_set();
-                if stay != [0; 4] && node.subtree() > 1 && self.below_within(i, &stay) {
-                    for (j, &below) in nodes.iter().enumerate().take(i + node.subtree()).skip(i + 1)
-                    {
-                        self.mark(j, below, mask);
+                if STAY && node.subtree() > 1 && {
+                    let stay = rec.stay_set();
+                    stay != [0; 4] && self.below_within(i, &stay)
+                } {
+                    let (a, b) = (self.dfs_start[i + 1], self.dfs_start[i + node.subtree()]);
+                    let words = mask.words_mut();
+                    for &t in &self.dfs_tokens[a as usize..b as usize] {
+                        words[t as usize / WORD_BITS] |= 1 << (t as usize % WORD_BITS);
                     }
                     rec.pop_bytes(1);
                     i += node.subtree();
@@ -508,7 +554,7 @@ mod tests {
         let run = |stay: bool| {
             let mut m = TokenMask::new(words.len());
             let mut rec = LettersDigits { stack: vec![0], stay, pushes: 0 };
-            trie.walk(&mut rec, &mut m);
+            trie.walk_staying(&mut rec, &mut m);
             assert_eq!(rec.stack, vec![0], "walk leaves the recogniser at its base");
             (m.iter().map(|t| words[t.index()].clone()).collect::<Vec<_>>(), rec.pushes)
         };
