@@ -544,6 +544,8 @@ mod tests {
         let words: Vec<String> = [
             "a", "ab", "abc", "abcd", "ab1", "ab12", "ab1c", "a-b", "b", "ba", "bab", "b9", "99",
             "9a", "x", "xyz", "xy z", "xyz0", "q1", "q12", "q123x", "zz", "zzz", "z.z",
+            // Same bytes as an earlier token, below a subtree taken whole.
+            "abcd",
         ]
         .iter()
         .map(|w| w.to_string())
@@ -562,6 +564,7 @@ mod tests {
         let (fast, fast_pushes) = run(true);
         assert_eq!(fast, plain);
         assert!(plain.contains(&"ab12".to_string()) && !plain.contains(&"ab1c".to_string()));
+        assert_eq!(fast.iter().filter(|w| *w == "abcd").count(), 2, "both ids of `abcd`");
         assert!(fast_pushes < plain_pushes, "{fast_pushes} pushes, {plain_pushes} without");
     }
 
