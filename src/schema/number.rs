@@ -179,30 +179,27 @@ impl Dec {
     /// The least common multiple of two positive decimals (`x` is a multiple of both iff it
     /// is a multiple of this), or `None` when the mantissas are too long to combine exactly.
     pub(crate) fn lcm(&self, o: &Dec) -> Option<Dec> {
-        let (da, pa) = self.int_pow();
-        let (db, pb) = o.int_pow();
-        let p = pa.min(pb);
-        // Both as integers × 10^p.
-        let scale = |d: &[u8], k: i64| -> Option<u128> {
-            let mut v = small(d)?;
-            for _ in 0..k {
-                v = v.checked_mul(10)?;
-            }
-            Some(v)
-        };
-        let a = scale(da, pa - p)?;
-        let b = scale(db, pb - p)?;
-        let g = {
-            let (mut x, mut y) = (a, b);
-            while y != 0 {
-                (x, y) = (y, x % y);
-            }
-            x
-        };
-        let l = (a / g).checked_mul(b)?;
+        let (a, b, p) = common_scale(self, o)?;
+        let l = (a / gcd(a, b)).checked_mul(b)?;
         let text = format!("{l}e{p}");
         Dec::parse(&text)
     }
+}
+
+/// Two positive decimals as integers times one power of ten: `(x, y, p)` with
+/// `a = x × 10^p` and `b = y × 10^p`, or `None` when they do not fit in `u128`.
+fn common_scale(a: &Dec, b: &Dec) -> Option<(u128, u128, i64)> {
+    let (da, pa) = a.int_pow();
+    let (db, pb) = b.int_pow();
+    let p = pa.min(pb);
+    let scale = |d: &[u8], k: i64| -> Option<u128> {
+        let mut v = small(d)?;
+        for _ in 0..k {
+            v = v.checked_mul(10)?;
+        }
+        Some(v)
+    };
+    Some((scale(da, pa - p)?, scale(db, pb - p)?, p))
 }
 
 fn small(d: &[u8]) -> Option<u128> {
@@ -960,18 +957,7 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 
 /// The least `c` with `c × q` a multiple of `r` (both positive), if it fits.
 fn index_period(q: &Dec, r: &Dec) -> Option<u128> {
-    let (qd, a) = q.int_pow();
-    let (rd, b) = r.int_pow();
-    let p = a.min(b);
-    let scale = |d: &[u8], k: i64| -> Option<u128> {
-        let mut v = small(d)?;
-        for _ in 0..k {
-            v = v.checked_mul(10)?;
-        }
-        Some(v)
-    };
-    let qs = scale(qd, a - p)?;
-    let rs = scale(rd, b - p)?;
+    let (qs, rs, _) = common_scale(q, r)?;
     Some(rs / gcd(qs, rs))
 }
 
