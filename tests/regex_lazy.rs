@@ -5,11 +5,9 @@
 
 mod common;
 
-use common::{mask_diff, qwen3};
+use common::{grammar_oracle, mask_diff, qwen3};
 use grammask::automaton::RegexErrorKind;
-use grammask::copy_engine::CopyGrammar;
 use grammask::decode::{decode, DecodeConfig, RandomLogits};
-use grammask::recognizer::run_bytes;
 use grammask::vocab::TokenKind;
 use grammask::{
     ConstraintEngine, EngineErrorKind, RegexConfig, RegexConstraint, TokenId, TokenMask,
@@ -30,20 +28,7 @@ const LAZY: &[&str] = &[
 
 /// The oracle: every text token whose bytes run from the engine's state, plus EOS when accepting.
 fn oracle(e: &RegexConstraint) -> TokenMask {
-    let v = qwen3();
-    let g = e.grammar();
-    let mut m = TokenMask::new(v.n_vocab());
-    for (t, b) in v.text_tokens() {
-        if !b.is_empty() && run_bytes(&**g, e.state(), b).is_some() {
-            m.insert(t);
-        }
-    }
-    if g.is_accepting(e.state()) {
-        for &x in v.eos_ids() {
-            m.insert(x);
-        }
-    }
-    m
+    grammar_oracle(qwen3(), &**e.grammar(), e.state())
 }
 
 struct Rng(u64);

@@ -2,17 +2,11 @@
 //! reachable DFA states, the mask must equal the set of tokens whose bytes run through the DFA
 //! from that state (plus EOS exactly at accepting states).
 
-use grammask::copy_engine::CopyGrammar;
-use grammask::recognizer::run_bytes;
-use grammask::vocab::TokenKind;
-use grammask::{ConstraintEngine, RegexConfig, RegexConstraint, TokenId, TokenMask, Vocabulary};
-use proptest::prelude::*;
-use std::sync::OnceLock;
+mod common;
 
-fn vocab() -> &'static Vocabulary {
-    static V: OnceLock<Vocabulary> = OnceLock::new();
-    V.get_or_init(|| Vocabulary::embedded().unwrap())
-}
+use common::{grammar_oracle, qwen3};
+use grammask::{ConstraintEngine, RegexConfig, RegexConstraint, TokenId, TokenMask};
+use proptest::prelude::*;
 
 const PATTERNS: &[&str] = &[
     r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4}(, [a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4})*",
@@ -23,33 +17,17 @@ const PATTERNS: &[&str] = &[
     r"[^\n]{0,12}\n",
 ];
 
-/// The oracle mask: every text token whose bytes run from `state`, plus EOS when accepting.
+/// The oracle mask: every text token whose bytes run from the engine's state, plus EOS when
+/// accepting.
 fn oracle(engine: &RegexConstraint) -> TokenMask {
-    let v = vocab();
-    let g = engine.grammar();
-    let mut m = TokenMask::new(v.n_vocab());
-    for i in 0..v.n_tokens() {
-        let t = TokenId::from_index(i);
-        if v.kind(t) != TokenKind::Text || v.token_bytes(t).is_empty() {
-            continue;
-        }
-        if run_bytes(&**g, engine.state(), v.token_bytes(t)).is_some() {
-            m.insert(t);
-        }
-    }
-    if g.is_accepting(engine.state()) {
-        for &e in v.eos_ids() {
-            m.insert(e);
-        }
-    }
-    m
+    grammar_oracle(qwen3(), &**engine.grammar(), engine.state())
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
     #[test]
     fn mask_equals_oracle(p in 0..PATTERNS.len(), seed in any::<u64>(), steps in 0usize..12) {
-        let v = vocab();
+        let v = qwen3();
         let mut e = RegexConstraint::new(v, PATTERNS[p], &RegexConfig::default()).unwrap();
         let mut mask = TokenMask::new(v.n_vocab());
         let mut rng = seed;
@@ -74,7 +52,7 @@ proptest! {
 
 #[test]
 fn eos_only_at_accepting_states_and_rollback() {
-    let v = vocab();
+    let v = qwen3();
     let mut e = RegexConstraint::new(v, r"ab|abcd", &RegexConfig::default()).unwrap();
     let eos = v.eos_ids()[0];
     assert!(!e.allows(eos));
@@ -99,7 +77,7 @@ fn eos_only_at_accepting_states_and_rollback() {
 
 #[test]
 fn compile_errors_are_typed() {
-    let v = vocab();
+    let v = qwen3();
     let Err(err) = RegexConstraint::new(v, r"(ab", &RegexConfig::default()) else { panic!() };
     assert!(err.to_string().contains("offset 0"), "{err}");
     let mut cfg = RegexConfig::default();

@@ -1,8 +1,10 @@
 //! Helpers shared by the integration tests: the embedded vocabulary (loaded once), the naive
-//! mask oracle, token-trace rendering (`‧` token boundary, `✖` refused, `≺EOS≻`), and an
+//! mask oracles (through `allows`, and through a `Copy`-state grammar's own steps), token-trace rendering (`‧` token boundary, `✖` refused, `≺EOS≻`), and an
 //! independent whole-string GBNF recogniser ([`gbnf_simple`]).
 #![allow(dead_code)]
 
+use grammask::copy_engine::CopyGrammar;
+use grammask::recognizer::run_bytes;
 use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary};
 use std::sync::OnceLock;
 
@@ -44,6 +46,26 @@ pub fn oracle_mask(engine: &dyn ConstraintEngine) -> TokenMask {
         let t = TokenId(i as u32);
         if engine.allows(t) {
             m.insert(t);
+        }
+    }
+    m
+}
+
+/// The naive oracle for a `Copy`-state grammar, independent of the engine: every text token
+/// whose bytes run through the grammar from `state`, plus EOS where `state` accepts.
+pub fn grammar_oracle<G: CopyGrammar>(vocab: &Vocabulary, g: &G, state: &G::State) -> TokenMask
+where
+    G::State: Eq + std::hash::Hash + Send + Sync + std::fmt::Debug,
+{
+    let mut m = TokenMask::new(vocab.n_vocab());
+    for (t, b) in vocab.text_tokens() {
+        if !b.is_empty() && run_bytes(g, state, b).is_some() {
+            m.insert(t);
+        }
+    }
+    if g.is_accepting(state) {
+        for &x in vocab.eos_ids() {
+            m.insert(x);
         }
     }
     m
