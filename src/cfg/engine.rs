@@ -34,7 +34,7 @@ use super::earley::Chart;
 use super::earley::Item;
 use super::gbnf::TokenRef;
 use super::grammar::{decode, CfgGrammar, Sym, LEX_FLAG};
-use super::walk::EarleyWalk;
+use super::walk::{pure_lexeme, EarleyWalk};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
 use crate::engine::{
@@ -492,7 +492,7 @@ impl CfgConstraint {
             Some(s) => {
                 mask.copy_from(&s.safe);
                 match &s.pure_exits {
-                    Some(x) if EarleyWalk::new(g, chart).pure_lexeme() == Some((x.lex, x.st)) => {
+                    Some(x) if pure_lexeme(g, chart) == Some((x.lex, x.st)) => {
                         exits = Some(x);
                         None
                     }

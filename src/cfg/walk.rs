@@ -20,7 +20,7 @@
 //!
 //! A committed set whose byte left its items inside lexemes is pure too, though its deferred
 //! completions were made when it was committed: what those completions can scan is in the
-//! lexemes' FOLLOW sets, where a run is left anyway ([`EarleyWalk::compute_pure`]).
+//! lexemes' FOLLOW sets, where a run is left anyway ([`pure_of`]).
 
 use super::earley::Chart;
 use super::grammar::{decode, set_has, ByteSet, CfgGrammar, Sym};
@@ -70,6 +70,43 @@ impl Pure {
         self.n += 1;
         true
     }
+}
+
+/// Is the chart's last set pure (see the module docs)? Either every item that can scan is
+/// before one of at most [`MAX_LEXES`] lexemes, one DFA state each, or — a committed set,
+/// whose deferred completions were made — every item of its *kernel* (the items its byte
+/// made) is, and the others are those completions: all they can scan is in the lexemes'
+/// FOLLOW sets, where a walk leaves the virtual run anyway.
+fn pure_of(g: &CfgGrammar, chart: &Chart) -> Option<Pure> {
+    let mut p = Pure::empty();
+    let mut all = true;
+    for it in chart.last() {
+        all &= match decode(g.syms[it.pos as usize]) {
+            Sym::T(_) => false,
+            Sym::Lex(l) => p.add(g, l, it.st, it.pos),
+            Sym::Nt(_) | Sym::End(_) => true,
+        };
+        if !all {
+            break;
+        }
+    }
+    if all {
+        return (p.n > 0).then_some(p);
+    }
+    let mut p = Pure::empty();
+    for it in chart.last_kernel() {
+        let Sym::Lex(l) = decode(g.syms[it.pos as usize]) else { return None };
+        if !p.add(g, l, it.st, it.pos) {
+            return None;
+        }
+    }
+    (p.n > 0).then_some(p)
+}
+
+/// The lexeme and DFA state of the chart's last set, when it is pure with one lexeme (the
+/// engine's lexeme-state slices apply then, see `PureExits`).
+pub(crate) fn pure_lexeme(g: &CfgGrammar, chart: &Chart) -> Option<(u32, u32)> {
+    pure_of(g, chart).filter(|p| p.n == 1).map(|p| (p.lex[0], p.st[0]))
 }
 
 /// The trie walker's view of a chart (see the module docs).
@@ -126,54 +163,17 @@ impl<'a> EarleyWalk<'a> {
         }
     }
 
-    /// The lexeme and DFA state of the chart's last set, when it is pure with one lexeme.
-    pub(crate) fn pure_lexeme(&self) -> Option<(u32, u32)> {
-        self.compute_pure().filter(|p| p.n == 1).map(|p| (p.lex[0], p.st[0]))
-    }
-
     /// Start the walk inside a virtual run of the last set's lexeme that has reached DFA state
-    /// `q` (the last set must be pure with one lexeme, see [`EarleyWalk::pure_lexeme`]): the
+    /// `q` (the last set must be pure with one lexeme, see [`pure_lexeme`]): the
     /// trie then walks what follows such a run (`PureExits` in the engine). The run's
     /// placeholder set stays in the chart once a push made it real: the caller truncates the
     /// chart back afterwards.
     pub(crate) fn enter_run(&mut self, q: u32) {
         self.pure_for = self.chart.set_count();
-        self.pure = self.compute_pure();
+        self.pure = pure_of(self.g, self.chart);
         self.scan = self.chart.last_scan();
         debug_assert!(self.pure.is_some_and(|p| p.n == 1), "enter_run on an impure set");
         self.virt.push((0, q));
-    }
-
-    /// Is the chart's last set pure (see the module docs)? Either every item that can scan is
-    /// before one of at most [`MAX_LEXES`] lexemes, one DFA state each, or — a committed set,
-    /// whose deferred completions were made — every item of its *kernel* (the items its byte
-    /// made) is, and the others are those completions: all they can scan is in the lexemes'
-    /// FOLLOW sets, where a walk leaves the virtual run anyway.
-    fn compute_pure(&self) -> Option<Pure> {
-        let g = self.g;
-        let mut p = Pure::empty();
-        let mut all = true;
-        for it in self.chart.last() {
-            all &= match decode(g.syms[it.pos as usize]) {
-                Sym::T(_) => false,
-                Sym::Lex(l) => p.add(g, l, it.st, it.pos),
-                Sym::Nt(_) | Sym::End(_) => true,
-            };
-            if !all {
-                break;
-            }
-        }
-        if all {
-            return (p.n > 0).then_some(p);
-        }
-        let mut p = Pure::empty();
-        for it in self.chart.last_kernel() {
-            let Sym::Lex(l) = decode(g.syms[it.pos as usize]) else { return None };
-            if !p.add(g, l, it.st, it.pos) {
-                return None;
-            }
-        }
-        (p.n > 0).then_some(p)
     }
 
     /// After a virtual push of a run over several lexemes (its states on top of `vstates`): the
@@ -269,7 +269,7 @@ impl Recognizer for EarleyWalk<'_> {
             let n = self.chart.set_count();
             if self.pure_for != n {
                 self.pure_for = n;
-                self.pure = self.compute_pure();
+                self.pure = pure_of(self.g, self.chart);
                 self.scan = self.chart.last_scan();
             }
             // Most tries of a walk fail here, on the last set's scannable bytes.
