@@ -23,9 +23,11 @@
 //! completion index. Items waiting for a nonterminal are thus hashed only through the items
 //! that would complete into them, never as such, and an item's origin is hashed as what it
 //! leads to, not as which set it is. That is what lets two sets that differ only in how they
-//! got there share a signature: after the first member of a JSON object the repetition helper
-//! `h → h • G` has its own set as origin, after the second the first member's set, and both
-//! sets have the same future (the mask cache hits from the second member on).
+//! got there share a signature: after the first repetition of a `( … )*` the helper
+//! `h → h • G` has its own set as origin, after the second the first repetition's set, and
+//! both sets have the same future (the mask cache hits from the second repetition on; for
+//! separated lists `A (B A)*` the lowering also makes the first element alike, see
+//! [`super::grammar`]).
 //!
 //! Inside one set, continuations can be cyclic (left recursion: `h → • h G` waits for `h` in
 //! the set that predicted it). Each strongly connected component of the "waits in this set"
