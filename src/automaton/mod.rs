@@ -78,9 +78,11 @@ pub struct DfaConfig {
     pub max_memory: usize,
     /// Deepest nesting of groups and repetitions the parser accepts (default 128).
     pub nest_limit: u32,
-    /// Minimise the DFA (Hopcroft, in `regex-automata`; default `false`). Equivalent states
+    /// Minimise the live table (Moore's refinement, `automaton::minimize`; default `false`;
+    /// tables of more than 16,384 state × class cells are left as they are). Equivalent states
     /// then share one id, so caches keyed by state hit more often; it costs compile time, so
-    /// it is for small automata such as the CFG lexer's lexemes.
+    /// it is for small automata such as the CFG lexer's lexemes. (`regex-automata`'s own
+    /// minimiser keeps states apart that differ only in a delayed match.)
     pub minimize: bool,
 }
 
