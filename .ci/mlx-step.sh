@@ -14,13 +14,13 @@ cd "$(dirname "$0")/.."
 kit=../shared/mlx-linux/setup.sh
 if [ "$(uname -s)" = Darwin ]; then
   echo "mlx step: macOS, testing the stock mlx-rs on the Metal GPU"
-  cargo test --release --features mlx-metal --test gpu_mlx
+  cargo test --release --features mlx-metal --test it gpu_mlx::
   exit 0
 fi
 if [ ! -f "$kit" ]; then
   echo "mlx step: SKIPPED — $kit not found (it lives in the grammask workspace, not in the repo)."
   echo "  The mlx feature is not built or tested by this run. To test it: on macOS,"
-  echo "  'cargo test --features mlx-metal --test gpu_mlx'; on Linux, see docs/gpu.md."
+  echo "  'cargo test --features mlx-metal --test it gpu_mlx::'; on Linux, see docs/gpu.md."
   exit 0
 fi
 
@@ -33,7 +33,7 @@ trap 'cp "$lock_backup" Cargo.lock; rm -f "$lock_backup"' EXIT
 start=$SECONDS
 eval "$("$kit" target/mlx-linux)"
 # shellcheck disable=SC2086 # MLX_CARGO_FLAGS is a quoted --config argument meant for eval.
-eval cargo test --release --features mlx $MLX_CARGO_FLAGS --test gpu_mlx
+eval cargo test --release --features mlx $MLX_CARGO_FLAGS --test it gpu_mlx::
 # shellcheck disable=SC2086
 eval cargo test --release --features mlx $MLX_CARGO_FLAGS --doc gpu::
 echo "mlx step: passed in $((SECONDS - start)) s"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Record what mlx-lm's sampling filters and logits processors do, as golden data for
-`tests/sampler_mlx_golden.rs`.
+`tests/it/sampler_mlx_golden.rs`.
 
 Why: the sampler promises parity with mlx-lm (`mlx_lm.sample_utils`), and parity is checked
 against the real reference, not our reading of it. The tests read only the committed JSON;

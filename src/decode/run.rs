@@ -13,7 +13,7 @@
 //! P(out = t) = p(t) + (1 − P(A)) · p(t) / P(A) = p(t) · (P(A) + 1 − P(A)) / P(A) = p_A(t),
 //! ```
 //!
-//! and `P(out = t) = 0` for `t ∉ A`: exactly the masked distribution (`tests/decode_loop.rs`
+//! and `P(out = t) = 0` for `t ∉ A`: exactly the masked distribution (`tests/it/decode_loop.rs`
 //! checks it with a χ² test). The redraw need not run the pipeline again: `p_A` is `p`
 //! restricted to `A` and renormalised, and `p` is already computed, so the loop draws from it
 //! directly (one pass over the allowed ids instead of a second softmax). At temperature 0 the argument is simpler: the unmasked argmax,

@@ -18,7 +18,7 @@
 //!
 //! Steps 2–5 and 7–9 run in the order of mlx-lm's `make_logits_processors` and
 //! `make_sampler`, and the filters reproduce mlx-lm 0.32's arithmetic (checked against
-//! recorded mlx-lm outputs in `tests/sampler_mlx_golden.rs`). One deliberate difference, from
+//! recorded mlx-lm outputs in `tests/it/sampler_mlx_golden.rs`). One deliberate difference, from
 //! the spec: temperature is applied *before* the filters (mlx-lm filters the temperature-1
 //! distribution and divides by the temperature only inside the final categorical draw). The
 //! two agree at temperature 1. See `docs/sampler.md`.

@@ -37,7 +37,7 @@
 //! from the top, this module sums it in `f64` in index order. The two agree unless `mass{p > v}` of the boundary group lies within about `n · 2⁻²⁴ · total` of
 //! `top_p × total`, in which case one of them may keep that group and the other not. Top-k
 //! (including ties, by id) and min-p (the same `f32` product and comparison) select exactly the
-//! sort-based sets. `tests/sampler_rejection.rs` checks both statements.
+//! sort-based sets. `tests/it/sampler_rejection.rs` checks both statements.
 //!
 //! # Numerical contract
 //! Pivots are single IEEE `f32` operations (`max × min_p`, the midpoint), masses are `f64`

@@ -30,7 +30,7 @@
 //!   [`Rt`] (the duplicate check reads the recorded text); open tokens keep their fast path.
 //!
 //! Exactness: each set above is what the trie walk with [`Rt`] would compute for that class of
-//! tokens; `tests/schema_fast_masks.rs` compares every mask with the plain walk
+//! tokens; `tests/it/schema_fast_masks.rs` compares every mask with the plain walk
 //! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
 //! vocabulary of every short substring of the test documents.
 

@@ -2,7 +2,7 @@
 //! (χ² against the masked target), fast-forward (forced bytes, canonical tokens with back-off),
 //! and batch masks (parallel equals serial).
 
-mod common;
+use crate::common;
 
 use grammask::decode::batch::{fill_serial, BatchMasker};
 use grammask::decode::speculative::{validate_draft, verify_constrained};

@@ -2,7 +2,7 @@
 //! tokenizer in `../shared/tokenizers/` (when present), encoding a corpus and concatenating the
 //! token bytes gives back the text exactly. Plus config, padding and bad-input cases.
 
-mod common;
+use crate::common;
 
 use common::qwen3;
 use grammask::vocab::{TokenEncoding, TokenKind, VocabConfig, VocabErrorKind};

@@ -1,7 +1,7 @@
 //! Bad input to an engine: every refusal is a typed error and leaves the state exactly as it
 //! was (same mask, same acceptance) afterwards.
 
-mod common;
+use crate::common;
 
 use common::qwen3;
 use grammask::{

@@ -3,7 +3,7 @@
 //! of the state) and the dense engine's masks where both exist, random-logit decoding finishes
 //! with outputs the `regex` crate accepts, and the per-request memory bound is a typed error.
 
-mod common;
+use crate::common;
 
 use common::{grammar_oracle, mask_diff, qwen3};
 use grammask::automaton::RegexErrorKind;

@@ -2,7 +2,7 @@
 //! reachable DFA states, the mask must equal the set of tokens whose bytes run through the DFA
 //! from that state (plus EOS exactly at accepting states).
 
-mod common;
+use crate::common;
 
 use common::{grammar_oracle, qwen3};
 use grammask::{ConstraintEngine, RegexConfig, RegexConstraint, TokenId, TokenMask};

@@ -3,7 +3,7 @@
 //! output must be accepted by the independent whole-string recogniser in `tests/common` (not by
 //! the masking code), and every step's sampled token must have been in the mask.
 
-mod common;
+use crate::common;
 
 use grammask::{CfgConfig, CfgConstraint, ConstraintEngine, TokenId, TokenMask, Vocabulary};
 

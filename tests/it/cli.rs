@@ -1,8 +1,6 @@
 //! The `grammask` binary: the README's main command works on the embedded default, `generate`
 //! and `walk` print the documented JSON objects, and errors exit non-zero with one clear line.
 
-mod common;
-
 use std::process::Command;
 
 fn grammask(args: &[&str]) -> (bool, String, String) {

@@ -359,7 +359,12 @@ fn sampler_exposes_the_counters() {
 fn kill_switch_restores_the_sort_based_chain() {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["--exact", "kill_switch_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "sampler_rejection::kill_switch_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(grammask::sampler::REJECTION_ENV, "0")
         .output()
         .unwrap();

@@ -3,7 +3,7 @@
 //! injects `</think>` exactly once at the right step, and the gated JSON engine constrains only
 //! the answer.
 
-mod common;
+use crate::common;
 
 use grammask::decode::{
     decode, DecodeConfig, RandomLogits, ReplayModel, ThinkConfig, ThinkGate, ThinkMarkers,

@@ -42,7 +42,7 @@ pub fn walk(engine: &mut SchemaConstraint, doc: &str) -> Result<(), String> {
 #[test]
 fn hand_written_cases() {
     let cases: serde_json::Value =
-        serde_json::from_str(include_str!("data/schema/cases.json")).expect("cases.json");
+        serde_json::from_str(include_str!("../data/schema/cases.json")).expect("cases.json");
     let mut failures = Vec::new();
     for case in cases.as_array().expect("array") {
         let name = case["name"].as_str().unwrap();

@@ -7,7 +7,7 @@
 //! Qwen3's `<|im_start|>` is a special token, `<|im_end|>` a special token that is also EOS,
 //! `<tool_call>` / `<think>` / `</think>` added tokens that are text (they have bytes).
 
-mod common;
+use crate::common;
 
 use common::{mask_diff, qwen3, trace};
 use grammask::cfg::{CfgConfig, CfgErrorKind};

@@ -2,7 +2,7 @@
 //! budget forces `</think>` once, and every finished answer validates against the schema with
 //! the independent `jsonschema` validator (random-logit model on the embedded Qwen3 tokenizer).
 
-mod common;
+use crate::common;
 
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkConfig, ThinkGate, ThinkMarkers};
 use grammask::schema::{SchemaConstraint, SchemaOptions};

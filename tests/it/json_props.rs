@@ -3,7 +3,7 @@
 //! (2) random valid documents walk through with EOS allowed at the end;
 //! (3) corrupted documents are refused exactly at the token holding the first invalid byte.
 
-mod common;
+use crate::common;
 
 use common::{mask_diff, oracle_mask, qwen3, trace, walk};
 use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenMask};

@@ -2,7 +2,7 @@
 //! (free-form JSON, regex, GBNF, JSON Schema), twice in a row (the kept scratch is reused), and a
 //! wrong width is a typed error.
 
-mod common;
+use crate::common;
 
 use grammask::schema::{SchemaConstraint, SchemaOptions};
 use grammask::{

@@ -2,7 +2,7 @@
 //! is walked byte by byte and (when it is valid UTF-8) token by token, and both verdicts must
 //! equal the expected one.
 
-mod common;
+use crate::common;
 
 use common::{qwen3, trace, walk};
 use grammask::json::{TopLevel, Whitespace};

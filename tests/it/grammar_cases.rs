@@ -7,7 +7,7 @@
 //! EOS allowed exactly at the end of `accept` inputs), and — for grammars — against the
 //! independent whole-string recogniser in `tests/common`.
 
-mod common;
+use crate::common;
 
 use grammask::automaton::{ByteDfa, DfaConfig};
 use grammask::cfg::{earley, CfgConfig, CfgGrammar};

@@ -2,7 +2,7 @@
 //! exactness (χ² against the masked distribution), logprobs, EOS config files, and the
 //! foundation's `generate_greedy` entry point.
 
-mod common;
+use crate::common;
 
 use grammask::decode::eos::{eos_id_from_tokenizer_config, eos_ids_from_config, load_eos_ids};
 use grammask::decode::{
