@@ -81,7 +81,8 @@
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
 pub mod automaton;
-pub mod bench;
+#[cfg(feature = "harness")]
+pub mod harness;
 pub mod cfg;
 pub mod copy_engine;
 pub mod decode;

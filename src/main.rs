@@ -3,7 +3,7 @@
 //! per-step mask latency. Errors print one clear line and exit with status 1.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use grammask::bench::maskbench::{run_maskbench, MaskbenchOptions};
+use grammask::harness::maskbench::{run_maskbench, MaskbenchOptions};
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
 use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
 use grammask::schema::{PropertyOrder, SchemaConstraint, SchemaOptions};

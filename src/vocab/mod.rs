@@ -13,6 +13,8 @@
 //! - The trie holds exactly the text tokens (`kind == Text`).
 
 pub mod decode;
+#[cfg(feature = "embedded-tokenizer")]
+mod embedded;
 mod slices;
 mod trie;
 
@@ -22,7 +24,6 @@ pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use tokenizers::Model as _;
@@ -228,17 +229,6 @@ impl fmt::Debug for Vocabulary {
     }
 }
 
-static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("embedded/qwen3.tokenizer.json.gz");
-static EMBEDDED_CONFIG: &[u8] = include_bytes!("embedded/qwen3.tokenizer_config.json.gz");
-
-fn gunzip(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() * 6);
-    flate2::read::GzDecoder::new(data)
-        .read_to_end(&mut out)
-        .expect("the embedded tokenizer is a valid gzip stream");
-    out
-}
-
 fn read_file(path: &Path) -> Result<Vec<u8>, VocabError> {
     std::fs::read(path).map_err(|source| {
         VocabError::new(VocabErrorKind::Io { path: path.display().to_string(), source })
@@ -292,21 +282,6 @@ pub struct VocabConfig {
 }
 
 impl Vocabulary {
-    /// The embedded Qwen3 tokenizer (Apache-2.0), the default when the user gives none.
-    ///
-    /// # Errors
-    /// Never in practice; the embedded files are checked by the test suite.
-    pub fn embedded() -> Result<Vocabulary, VocabError> {
-        let tok = gunzip(EMBEDDED_TOKENIZER);
-        let cfg = gunzip(EMBEDDED_CONFIG);
-        Self::build(
-            load_tokenizer(&tok)?,
-            Some(&cfg),
-            &VocabConfig::default(),
-            VocabSource::Embedded,
-        )
-    }
-
     /// Load `tokenizer.json` from `path`. When `tokenizer_config.json` sits beside it (or
     /// `NAME.config.json` beside `NAME.json`, the layout of `../shared/tokenizers`) it is read
     /// for EOS/BOS/pad.

@@ -16,8 +16,8 @@
 //! Instances are serialised compactly and walked token by token with the embedded Qwen3
 //! vocabulary; the verdict (every token allowed, EOS allowed at the end) must equal `valid`.
 
-use grammask::bench::schema::SchemaCompiler;
-use grammask::bench::suite::{load_remotes, run_suite};
+use grammask::harness::schema::SchemaCompiler;
+use grammask::harness::suite::{load_remotes, run_suite};
 use grammask::schema::{FormatMode, SchemaOptions};
 use grammask::Vocabulary;
 use std::path::Path;

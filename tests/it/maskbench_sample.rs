@@ -3,8 +3,8 @@
 //! vocabulary: the harness's own behaviour (counts, verdicts, JSONL) with the free-form JSON
 //! engine as a stand-in whose verdicts are known exactly.
 
-use grammask::bench::maskbench::{run_maskbench_with, MaskbenchErrorKind, MaskbenchOptions};
-use grammask::bench::FreeJsonCompiler;
+use grammask::harness::maskbench::{run_maskbench_with, MaskbenchErrorKind, MaskbenchOptions};
+use grammask::harness::FreeJsonCompiler;
 use grammask::Vocabulary;
 use std::path::{Path, PathBuf};
 
@@ -91,8 +91,8 @@ const EXPECTED: &str = "tests/data/maskbench-sample-expected.json";
 /// `false-acceptance`, `not-compiled` or `error`.
 #[test]
 fn schema_engine_on_sample_matches_expected() {
-    use grammask::bench::maskbench::{load_file, run_file, CompileOutcome, SchemaRun};
-    use grammask::bench::schema::SchemaCompiler;
+    use grammask::harness::maskbench::{load_file, run_file, CompileOutcome, SchemaRun};
+    use grammask::harness::schema::SchemaCompiler;
     use grammask::TokenMask;
 
     let vocab = Vocabulary::embedded().unwrap();

@@ -3,7 +3,7 @@
 //! every document, on hand-written schemas aimed at each fast path and on the MaskBench
 //! samples in `tests/data/maskbench`, the two masks must be identical.
 
-use grammask::bench::{maskbench::load_file, pyjson::dumps, walk::tokenize};
+use grammask::harness::{maskbench::load_file, pyjson::dumps, walk::tokenize};
 use grammask::schema::{CompiledSchema, SchemaConstraint, SchemaOptions};
 use grammask::{ConstraintEngine, TokenMask, Vocabulary};
 use serde_json::Value;

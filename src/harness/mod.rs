@@ -1,5 +1,6 @@
-//! Measurement and conformance harnesses: MaskBench (`grammask maskbench`) and the JSON Schema
-//! Test Suite runner.
+//! Measurement and conformance harnesses (feature `harness`): MaskBench (`grammask maskbench`)
+//! and the JSON Schema Test Suite runner. Not part of a library user's build: file I/O, threads,
+//! JSONL and a Python `json.dumps` emulation belong to measuring engines, not to running them.
 //!
 //! Both harnesses drive any constraint that compiles from a JSON Schema through the
 //! [`ConstraintCompiler`] trait, so they run the schema engine ([`schema::SchemaCompiler`])
@@ -15,12 +16,12 @@
 //!   committed expected-results file (a ratchet).
 //! - [`schema`]: the schema engine as a [`ConstraintCompiler`] ([`schema::SchemaCompiler`]).
 //! - [`pyjson`]: Python's `json.dumps(…, ensure_ascii=False)`, the serialisation MaskBench uses.
-//! - [`stats`]: nearest-rank percentiles, shared with the CLI.
+//!
+//! Latency percentiles come from [`crate::stats`], shared with the CLI and the decode loop.
 
 pub mod maskbench;
 pub mod pyjson;
 pub mod schema;
-pub mod stats;
 pub mod suite;
 pub mod walk;
 

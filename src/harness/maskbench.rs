@@ -17,7 +17,7 @@
 //!
 //! # Example
 //! ```no_run
-//! use grammask::bench::maskbench::{run_maskbench, MaskbenchOptions};
+//! use grammask::harness::maskbench::{run_maskbench, MaskbenchOptions};
 //! use grammask::Vocabulary;
 //! let vocab = Vocabulary::from_file("../shared/tokenizers/llama3.json").unwrap();
 //! let opts = MaskbenchOptions { out: Some("results.jsonl".into()), ..MaskbenchOptions::default() };
@@ -26,7 +26,7 @@
 //! ```
 
 use super::schema::SchemaCompiler;
-use super::stats::{fmt_us, LatencySummary};
+use crate::stats::Summary;
 use super::walk::{tokenize, truncate, walk, WalkEnd};
 use super::{CompileFailure, ConstraintCompiler};
 use crate::mask::TokenMask;
@@ -288,9 +288,9 @@ pub struct MaskbenchSummary {
     /// Instances that could not be walked (tokenizer, harness).
     pub instance_errors: Vec<Finding>,
     /// Every mask computation.
-    pub masks: LatencySummary,
+    pub masks: Summary,
     /// Successful compiles.
-    pub compile: LatencySummary,
+    pub compile: Summary,
     /// Tokens walked.
     pub tokens: usize,
     /// Files not run because [`MaskbenchOptions::time_limit`] passed (0 for a complete run).
@@ -359,15 +359,7 @@ impl fmt::Display for MaskbenchSummary {
         writeln!(f, "  inconsistencies:   {}", self.inconsistencies.len())?;
         writeln!(f, "  instance errors:   {}", self.instance_errors.len())?;
         writeln!(f, "  masks:   {}", self.masks)?;
-        writeln!(
-            f,
-            "  compile: n={} mean {} p50 {} p99 {} max {}",
-            self.compile.count,
-            fmt_us(self.compile.mean_us),
-            fmt_us(self.compile.p50_us),
-            fmt_us(self.compile.p99_us),
-            fmt_us(self.compile.max_us)
-        )?;
+        writeln!(f, "  compile: {}", self.compile)?;
         if !self.compile_errors.is_empty() {
             writeln!(f, "compile errors by kind:")?;
             let mut kinds: Vec<_> = self.compile_errors.iter().collect();
@@ -581,8 +573,8 @@ impl Accumulator {
 
     fn finish(mut self) -> MaskbenchSummary {
         let s = &mut self.summary;
-        s.masks = LatencySummary::from_nanos(&mut self.mask_ns);
-        s.compile = LatencySummary::from_nanos(&mut self.compile_ns);
+        s.masks = Summary::from_nanos(&mut self.mask_ns);
+        s.compile = Summary::from_nanos(&mut self.compile_ns);
         for list in [&mut s.false_rejections, &mut s.false_acceptances, &mut s.inconsistencies] {
             list.sort_by(|a, b| (&a.file, a.instance).cmp(&(&b.file, b.instance)));
         }

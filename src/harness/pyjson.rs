@@ -23,7 +23,7 @@ use std::fmt::Write;
 ///
 /// # Example
 /// ```
-/// use grammask::bench::pyjson::dumps;
+/// use grammask::harness::pyjson::dumps;
 /// let v: serde_json::Value = serde_json::from_str(r#"{"b": [1, 2.50, 1e-5], "a": "é\n"}"#).unwrap();
 /// assert_eq!(dumps(&v), "{\"b\": [1, 2.5, 1e-05], \"a\": \"é\\n\"}");
 /// ```
@@ -84,7 +84,7 @@ fn write_number(out: &mut String, n: &Number) {
 ///
 /// # Example
 /// ```
-/// use grammask::bench::pyjson::float_repr;
+/// use grammask::harness::pyjson::float_repr;
 /// assert_eq!(float_repr(1e-5), "1e-05");
 /// assert_eq!(float_repr(1.5e20), "1.5e+20");
 /// assert_eq!(float_repr(100.0), "100.0");

@@ -1,0 +1,36 @@
+//! The embedded default tokenizer (feature `embedded-tokenizer`): Qwen3's `tokenizer.json` and
+//! `tokenizer_config.json`, gzipped (Apache-2.0, see `README.md` here), so the CLI and the
+//! examples run with no file at hand. A library user who brings a tokenizer turns the feature off
+//! and links none of its 2 MB.
+
+use super::{load_tokenizer, VocabConfig, VocabError, VocabSource, Vocabulary};
+use std::io::Read;
+
+static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("qwen3.tokenizer.json.gz");
+static EMBEDDED_CONFIG: &[u8] = include_bytes!("qwen3.tokenizer_config.json.gz");
+
+fn gunzip(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * 6);
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .expect("the embedded tokenizer is a valid gzip stream");
+    out
+}
+
+impl Vocabulary {
+    /// The embedded Qwen3 tokenizer (Apache-2.0), the default when the user gives none.
+    ///
+    /// # Errors
+    /// Never in practice; the embedded files are checked by the test suite.
+    pub fn embedded() -> Result<Vocabulary, VocabError> {
+        let tok = gunzip(EMBEDDED_TOKENIZER);
+        let cfg = gunzip(EMBEDDED_CONFIG);
+        Self::build(
+            load_tokenizer(&tok)?,
+            Some(&cfg),
+            &VocabConfig::default(),
+            VocabSource::Embedded,
+        )
+    }
+
+}
