@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
     for (name, vocab) in vocabs() {
         let config = JsonConfig {
-            engine: EngineOptions { mask_cache: 0, ..EngineOptions::default() },
+            engine: EngineOptions::default().with_mask_cache(0),
             ..JsonConfig::default()
         };
         for (state, prefix) in STATES {

@@ -24,7 +24,7 @@ fn main() {
     for (name, vocab) in &vocabs {
         for (label, cache) in [("cache on (default)", 8), ("cache off", 0)] {
             let config = JsonConfig {
-                engine: EngineOptions { mask_cache: cache, ..EngineOptions::default() },
+                engine: EngineOptions::default().with_mask_cache(cache),
                 ..JsonConfig::default()
             };
             let mut times = Vec::new();

@@ -107,7 +107,7 @@ fn main() {
     );
     replay("regex email/phone, cache on", &vocab, EMAIL_PHONE_DOC, reps, || Box::new(base.fork()));
     let cold = RegexConfig {
-        engine: EngineOptions { history: 64, mask_cache: 0 },
+        engine: EngineOptions::default().with_mask_cache(0),
         ..RegexConfig::default()
     };
     let cold_base = RegexConstraint::from_grammar(grammar.clone(), &vocab, &cold);
@@ -133,7 +133,7 @@ fn main() {
         ("c_expr.gbnf CFG, cache on", "c_expr.gbnf", C_DOC, 32),
     ] {
         let cfg = CfgConfig {
-            engine: EngineOptions { history: 64, mask_cache: cache },
+            engine: EngineOptions::default().with_mask_cache(cache),
             ..CfgConfig::default()
         };
         let t0 = Instant::now();

@@ -84,16 +84,12 @@ pub mod automaton;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod cfg;
-pub mod copy_engine;
 pub mod decode;
 pub mod engine;
-mod forced;
 #[cfg(feature = "mlx")]
 pub mod gpu;
-mod history;
 pub mod json;
 pub mod mask;
-mod mask_cache;
 pub mod recognizer;
 pub mod regex;
 pub mod sampler;
@@ -104,8 +100,9 @@ pub mod vocab;
 
 pub use automaton::{ByteDfa, DfaConfig, RegexError};
 pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
-pub use copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
-pub use engine::{ConstraintEngine, EngineError, EngineErrorKind};
+pub use engine::{
+    ConstraintEngine, CopyGrammar, CopyStateEngine, EngineError, EngineErrorKind, EngineOptions,
+};
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
 pub use regex::{RegexConfig, RegexConstraint};

@@ -41,12 +41,12 @@
 
 use crate::automaton::lazy::LazyCache;
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, LazyDfa, RegexError, RegexErrorKind};
-use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
+use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::engine::{
     allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
 };
 use crate::mask::TokenMask;
-use crate::mask_cache::MaskCache;
+use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};

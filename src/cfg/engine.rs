@@ -41,9 +41,9 @@ use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
     EngineErrorKind,
 };
-use crate::history::History;
+use crate::engine::history::History;
 use crate::mask::TokenMask;
-use crate::mask_cache::MaskCache;
+use crate::engine::mask_cache::MaskCache;
 use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};

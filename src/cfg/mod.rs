@@ -76,7 +76,7 @@ mod walk;
 pub use engine::CfgConstraint;
 pub use grammar::{CfgGrammar, GrammarReport};
 
-use crate::copy_engine::EngineOptions;
+use crate::engine::EngineOptions;
 use std::fmt;
 
 /// Limits and options of the CFG engine.

@@ -393,7 +393,7 @@ impl JsonGrammar {
     }
 
     /// A grammar and a state inside a value string at a character boundary, for classifying
-    /// tokens by what they do to a string body (see [`crate::vocab::StringSlice`]).
+    /// tokens by what they do to a string body (see `json::slices::StringSlice`).
     pub(crate) fn string_probe() -> (JsonGrammar, JsonState) {
         let g = JsonGrammar {
             whitespace: Whitespace::Flexible { max_run: u8::MAX },

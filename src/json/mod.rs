@@ -27,11 +27,14 @@
 //! ```
 
 pub mod lexer;
+pub(crate) mod slices;
 
 pub use lexer::{JsonGrammar, JsonState, TopLevel, Whitespace, MAX_DEPTH_LIMIT};
 
-use crate::copy_engine::{CopyGrammar, CopyStateEngine, EngineOptions};
+use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::vocab::Vocabulary;
+use crate::recognizer::ByteLogic;
+use slices::JsonVocab;
 use std::fmt;
 use std::sync::Arc;
 
@@ -115,8 +118,8 @@ impl CopyGrammar for JsonGrammar {
     fn can_continue(&self, s: &JsonState) -> bool {
         self.continues(s)
     }
-    fn in_free_string(&self, s: &JsonState) -> bool {
-        self.free_string(s)
+    fn slice_exit(&self, s: &JsonState) -> Option<Option<JsonState>> {
+        self.free_string(s).then(|| self.step(s, b'"'))
     }
 }
 
@@ -129,13 +132,13 @@ impl CopyStateEngine<JsonGrammar> {
     /// # Errors
     /// A bad configuration (see [`JsonGrammar::new`]).
     pub fn new_json(vocab: &Vocabulary, config: &JsonConfig) -> Result<Self, JsonConfigError> {
-        // Build the vocabulary's string slice now (once per vocabulary), not in the first mask.
-        vocab.string_slice();
+        // The vocabulary's string slice, built once per vocabulary (now, not in the first mask).
         Ok(CopyStateEngine::with_grammar(
             Arc::new(JsonGrammar::new(config)?),
             vocab,
             config.engine.clone(),
-        ))
+        )
+        .with_slice(vocab.string_slice()))
     }
 
     /// Alias of [`CopyStateEngine::new_json`], the name the examples use.

@@ -52,7 +52,7 @@ mod vocabulary;
 pub use error::{SchemaError, SchemaErrorKind};
 pub use runtime::SchemaConstraint;
 
-use crate::copy_engine::EngineOptions;
+use crate::engine::EngineOptions;
 use std::sync::Arc;
 
 /// Whitespace the engine allows between JSON tokens.

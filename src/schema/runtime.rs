@@ -40,11 +40,12 @@ use super::{CompiledSchema, PropertyOrder, SchemaError};
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
-use crate::history::History;
+use crate::engine::history::History;
 use crate::mask::TokenMask;
-use crate::mask_cache::MaskCache;
+use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
+use crate::json::slices::JsonVocab;
 use crate::vocab::Vocabulary;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -1751,7 +1752,7 @@ impl SchemaConstraint {
             Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
         let numbers = vocab.number_classes(b"");
-        if !fast.string_mask(vocab.string_classes(), mask)
+        if !fast.string_mask(&vocab.string_classes(), mask)
             && !numbers.is_some_and(|c| fast.number_mask(&c, b"", mask))
         {
             let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab, base: b"" };
@@ -1897,7 +1898,7 @@ impl ConstraintEngine for SchemaConstraint {
         let mut graves = Graves::default();
         let schema = &self.schema;
         let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
-        crate::forced::forced_bytes(&mut rt, |r| accepting(schema, r.st), FORCED_BYTES_LIMIT, out);
+        crate::engine::forced::forced_bytes(&mut rt, |r| accepting(schema, r.st), FORCED_BYTES_LIMIT, out);
     }
 
     fn allows(&self, token: TokenId) -> bool {

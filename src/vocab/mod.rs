@@ -4,8 +4,10 @@
 //! A [`Vocabulary`] is built once per tokenizer and shared by every engine and request: it is a
 //! cheap-to-clone handle (`Arc` inside), immutable, `Send + Sync`. Construction decodes each
 //! token string with the encoding the tokenizer's decoder implies (see [`decode`]) and builds
-//! the flat trie ([`TokTrie`]); lexical "slices" (precomputed masks for lexical contexts such
-//! as the inside of a JSON string) are built lazily on first use and cached here.
+//! the flat trie ([`TokTrie`]). The vocabulary knows nothing of any grammar: engines attach
+//! what they precompute per vocabulary (the JSON engines' lexical slices and token classes)
+//! through the typed extension cache ([`VocabExtension`], [`Vocabulary::extension`]), the way
+//! llguidance keeps its slicer outside `toktrie`.
 //!
 //! # Invariants
 //! - `token_bytes(t)` is empty exactly for special and padding tokens.
@@ -15,17 +17,17 @@
 pub mod decode;
 #[cfg(feature = "embedded-tokenizer")]
 mod embedded;
-mod slices;
+mod extension;
 mod trie;
 
 pub use decode::TokenEncoding;
-pub use slices::{CloseGroup, NumberClasses, StringClasses, StringSlice};
+pub use extension::VocabExtension;
 pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokenizers::Model as _;
 
 /// What a token id is.
@@ -165,41 +167,9 @@ pub struct VocabInner {
     prepends_space: bool,
     trie: TokTrie,
     source: VocabSource,
-    string_slice: OnceLock<StringSlice>,
-    string_classes: OnceLock<StringClasses>,
-    /// Classes of the tokens below string-opening prefixes (`"`, `, "`, `{"`, …), built on
-    /// first use; never dropped (addresses key shared caches), at most
-    /// [`PREFIX_CLASSES_LIMIT`] prefixes.
-    prefix_classes: PrefixMap<StringClasses>,
-    /// The same for number-opening prefixes (`1`, ` -`, …; `""` is the whole vocabulary).
-    number_classes: PrefixMap<NumberClasses>,
-    json_prepared: OnceLock<()>,
-}
-
-/// Most string-opening prefixes a vocabulary keeps classes for.
-pub const PREFIX_CLASSES_LIMIT: usize = 256;
-
-/// Per-prefix classes, built on first use and kept (never dropped: their addresses key shared
-/// caches).
-type PrefixMap<T> = std::sync::Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<T>>>;
-
-/// The classes for `prefix` from `map`, built with `build` on first use; `None` once
-/// [`PREFIX_CLASSES_LIMIT`] prefixes are kept.
-fn cached_for_prefix<T>(
-    map: &PrefixMap<T>,
-    prefix: &[u8],
-    build: impl FnOnce() -> T,
-) -> Option<Arc<T>> {
-    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = map.get(prefix) {
-        return Some(c.clone());
-    }
-    if map.len() >= PREFIX_CLASSES_LIMIT {
-        return None;
-    }
-    let c = Arc::new(build());
-    map.insert(prefix.into(), c.clone());
-    Some(c)
+    /// What engines derived from this vocabulary (lexical slices, token classes), built on
+    /// first use and kept: see [`VocabExtension`].
+    extensions: extension::Extensions,
 }
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
@@ -580,71 +550,6 @@ impl Vocabulary {
             .map(|t| (t, self.token_bytes(t)))
     }
 
-    /// The lexical slice for the inside of a JSON string (built on first use, then shared).
-    pub fn string_slice(&self) -> &StringSlice {
-        self.inner.string_slice.get_or_init(|| StringSlice::build(self))
-    }
-
-    /// The vocabulary classified for constrained string bodies (built on first use, then
-    /// shared; see [`StringClasses`]).
-    pub fn string_classes(&self) -> &StringClasses {
-        self.inner.string_classes.get_or_init(|| StringClasses::build(self))
-    }
-
-    /// The classes of the tokens that start with `prefix` (a token prefix that has just
-    /// opened a JSON string), by the bytes after it; `None` once [`PREFIX_CLASSES_LIMIT`]
-    /// prefixes are kept (callers then walk those tokens).
-    pub fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>> {
-        cached_for_prefix(&self.inner.prefix_classes, prefix, || {
-            StringClasses::build_for_prefix(self, prefix)
-        })
-    }
-
-    /// The vocabulary's tokens that start with `prefix` (empty: all), split for the inside of
-    /// a JSON number ([`NumberClasses`]); `None` once [`PREFIX_CLASSES_LIMIT`] prefixes are
-    /// kept.
-    pub fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
-        cached_for_prefix(&self.inner.number_classes, prefix, || {
-            NumberClasses::build_for_prefix(self, prefix)
-        })
-    }
-
-    /// Build, now, the string and number classes of every prefix a JSON structure can open a
-    /// string or a number with (structural bytes — whitespace, `,` `:` `[` `{` — then `"`, `-`
-    /// or a digit), so that no mask pays for building them later. Idempotent; a few tens of
-    /// milliseconds once per vocabulary.
-    pub fn prepare_json_classes(&self) {
-        self.inner.json_prepared.get_or_init(|| {
-            let mut strings: Vec<&[u8]> = Vec::new();
-            let mut numbers: Vec<&[u8]> = Vec::new();
-            for (_, b) in self.text_tokens() {
-                let q = b.iter().position(|c| {
-                    !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b'[' | b'{')
-                });
-                let Some(q) = q else { continue };
-                if q + 1 >= b.len() {
-                    continue;
-                }
-                match b[q] {
-                    b'"' => strings.push(&b[..=q]),
-                    b'-' | b'0'..=b'9' => numbers.push(&b[..=q]),
-                    _ => {}
-                }
-            }
-            for v in [&mut strings, &mut numbers] {
-                v.sort_unstable();
-                v.dedup();
-            }
-            for p in strings {
-                self.prefix_string_classes(p);
-            }
-            for p in numbers {
-                self.number_classes(p);
-            }
-            self.number_classes(b"");
-        });
-    }
-
     /// Do `self` and `other` share their data (clones of one vocabulary)?
     pub fn same_as(&self, other: &Vocabulary) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -794,10 +699,6 @@ fn finish_inner(
         prepends_space,
         trie,
         source,
-        string_slice: OnceLock::new(),
-        string_classes: OnceLock::new(),
-        prefix_classes: Default::default(),
-        number_classes: Default::default(),
-        json_prepared: OnceLock::new(),
+        extensions: Default::default(),
     })
 }

@@ -39,7 +39,8 @@ use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::number;
 use crate::schema::string::{ByteDfa, DEAD};
-use crate::vocab::{NumberClasses, StringClasses, TokTrie, Vocabulary};
+use crate::json::slices::{JsonVocab, NumberClasses, StringClasses};
+use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 

@@ -3,7 +3,7 @@
 //! independent whole-string GBNF recogniser ([`gbnf_simple`]).
 #![allow(dead_code)]
 
-use grammask::copy_engine::CopyGrammar;
+use grammask::engine::CopyGrammar;
 use grammask::recognizer::run_bytes;
 use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary};
 use std::sync::OnceLock;

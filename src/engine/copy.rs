@@ -12,12 +12,13 @@
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
-use crate::history::History;
+use crate::engine::history::History;
 use crate::mask::TokenMask;
-use crate::mask_cache::MaskCache;
+use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
-use crate::vocab::Vocabulary;
+use crate::vocab::{TokTrie, Vocabulary};
+use super::EngineOptions;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -32,29 +33,27 @@ where
     fn is_accepting(&self, state: &Self::State) -> bool;
     /// Can any byte follow `state`? (`false` at a complete document that nothing may extend.)
     fn can_continue(&self, state: &Self::State) -> bool;
-    /// True when `state` is inside an unconstrained JSON string body at a character boundary:
-    /// the string continues exactly as RFC 8259 allows (any content, escapes, UTF-8) and
-    /// `step(state, b'"')` is the state after the string. The engine then takes the
-    /// context-independent tokens of [`crate::vocab::StringSlice`] as one block and walks only
-    /// the tokens that close the string and go on.
-    fn in_free_string(&self, _state: &Self::State) -> bool {
-        false
+    /// Where `state` is in the lexical context the engine's [`TokenSlice`] was built for (the
+    /// inside of an unconstrained JSON string at a character boundary, say): `Some(exit)`, with
+    /// `exit` the state after the context's closing byte (`None` when it cannot close here).
+    /// The engine then takes the slice's `inside` tokens as one block and walks only its
+    /// `exits` from `exit`. The default: no state is in a slice's context.
+    fn slice_exit(&self, _state: &Self::State) -> Option<Option<Self::State>> {
+        None
     }
 }
 
-/// Limits and switches of a [`CopyStateEngine`].
-#[derive(Clone, Debug)]
-pub struct EngineOptions {
-    /// How many advanced tokens `rollback` can undo (default 64).
-    pub history: usize,
-    /// Masks kept in the state-keyed cache (default 8; 0 disables caching).
-    pub mask_cache: usize,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions { history: 64, mask_cache: 8 }
-    }
+/// A precomputed slice of the vocabulary for one lexical context where most tokens are
+/// allowed (the inside of a string): the tokens allowed from every state of the context
+/// whatever follows it, and, for the tokens that leave the context and go on, their bytes after
+/// the exit, in a trie of their own. A mask there is one bitset copy and a small walk.
+#[derive(Debug)]
+pub struct TokenSlice {
+    /// Tokens allowed from every state of the context, whatever follows it.
+    pub inside: TokenMask,
+    /// For tokens that close the context and go on: their bytes after the closing byte, each
+    /// carrying the ids that end that way. Walked from the state after the closing byte.
+    pub exits: TokTrie,
 }
 
 /// A [`ConstraintEngine`] over a [`CopyGrammar`].
@@ -70,6 +69,7 @@ where
     cache: MaskCache<G::State>,
     stack: Vec<G::State>,
     view: BoolView,
+    slice: Option<Arc<TokenSlice>>,
 }
 
 impl<G: CopyGrammar> CopyStateEngine<G>
@@ -89,7 +89,15 @@ where
             cache,
             stack: Vec::new(),
             view: BoolView::default(),
+            slice: None,
         }
+    }
+
+    /// Use `slice` at the states where the grammar reports [`CopyGrammar::slice_exit`].
+    #[must_use]
+    pub fn with_slice(mut self, slice: Arc<TokenSlice>) -> Self {
+        self.slice = Some(slice);
+        self
     }
 
     /// The current grammar state.
@@ -119,13 +127,12 @@ where
         if self.finished {
             return;
         }
-        if self.grammar.in_free_string(&self.state) {
-            // Inside an unconstrained string: the context-independent tokens come as one
-            // bitset; only tokens that close the string and go on are walked, from the state
-            // after the closing quote (see `vocab::StringSlice`).
-            let slice = self.vocab.string_slice();
+        let in_slice = self.slice.as_ref().zip(self.grammar.slice_exit(&self.state));
+        if let Some((slice, exit)) = in_slice {
+            // In the slice's context: its context-independent tokens come as one bitset; only
+            // tokens that leave the context and go on are walked, from the state after the exit.
             mask.copy_from(&slice.inside);
-            if let Some(after) = self.grammar.step(&self.state, b'"') {
+            if let Some(after) = exit {
                 let mut rec =
                     CopyStack::new(&*self.grammar, after, &mut self.stack, slice.exits.max_depth());
                 slice.exits.walk(&mut rec, mask);
@@ -256,7 +263,7 @@ where
         let grammar = &*self.grammar;
         let mut buf = Vec::new();
         let mut rec = CopyStack::new(grammar, self.state, &mut buf, FORCED_BYTES_LIMIT + 8);
-        crate::forced::forced_bytes(
+        crate::engine::forced::forced_bytes(
             &mut rec,
             |r| grammar.is_accepting(r.current()),
             FORCED_BYTES_LIMIT,

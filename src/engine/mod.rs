@@ -1,4 +1,8 @@
-//! The constraint-engine contract (seed `000`): what a decode loop asks of any grammar.
+//! The constraint-engine contract (seed `000`): what a decode loop asks of any grammar, and what
+//! every engine shares — [`EngineOptions`], the bounded undo history, the state-keyed mask cache,
+//! forced bytes, and [`CopyStateEngine`], a complete engine for any grammar whose state is one
+//! small `Copy` value. Engines (json, regex, schema, cfg) sit above this layer; the vocabulary
+//! and the trie below it.
 //!
 //! Per decode step the loop asks [`ConstraintEngine::wants_mask`]; when it does, it has the engine
 //! fill a vocabulary-sized allow-mask, samples a token with it, and tells the engine with
@@ -13,6 +17,15 @@
 //! - Special tokens other than EOS and padding ids are never allowed.
 //! - `advance` of a refused token, an out-of-range id, a special token mid-document, or anything
 //!   after EOS returns an [`EngineError`] and leaves the state exactly as it was.
+
+mod copy;
+pub(crate) mod forced;
+pub(crate) mod history;
+pub(crate) mod mask_cache;
+mod options;
+
+pub use copy::{CopyGrammar, CopyStateEngine, TokenSlice, FORCED_BYTES_LIMIT};
+pub use options::EngineOptions;
 
 use crate::mask::TokenMask;
 use crate::token::TokenId;

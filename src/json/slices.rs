@@ -18,34 +18,32 @@
 //! pushed one step further (XGrammar's context-independent tokens for the one lexeme that
 //! matters most).
 //!
-//! Invariant: `inside`, the tokens of `exits` and the refused tokens partition the text tokens;
-//! `safe ⊆ inside`, and `rest` holds exactly the text tokens outside `safe`.
+//! Invariant: `inside`, the tokens of `exits` and the refused tokens partition the text tokens.
+//!
+//! The schema engine's [`StringClasses`] and [`NumberClasses`] classify the vocabulary for
+//! constrained string bodies and numbers the same way. All of them are attached to the
+//! vocabulary through its extension cache ([`JsonClasses`], [`JsonVocab`]): built once per
+//! vocabulary, on first use or by [`JsonVocab::prepare_json_classes`].
 
-use super::{TokTrie, Vocabulary};
-use crate::json::JsonGrammar;
+use super::JsonGrammar;
+use crate::engine::TokenSlice;
 use crate::mask::TokenMask;
 use crate::recognizer::ByteLogic;
 use crate::token::TokenId;
+use crate::vocab::{TokTrie, VocabExtension, Vocabulary};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// The vocabulary classified for the inside of an unconstrained JSON string.
+/// The vocabulary classified for the inside of an unconstrained JSON string: as a
+/// [`TokenSlice`], `inside` holds the tokens allowed from any unconstrained string state at a
+/// character boundary whatever follows the string (plain content, valid escapes, tokens that
+/// close the string exactly at their last byte), and `exits` the bytes after the closing quote
+/// of the tokens that close the string and go on, walked from the state after the quote.
 #[derive(Debug)]
-pub struct StringSlice {
-    /// Tokens whose bytes are complete UTF-8 characters, none of them `"`, `\` or < 0x20:
-    /// each of them continues any unconstrained JSON string and leaves it at a char boundary.
-    pub safe: TokenMask,
-    /// All text tokens outside `safe`, in a trie of their own.
-    pub rest: TokTrie,
-    /// Tokens allowed from any unconstrained string state at a character boundary, whatever
-    /// follows the string: `safe`, plus tokens that stay inside the string or close it exactly
-    /// at their last byte.
-    pub inside: TokenMask,
-    /// For tokens that close the string and continue: the bytes after the closing quote, each
-    /// carrying the token ids that end that way. Walk it from the state after the quote.
-    pub exits: TokTrie,
-}
+pub(crate) struct StringSlice(pub(crate) Arc<TokenSlice>);
 
-/// True for tokens that are plain JSON string content on their own.
-pub fn is_string_safe(bytes: &[u8]) -> bool {
+/// True for tokens that are plain JSON string content on their own: complete UTF-8 characters,
+/// none of them `"`, `\\` or < 0x20 (they continue any unconstrained string).
+pub(crate) fn is_string_safe(bytes: &[u8]) -> bool {
     !bytes.is_empty()
         && bytes.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
         && std::str::from_utf8(bytes).is_ok()
@@ -81,27 +79,23 @@ fn classify(g: &JsonGrammar, start: &crate::json::JsonState, bytes: &[u8]) -> St
     StringEffect::Inside
 }
 
-impl StringSlice {
-    pub(crate) fn build(vocab: &Vocabulary) -> StringSlice {
+impl VocabExtension for StringSlice {
+    fn build(vocab: &Vocabulary) -> StringSlice {
         let (g, start) = JsonGrammar::string_probe();
-        let mut safe = TokenMask::new(vocab.n_vocab());
         let mut inside = TokenMask::new(vocab.n_vocab());
-        let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
         let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
         for (t, b) in vocab.text_tokens() {
             if is_string_safe(b) {
-                safe.insert(t);
                 inside.insert(t);
                 continue;
             }
-            rest.push((t, b));
             match classify(&g, &start, b) {
                 StringEffect::Inside => inside.insert(t),
                 StringEffect::Exit { at } => exits.push((t, &b[at + 1..])),
                 StringEffect::Refused => {}
             }
         }
-        StringSlice { safe, rest: TokTrie::build(rest), inside, exits: TokTrie::build(exits) }
+        StringSlice(Arc::new(TokenSlice { inside, exits: TokTrie::build(exits) }))
     }
 }
 
@@ -132,7 +126,7 @@ impl StringSlice {
 /// tokens partition the text tokens; `exits` holds exactly the group tokens with a non-empty
 /// suffix (by their suffix).
 #[derive(Debug)]
-pub struct StringClasses {
+pub(crate) struct StringClasses {
     /// Plain content tokens.
     pub plain: TokTrie,
     /// Tokens with an escape that stay inside the string.
@@ -162,12 +156,12 @@ pub struct StringClasses {
     n_vocab: usize,
     /// `le[k]`: the string-safe tokens of at most `k` characters (built on first use: only
     /// length-bounded strings need it).
-    le: std::sync::OnceLock<Vec<TokenMask>>,
+    le: OnceLock<Vec<TokenMask>>,
 }
 
 /// Tokens that close a string after the same plain content.
 #[derive(Debug)]
-pub struct CloseGroup {
+pub(crate) struct CloseGroup {
     /// The content before the quote (plain bytes; may be empty).
     pub pre: Box<[u8]>,
     /// Characters in `pre` (UTF-8 lead bytes).
@@ -180,7 +174,7 @@ pub struct CloseGroup {
 
 /// True for bytes that a string body takes as themselves: not `"`, `\` or a control byte.
 #[inline]
-pub fn is_plain_byte(b: u8) -> bool {
+pub(crate) fn is_plain_byte(b: u8) -> bool {
     b >= 0x20 && b != b'"' && b != b'\\'
 }
 
@@ -193,7 +187,7 @@ fn reaches_next_key(suffix: &[u8]) -> bool {
 }
 
 impl StringClasses {
-    pub(crate) fn build(vocab: &Vocabulary) -> StringClasses {
+    fn build(vocab: &Vocabulary) -> StringClasses {
         Self::build_from(vocab.n_vocab(), vocab.text_tokens())
     }
 
@@ -316,7 +310,7 @@ impl StringClasses {
             open_nonsafe_max_len,
             safe_lens,
             n_vocab,
-            le: std::sync::OnceLock::new(),
+            le: OnceLock::new(),
         }
     }
 
@@ -351,7 +345,7 @@ impl StringClasses {
 ///
 /// Invariant: `numeric` and `rest` partition the text tokens (of the prefix, longer than it).
 #[derive(Debug)]
-pub struct NumberClasses {
+pub(crate) struct NumberClasses {
     /// Tokens whose (remaining) bytes are all number bytes.
     pub numeric: TokTrie,
     /// The other tokens.
@@ -360,7 +354,7 @@ pub struct NumberClasses {
 
 /// A byte that can continue a JSON number.
 #[inline]
-pub fn is_number_byte(b: u8) -> bool {
+pub(crate) fn is_number_byte(b: u8) -> bool {
     matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
 }
 
@@ -380,5 +374,128 @@ impl NumberClasses {
             }
         }
         NumberClasses { numeric: TokTrie::build(numeric), rest: TokTrie::build(rest) }
+    }
+}
+
+/// Most string-opening prefixes a vocabulary keeps classes for.
+pub(crate) const PREFIX_CLASSES_LIMIT: usize = 256;
+
+/// Per-prefix classes, built on first use and kept (never dropped: their addresses key shared
+/// caches).
+type PrefixMap<T> = Mutex<rustc_hash::FxHashMap<Box<[u8]>, Arc<T>>>;
+
+/// The classes for `prefix` from `map`, built with `build` on first use; `None` once
+/// [`PREFIX_CLASSES_LIMIT`] prefixes are kept.
+fn cached_for_prefix<T>(
+    map: &PrefixMap<T>,
+    prefix: &[u8],
+    build: impl FnOnce() -> T,
+) -> Option<Arc<T>> {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = map.get(prefix) {
+        return Some(c.clone());
+    }
+    if map.len() >= PREFIX_CLASSES_LIMIT {
+        return None;
+    }
+    let c = Arc::new(build());
+    map.insert(prefix.into(), c.clone());
+    Some(c)
+}
+
+/// The schema engine's token classes of one vocabulary (its [`VocabExtension`]): the
+/// classes of the whole vocabulary for string bodies, and those below every string- or
+/// number-opening prefix met so far.
+#[derive(Default)]
+pub(crate) struct JsonClasses {
+    strings: OnceLock<Arc<StringClasses>>,
+    /// Classes of the tokens below string-opening prefixes (`"`, `, "`, `{"`, …), at most
+    /// [`PREFIX_CLASSES_LIMIT`] prefixes.
+    prefix_strings: PrefixMap<StringClasses>,
+    /// The same for number-opening prefixes (`1`, ` -`, …; `""` is the whole vocabulary).
+    numbers: PrefixMap<NumberClasses>,
+    prepared: OnceLock<()>,
+}
+
+impl VocabExtension for JsonClasses {
+    fn build(_: &Vocabulary) -> JsonClasses {
+        JsonClasses::default()
+    }
+}
+
+/// The JSON engines' per-vocabulary data, asked of the vocabulary itself.
+pub(crate) trait JsonVocab {
+    /// The lexical slice for the inside of an unconstrained JSON string.
+    fn string_slice(&self) -> Arc<TokenSlice>;
+    /// The vocabulary classified for constrained string bodies.
+    fn string_classes(&self) -> Arc<StringClasses>;
+    /// The classes of the tokens that start with `prefix` (a token prefix that has just
+    /// opened a JSON string), by the bytes after it; `None` once [`PREFIX_CLASSES_LIMIT`]
+    /// prefixes are kept (callers then walk those tokens).
+    fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>>;
+    /// The vocabulary's tokens that start with `prefix` (empty: all), split for the inside of
+    /// a JSON number; `None` once [`PREFIX_CLASSES_LIMIT`] prefixes are kept.
+    fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>>;
+    /// Build, now, the string and number classes of every prefix a JSON structure can open a
+    /// string or a number with (structural bytes — whitespace, `,` `:` `[` `{` — then `"`,
+    /// `-` or a digit), so that no mask pays for building them later. Idempotent; a few tens
+    /// of milliseconds once per vocabulary.
+    fn prepare_json_classes(&self);
+}
+
+impl JsonVocab for Vocabulary {
+    fn string_slice(&self) -> Arc<TokenSlice> {
+        self.extension::<StringSlice>().0.clone()
+    }
+
+    fn string_classes(&self) -> Arc<StringClasses> {
+        self.extension::<JsonClasses>()
+            .strings
+            .get_or_init(|| Arc::new(StringClasses::build(self)))
+            .clone()
+    }
+
+    fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>> {
+        cached_for_prefix(&self.extension::<JsonClasses>().prefix_strings, prefix, || {
+            StringClasses::build_for_prefix(self, prefix)
+        })
+    }
+
+    fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
+        cached_for_prefix(&self.extension::<JsonClasses>().numbers, prefix, || {
+            NumberClasses::build_for_prefix(self, prefix)
+        })
+    }
+
+    fn prepare_json_classes(&self) {
+        self.extension::<JsonClasses>().prepared.get_or_init(|| {
+            let mut strings: Vec<&[u8]> = Vec::new();
+            let mut numbers: Vec<&[u8]> = Vec::new();
+            for (_, b) in self.text_tokens() {
+                let q = b.iter().position(|c| {
+                    !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b'[' | b'{')
+                });
+                let Some(q) = q else { continue };
+                if q + 1 >= b.len() {
+                    continue;
+                }
+                match b[q] {
+                    b'"' => strings.push(&b[..=q]),
+                    b'-' | b'0'..=b'9' => numbers.push(&b[..=q]),
+                    _ => {}
+                }
+            }
+            for v in [&mut strings, &mut numbers] {
+                v.sort_unstable();
+                v.dedup();
+            }
+            for p in strings {
+                self.prefix_string_classes(p);
+            }
+            for p in numbers {
+                self.number_classes(p);
+            }
+            self.number_classes(b"");
+        });
     }
 }
