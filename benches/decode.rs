@@ -16,7 +16,8 @@
 use grammask::decode::batch::{fill_serial, BatchMasker};
 use grammask::decode::{decode, DecodeConfig, FastForward, RandomLogits};
 use grammask::mask::words_for;
-use grammask::schema::{PropertyOrder, SchemaConstraint, SchemaOptions, SchemaWhitespace};
+use grammask::schema::{PropertyOrder, SchemaConstraint, SchemaOptions};
+use grammask::Whitespace;
 use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenMask, Vocabulary};
 use std::time::Instant;
 
@@ -198,11 +199,9 @@ fn fast_forward(vocab: &Vocabulary) {
     type Factory<'a> = Box<dyn Fn(&serde_json::Value) -> Option<Box<dyn ConstraintEngine>> + 'a>;
     let schema_engine = |order: PropertyOrder| -> Factory<'_> {
         Box::new(move |schema: &serde_json::Value| {
-            let options = SchemaOptions {
-                whitespace: SchemaWhitespace::Compact,
-                property_order: order,
-                ..SchemaOptions::default()
-            };
+            let options = SchemaOptions::default()
+                .with_whitespace(Whitespace::Compact)
+                .with_property_order(order);
             let e = SchemaConstraint::compile(schema, vocab, &options).ok()?;
             Some(Box::new(e) as Box<dyn ConstraintEngine>)
         })

@@ -35,10 +35,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("json_mask");
     g.warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
     for (name, vocab) in vocabs() {
-        let config = JsonConfig {
-            engine: EngineOptions::default().with_mask_cache(0),
-            ..JsonConfig::default()
-        };
+        let config = JsonConfig::default().with_engine(EngineOptions::default().with_mask_cache(0));
         for (state, prefix) in STATES {
             let mut e = JsonObjectConstraint::new(&vocab, &config).unwrap();
             e.advance_bytes(prefix.as_bytes()).unwrap();

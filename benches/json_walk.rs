@@ -23,10 +23,8 @@ fn main() {
     }
     for (name, vocab) in &vocabs {
         for (label, cache) in [("cache on (default)", 8), ("cache off", 0)] {
-            let config = JsonConfig {
-                engine: EngineOptions::default().with_mask_cache(cache),
-                ..JsonConfig::default()
-            };
+            let config =
+                JsonConfig::default().with_engine(EngineOptions::default().with_mask_cache(cache));
             let mut times = Vec::new();
             let mut tokens = 0;
             for _round in 0..3 {

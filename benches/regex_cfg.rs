@@ -7,7 +7,7 @@
 //! times every `fill_mask`; it prints mean / p50 / p99 / max in microseconds, with the engine's
 //! mask cache on (as deployed) and off (every mask a trie walk).
 
-use grammask::json::{TopLevel, Whitespace};
+use grammask::{json::TopLevel, Whitespace};
 use grammask::{
     CfgConfig, CfgConstraint, ConstraintEngine, EngineOptions, JsonConfig, JsonObjectConstraint,
     RegexConfig, RegexConstraint, TokenMask, Vocabulary,
@@ -106,21 +106,16 @@ fn main() {
         t0.elapsed().as_secs_f64() * 1e3
     );
     replay("regex email/phone, cache on", &vocab, EMAIL_PHONE_DOC, reps, || Box::new(base.fork()));
-    let cold = RegexConfig {
-        engine: EngineOptions::default().with_mask_cache(0),
-        ..RegexConfig::default()
-    };
+    let cold = RegexConfig::default().with_engine(EngineOptions::default().with_mask_cache(0));
     let cold_base = RegexConstraint::from_grammar(grammar.clone(), &vocab, &cold);
     replay("regex email/phone, cache off", &vocab, EMAIL_PHONE_DOC, reps, || {
         Box::new(cold_base.fork())
     });
 
     // JSON: native vs json.gbnf.
-    let native_cfg = JsonConfig {
-        top_level: TopLevel::AnyValue,
-        whitespace: Whitespace::Flexible { max_run: 32 },
-        ..JsonConfig::default()
-    };
+    let native_cfg = JsonConfig::default()
+        .with_top_level(TopLevel::AnyValue)
+        .with_whitespace(Whitespace::Flexible { max_run: 32 });
     replay("native JSON engine, cache on", &vocab, JSON_DOC, reps, || {
         Box::new(JsonObjectConstraint::new(&vocab, &native_cfg).unwrap())
     });
@@ -132,10 +127,7 @@ fn main() {
         ("sql_select.gbnf CFG, cache on", "sql_select.gbnf", SQL_DOC, 32),
         ("c_expr.gbnf CFG, cache on", "c_expr.gbnf", C_DOC, 32),
     ] {
-        let cfg = CfgConfig {
-            engine: EngineOptions::default().with_mask_cache(cache),
-            ..CfgConfig::default()
-        };
+        let cfg = CfgConfig::default().with_engine(EngineOptions::default().with_mask_cache(cache));
         let t0 = Instant::now();
         let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();
         println!(

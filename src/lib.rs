@@ -80,14 +80,18 @@
 //!   against MLX's CPU library through `../shared/mlx-linux`.
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
+#[macro_use]
+mod builder;
+
 pub mod automaton;
-#[cfg(feature = "harness")]
-pub mod harness;
 pub mod cfg;
+pub mod constraint;
 pub mod decode;
 pub mod engine;
 #[cfg(feature = "mlx")]
 pub mod gpu;
+#[cfg(feature = "harness")]
+pub mod harness;
 pub mod json;
 pub mod mask;
 pub mod recognizer;
@@ -100,8 +104,10 @@ pub mod vocab;
 
 pub use automaton::{ByteDfa, DfaConfig, RegexError};
 pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
+pub use constraint::{CompiledConstraint, Constraint, ConstraintError, ConstraintKind};
 pub use engine::{
     ConstraintEngine, CopyGrammar, CopyStateEngine, EngineError, EngineErrorKind, EngineOptions,
+    Whitespace,
 };
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;

@@ -3,14 +3,13 @@
 //! per-step mask latency. Errors print one clear line and exit with status 1.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use grammask::harness::maskbench::{run_maskbench, MaskbenchOptions};
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
-use grammask::json::{TopLevel, Whitespace, DEFAULT_MAX_WS_RUN};
-use grammask::schema::{PropertyOrder, SchemaConstraint, SchemaOptions};
+use grammask::harness::maskbench::{run_maskbench, MaskbenchOptions};
+use grammask::json::TopLevel;
+use grammask::schema::PropertyOrder;
 use grammask::stats::Summary;
 use grammask::{
-    CfgConfig, CfgConstraint, ConstraintEngine, JsonConfig, JsonObjectConstraint, RegexConfig,
-    RegexConstraint, TokenMask, Vocabulary,
+    CfgConfig, Constraint, ConstraintEngine, JsonConfig, TokenMask, Vocabulary, Whitespace,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -190,36 +189,35 @@ fn read_text(path: &PathBuf) -> CliResult<String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
+/// The constraint the flags describe (free-form JSON when none is given).
+fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
     if let Some(pattern) = &c.regex {
-        let engine = RegexConstraint::new(vocab, pattern, &RegexConfig::default())
-            .map_err(|e| e.to_string())?;
-        return Ok(Box::new(engine));
+        return Ok(Constraint::regex(pattern));
     }
     if let Some(path) = &c.schema {
         let text = read_text(path)?;
         let schema: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-        let engine = SchemaConstraint::compile(&schema, vocab, &SchemaOptions::default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        return Ok(Box::new(engine));
+        return Ok(Constraint::json_schema(&schema));
     }
     if let Some(path) = &c.grammar {
-        let text = read_text(path)?;
-        let engine = CfgConstraint::from_gbnf(vocab, &text, &CfgConfig::default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        return Ok(Box::new(engine));
+        return Ok(Constraint::gbnf(&read_text(path)?));
     }
-    let config = JsonConfig {
-        top_level: if c.any_value { TopLevel::AnyValue } else { TopLevel::Object },
-        whitespace: match c.whitespace {
-            WsArg::Compact => Whitespace::Compact,
-            WsArg::Flexible => Whitespace::Flexible { max_run: DEFAULT_MAX_WS_RUN },
-        },
-        ..JsonConfig::default()
+    let top = if c.any_value { TopLevel::AnyValue } else { TopLevel::Object };
+    let whitespace = match c.whitespace {
+        WsArg::Compact => Whitespace::Compact,
+        WsArg::Flexible => Whitespace::Flexible { max_run: JsonConfig::DEFAULT_MAX_WS_RUN },
     };
-    let engine = JsonObjectConstraint::new(vocab, &config).map_err(|e| e.to_string())?;
-    Ok(Box::new(engine))
+    Ok(Constraint::json_with(JsonConfig::default().with_top_level(top).with_whitespace(whitespace)))
+}
+
+fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
+    let source = c.schema.as_ref().or(c.grammar.as_ref());
+    let compiled = constraint_of(c)?.compile(vocab).map_err(|e| match source {
+        Some(path) => format!("{}: {e}", path.display()),
+        None => e.to_string(),
+    })?;
+    Ok(compiled.engine())
 }
 
 fn maskbench(args: MaskbenchArgs) -> CliResult<()> {

@@ -41,12 +41,12 @@
 
 use crate::automaton::lazy::LazyCache;
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, LazyDfa, RegexError, RegexErrorKind};
-use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
+use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
     allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
 };
+use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::mask::TokenMask;
-use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
@@ -56,6 +56,7 @@ use std::sync::Arc;
 
 /// Options of the regex constraint.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RegexConfig {
     /// Size limits of the compiled DFA.
     pub dfa: DfaConfig,
@@ -78,13 +79,26 @@ impl Default for RegexConfig {
     fn default() -> Self {
         RegexConfig {
             dfa: DfaConfig::default(),
-            engine: EngineOptions { history: 64, mask_cache: 32 },
+            engine: EngineOptions::default().with_mask_cache(32),
             slice_min_tokens: 1_000,
             max_slices: 16,
             lazy_max_memory: 64 << 20,
         }
     }
 }
+
+builder!(RegexConfig {
+    /// Size limits of the compiled DFA.
+    with_dfa => dfa: DfaConfig,
+    /// Engine limits (default: history 64, 32 cached masks).
+    with_engine => engine: EngineOptions,
+    /// Least tokens a slice must cover to be built (default 1,000; `usize::MAX`: none).
+    with_slice_min_tokens => slice_min_tokens: usize,
+    /// Most distinct slices per regex (default 16).
+    with_max_slices => max_slices: usize,
+    /// Memory of the lazy fallback per request (default 64 MiB; 0 disables it).
+    with_lazy_max_memory => lazy_max_memory: usize,
+});
 
 /// A compiled regex as a [`CopyGrammar`]: a dense [`ByteDfa`], or a [`LazyDfa`] when the dense
 /// one is over the limits (see the module docs).
@@ -277,7 +291,7 @@ struct Slice {
     rest: TokTrie,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     grammar: Arc<RegexGrammar>,
     slices: Vec<Slice>,
     /// Per DFA state: index of its slice, or `u32::MAX` (empty for a lazy grammar).
@@ -436,7 +450,7 @@ impl RegexConstraint {
         Self::with_shared(vocab, shared)
     }
 
-    fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
+    pub(crate) fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
         let cache = MaskCache::new(shared.config.engine.mask_cache);
         RegexConstraint {
             inner: CopyStateEngine::with_grammar(
@@ -454,6 +468,11 @@ impl RegexConstraint {
     /// A fresh engine (new request) sharing the compiled regex and its slices.
     pub fn fork(&self) -> Self {
         Self::with_shared(self.inner.vocab(), self.shared.clone())
+    }
+
+    /// The compiled part every request shares (for [`crate::CompiledConstraint`]).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// The current DFA state.

@@ -70,6 +70,7 @@ const DEAD: u32 = u32::MAX;
 
 /// Size limits and options for compiling a regex.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DfaConfig {
     /// Most live states the final table may have (default 100,000).
     pub max_states: usize,
@@ -91,6 +92,18 @@ impl Default for DfaConfig {
         DfaConfig { max_states: 100_000, max_memory: 64 << 20, nest_limit: 128, minimize: false }
     }
 }
+
+builder!(DfaConfig {
+    /// Most live states the final table may have (default 100,000).
+    with_max_states => max_states: usize,
+    /// Byte budget for each of the NFA, the determiniser's working memory and the dense DFA
+    /// (default 64 MiB each).
+    with_max_memory => max_memory: usize,
+    /// Deepest nesting of groups and repetitions the parser accepts (default 128).
+    with_nest_limit => nest_limit: u32,
+    /// Minimise the live table (default `false`).
+    with_minimize => minimize: bool,
+});
 
 /// A regex that could not be compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,13 +37,13 @@ use super::grammar::{decode, CfgGrammar, Sym, LEX_FLAG};
 use super::walk::{pure_lexeme, EarleyWalk};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
+use crate::engine::history::History;
+use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
     EngineErrorKind,
 };
-use crate::engine::history::History;
 use crate::mask::TokenMask;
-use crate::engine::mask_cache::MaskCache;
 use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
@@ -77,7 +77,7 @@ struct PureExits {
     by_state: Vec<(u32, TokTrie)>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     grammar: Arc<CfgGrammar>,
     slices: Vec<Slice>,
     /// Flat position of a loop's `x` → its slice.
@@ -372,7 +372,7 @@ impl CfgConstraint {
         Ok(Self::with_shared(vocab, shared))
     }
 
-    fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
+    pub(crate) fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
         let chart = Chart::new(&shared.grammar, shared.config.max_items_per_set);
         let cache = MaskCache::new(shared.config.engine.mask_cache);
         let history = History::new(shared.config.engine.history);
@@ -391,6 +391,11 @@ impl CfgConstraint {
     /// A fresh engine (new request) sharing this one's compiled grammar and slices.
     pub fn fork(&self) -> Self {
         Self::with_shared(&self.vocab, self.shared.clone())
+    }
+
+    /// The compiled part every request shares (for [`crate::CompiledConstraint`]).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// A copy of this engine at its current state (same output so far, own history and cache).

@@ -81,6 +81,7 @@ use std::fmt;
 
 /// Limits and options of the CFG engine.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CfgConfig {
     /// Most symbols in the lowered grammar (all right-hand sides together; default 200,000).
     /// Large `{m,n}` bounds and wide Unicode classes count here.
@@ -109,13 +110,28 @@ impl Default for CfgConfig {
         CfgConfig {
             max_grammar_symbols: 200_000,
             max_items_per_set: 20_000,
-            engine: EngineOptions { history: 64, mask_cache: 32 },
+            engine: EngineOptions::default().with_mask_cache(32),
             slice_min_tokens: 1_000,
             lexer: true,
             max_lexeme_states: 10_000,
         }
     }
 }
+
+builder!(CfgConfig {
+    /// Most symbols in the lowered grammar (default 200,000).
+    with_max_grammar_symbols => max_grammar_symbols: usize,
+    /// Most Earley items in one set (default 20,000).
+    with_max_items_per_set => max_items_per_set: usize,
+    /// Engine limits (default: history 64, 32 cached masks).
+    with_engine => engine: EngineOptions,
+    /// Least tokens a slice must allow to be built (default 1,000; `usize::MAX`: none).
+    with_slice_min_tokens => slice_min_tokens: usize,
+    /// Run maximal regular sub-rules as DFAs (default `true`).
+    with_lexer => lexer: bool,
+    /// Most live DFA states of one lexeme (default 10,000).
+    with_max_lexeme_states => max_lexeme_states: usize,
+});
 
 /// A grammar that could not be compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,16 +9,16 @@
 //! - A cached mask is keyed by the exact grammar state, so a hit returns exactly what a walk
 //!   would (the mask is a function of the state alone).
 
+use super::EngineOptions;
+use crate::engine::history::History;
+use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
-use crate::engine::history::History;
 use crate::mask::TokenMask;
-use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, Vocabulary};
-use super::EngineOptions;
 use std::hash::Hash;
 use std::sync::Arc;
 

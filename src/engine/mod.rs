@@ -25,7 +25,7 @@ pub(crate) mod mask_cache;
 mod options;
 
 pub use copy::{CopyGrammar, CopyStateEngine, TokenSlice, FORCED_BYTES_LIMIT};
-pub use options::EngineOptions;
+pub use options::{EngineOptions, Whitespace};
 
 use crate::mask::TokenMask;
 use crate::token::TokenId;

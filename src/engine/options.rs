@@ -24,19 +24,35 @@ impl Default for EngineOptions {
     }
 }
 
+builder!(EngineOptions {
+    /// How many advanced tokens `rollback` can undo (default 64).
+    with_history => history: usize,
+    /// Masks kept in the state-keyed cache (default 8; 0 disables caching).
+    with_mask_cache => mask_cache: usize,
+});
 
-impl EngineOptions {
-    /// How many advanced tokens `rollback` can undo.
-    #[must_use]
-    pub fn with_history(mut self, tokens: usize) -> Self {
-        self.history = tokens;
-        self
-    }
-
-    /// Masks kept in the state-keyed cache (0 disables caching).
-    #[must_use]
-    pub fn with_mask_cache(mut self, masks: usize) -> Self {
-        self.mask_cache = masks;
-        self
-    }
+/// Whitespace a JSON engine allows between JSON tokens: one policy type for the free-form JSON
+/// engine ([`crate::JsonConfig`]) and the schema engine ([`crate::SchemaOptions`]). Each
+/// config documents its own default (free-form JSON: flexible runs of at most 32 bytes; JSON
+/// Schema: at most 4, which accepts compact output and `json.dumps`'s separators).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Whitespace {
+    /// No whitespace at all: `{"a":[1,2]}`.
+    Compact,
+    /// Any JSON whitespace inside the document, in runs of at most `max_run` bytes (≥ 1);
+    /// none before or after the top-level value.
+    Flexible {
+        /// Longest whitespace run (≥ 1).
+        max_run: u8,
+    },
+    /// Exactly these separators and no other whitespace, e.g. Python `json.dumps`'s `", "`
+    /// and `": "`. Each must be `,` (resp. `:`) with optional whitespace around it. The JSON
+    /// Schema engine only; the free-form JSON engine refuses it with a typed error.
+    Separators {
+        /// Between items and members, e.g. `", "`.
+        item: String,
+        /// Between a key and its value, e.g. `": "`.
+        key: String,
+    },
 }

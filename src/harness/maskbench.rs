@@ -26,11 +26,11 @@
 //! ```
 
 use super::schema::SchemaCompiler;
-use crate::stats::Summary;
 use super::walk::{tokenize, truncate, walk, WalkEnd};
 use super::{CompileFailure, ConstraintCompiler};
 use crate::mask::TokenMask;
 use crate::schema::SchemaOptions;
+use crate::stats::Summary;
 use crate::vocab::Vocabulary;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -92,7 +92,7 @@ impl ConstraintCompiler for FreeJsonCompiler {
                 unsatisfiable: true,
             });
         }
-        Ok(JsonConfig { top_level: TopLevel::AnyValue, ..self.config.clone() })
+        Ok(self.config.clone().with_top_level(TopLevel::AnyValue))
     }
 
     fn instantiate(&self, config: &JsonConfig, vocab: &Vocabulary) -> Box<dyn ConstraintEngine> {

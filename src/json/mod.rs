@@ -7,9 +7,9 @@
 //!
 //! # Defaults
 //! - Top level: an object ([`TopLevel::Object`]).
-//! - Whitespace: [`Whitespace::Flexible`] with runs of at most [`DEFAULT_MAX_WS_RUN`] bytes
+//! - Whitespace: [`Whitespace::Flexible`] with runs of at most [`JsonConfig::DEFAULT_MAX_WS_RUN`] bytes
 //!   between tokens of the document, none before or after the top-level value.
-//! - Nesting depth: at most [`DEFAULT_MAX_DEPTH`] (configurable up to [`MAX_DEPTH_LIMIT`]).
+//! - Nesting depth: at most [`JsonConfig::DEFAULT_MAX_DEPTH`] (configurable up to [`MAX_DEPTH_LIMIT`]).
 //! - Duplicate keys are not detected (RFC 8259 only says they SHOULD be unique).
 //!
 //! # Example
@@ -26,29 +26,33 @@
 //! assert!(engine.can_only_end());
 //! ```
 
-pub mod lexer;
+pub(crate) mod lexer;
 pub(crate) mod slices;
 
-pub use lexer::{JsonGrammar, JsonState, TopLevel, Whitespace, MAX_DEPTH_LIMIT};
+pub use lexer::{JsonGrammar, JsonState, TopLevel, MAX_DEPTH_LIMIT};
 
-use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
-use crate::vocab::Vocabulary;
+use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions, Whitespace};
 use crate::recognizer::ByteLogic;
+use crate::vocab::Vocabulary;
+use lexer::Whitespace as LexWhitespace;
 use slices::JsonVocab;
 use std::fmt;
 use std::sync::Arc;
 
-/// Default longest whitespace run in flexible mode.
-pub const DEFAULT_MAX_WS_RUN: u8 = 32;
-/// Default deepest nesting.
-pub const DEFAULT_MAX_DEPTH: usize = 64;
-
 /// Options of the free-form JSON constraint.
+///
+/// ```
+/// use grammask::{json::TopLevel, JsonConfig, Whitespace};
+/// let c = JsonConfig::default().with_top_level(TopLevel::AnyValue).with_whitespace(Whitespace::Compact);
+/// assert_eq!(c.max_depth, JsonConfig::DEFAULT_MAX_DEPTH);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct JsonConfig {
     /// Which values may stand at the top level (default: an object).
     pub top_level: TopLevel,
-    /// Whitespace policy (default: flexible, runs of at most 32 bytes).
+    /// Whitespace policy (default: flexible, runs of at most
+    /// [`JsonConfig::DEFAULT_MAX_WS_RUN`] = 32 bytes; [`Whitespace::Separators`] is refused).
     pub whitespace: Whitespace,
     /// Deepest nesting of objects and arrays (default 64, at most 128).
     pub max_depth: usize,
@@ -56,16 +60,34 @@ pub struct JsonConfig {
     pub engine: EngineOptions,
 }
 
+impl JsonConfig {
+    /// Default longest whitespace run in flexible mode.
+    pub const DEFAULT_MAX_WS_RUN: u8 = 32;
+    /// Default deepest nesting.
+    pub const DEFAULT_MAX_DEPTH: usize = 64;
+}
+
 impl Default for JsonConfig {
     fn default() -> Self {
         JsonConfig {
             top_level: TopLevel::Object,
-            whitespace: Whitespace::Flexible { max_run: DEFAULT_MAX_WS_RUN },
-            max_depth: DEFAULT_MAX_DEPTH,
+            whitespace: Whitespace::Flexible { max_run: Self::DEFAULT_MAX_WS_RUN },
+            max_depth: Self::DEFAULT_MAX_DEPTH,
             engine: EngineOptions::default(),
         }
     }
 }
+
+builder!(JsonConfig {
+    /// Which values may stand at the top level (default: an object).
+    with_top_level => top_level: TopLevel,
+    /// Whitespace policy (default: flexible, runs of at most 32 bytes).
+    with_whitespace => whitespace: Whitespace,
+    /// Deepest nesting of objects and arrays (default 64, at most 128).
+    with_max_depth => max_depth: usize,
+    /// Engine limits (history for rollback, mask cache size).
+    with_engine => engine: EngineOptions,
+});
 
 /// A bad [`JsonConfig`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,16 +117,25 @@ impl JsonGrammar {
                 ),
             });
         }
-        if config.whitespace == (Whitespace::Flexible { max_run: 0 }) {
-            return Err(JsonConfigError {
-                message: "flexible whitespace needs max_run >= 1 (use Compact for none)".into(),
-            });
-        }
-        Ok(JsonGrammar {
-            whitespace: config.whitespace,
-            top: config.top_level,
-            max_depth: config.max_depth as u8,
-        })
+        let whitespace = match &config.whitespace {
+            Whitespace::Compact => LexWhitespace::Compact,
+            Whitespace::Flexible { max_run } if *max_run > 0 => {
+                LexWhitespace::Flexible { max_run: *max_run }
+            }
+            Whitespace::Flexible { .. } => {
+                return Err(JsonConfigError {
+                    message: "flexible whitespace needs max_run >= 1 (use Compact for none)".into(),
+                })
+            }
+            _ => {
+                return Err(JsonConfigError {
+                    message: "the free-form JSON engine supports Compact and Flexible whitespace, \
+                              not Separators (use a JSON Schema `{}` for fixed separators)"
+                        .into(),
+                })
+            }
+        };
+        Ok(JsonGrammar { whitespace, top: config.top_level, max_depth: config.max_depth as u8 })
     }
 }
 
@@ -131,21 +162,18 @@ impl CopyStateEngine<JsonGrammar> {
     ///
     /// # Errors
     /// A bad configuration (see [`JsonGrammar::new`]).
-    pub fn new_json(vocab: &Vocabulary, config: &JsonConfig) -> Result<Self, JsonConfigError> {
-        // The vocabulary's string slice, built once per vocabulary (now, not in the first mask).
-        Ok(CopyStateEngine::with_grammar(
-            Arc::new(JsonGrammar::new(config)?),
-            vocab,
-            config.engine.clone(),
-        )
-        .with_slice(vocab.string_slice()))
+    pub fn new(vocab: &Vocabulary, config: &JsonConfig) -> Result<Self, JsonConfigError> {
+        Ok(Self::from_grammar(vocab, Arc::new(JsonGrammar::new(config)?), &config.engine))
     }
 
-    /// Alias of [`CopyStateEngine::new_json`], the name the examples use.
-    ///
-    /// # Errors
-    /// A bad configuration (see [`JsonGrammar::new`]).
-    pub fn new(vocab: &Vocabulary, config: &JsonConfig) -> Result<Self, JsonConfigError> {
-        Self::new_json(vocab, config)
+    /// An engine over an already compiled grammar (a new request: no compilation).
+    pub fn from_grammar(
+        vocab: &Vocabulary,
+        grammar: Arc<JsonGrammar>,
+        engine: &EngineOptions,
+    ) -> Self {
+        // The vocabulary's string slice: built once per vocabulary, on the first engine.
+        CopyStateEngine::with_grammar(grammar, vocab, engine.clone())
+            .with_slice(vocab.string_slice())
     }
 }

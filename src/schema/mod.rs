@@ -52,39 +52,8 @@ mod vocabulary;
 pub use error::{SchemaError, SchemaErrorKind};
 pub use runtime::SchemaConstraint;
 
-use crate::engine::EngineOptions;
+use crate::engine::{EngineOptions, Whitespace};
 use std::sync::Arc;
-
-/// Whitespace the engine allows between JSON tokens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SchemaWhitespace {
-    /// No whitespace at all: `{"a":[1,2]}`.
-    Compact,
-    /// Any JSON whitespace inside the document, in runs of at most `max_run` bytes; none
-    /// before or after the top-level value.
-    Flexible {
-        /// Longest whitespace run (≥ 1).
-        max_run: u8,
-    },
-    /// Exactly these separators and no other whitespace, e.g. Python `json.dumps`'s
-    /// `", "` and `": "`. Each must be `,` (resp. `:`) with optional whitespace around it.
-    Separators {
-        /// Between items and members, e.g. `", "`.
-        item: String,
-        /// Between a key and its value, e.g. `": "`.
-        key: String,
-    },
-}
-
-/// Default longest whitespace run of [`SchemaWhitespace::Flexible`].
-pub const DEFAULT_MAX_WS_RUN: u8 = 4;
-
-impl Default for SchemaWhitespace {
-    /// `Flexible { max_run: 4 }`: accepts compact output and `json.dumps`'s `", "`/`": "`.
-    fn default() -> Self {
-        SchemaWhitespace::Flexible { max_run: DEFAULT_MAX_WS_RUN }
-    }
-}
 
 /// In which order an object's declared properties may appear.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,6 +83,7 @@ pub enum FormatMode {
 
 /// Compile-time size limits: a hostile schema gets a typed [`SchemaErrorKind::Limit`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaLimits {
     /// Expressions plus cores (default 200,000).
     pub max_nodes: usize,
@@ -137,10 +107,21 @@ impl Default for SchemaLimits {
 }
 
 /// Options of the schema compiler and engine.
-#[derive(Clone, Debug, Default)]
+///
+/// ```
+/// use grammask::{schema::PropertyOrder, SchemaOptions, Whitespace};
+/// let o = SchemaOptions::default()
+///     .with_whitespace(Whitespace::Compact)
+///     .with_property_order(PropertyOrder::Schema);
+/// assert!(!o.lenient);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SchemaOptions {
-    /// Whitespace policy (default [`SchemaWhitespace::Flexible`] with runs of at most 4).
-    pub whitespace: SchemaWhitespace,
+    /// Whitespace policy (default [`Whitespace::Flexible`] with runs of at most
+    /// [`SchemaOptions::DEFAULT_MAX_WS_RUN`] = 4: accepts compact output and `json.dumps`'s
+    /// `", "`/`": "`).
+    pub whitespace: Whitespace,
     /// Property order (default [`PropertyOrder::Any`]).
     pub property_order: PropertyOrder,
     /// Ignore unsupported keywords instead of failing, and list them in
@@ -162,6 +143,53 @@ pub struct SchemaOptions {
     /// Engine limits (rollback history, mask cache).
     pub engine: EngineOptions,
 }
+
+impl SchemaOptions {
+    /// Default longest whitespace run of [`Whitespace::Flexible`].
+    pub const DEFAULT_MAX_WS_RUN: u8 = 4;
+}
+
+impl Default for SchemaOptions {
+    fn default() -> Self {
+        SchemaOptions {
+            whitespace: Whitespace::Flexible { max_run: Self::DEFAULT_MAX_WS_RUN },
+            property_order: PropertyOrder::default(),
+            lenient: false,
+            formats: FormatMode::default(),
+            documents: Default::default(),
+            limits: SchemaLimits::default(),
+            engine: EngineOptions::default(),
+        }
+    }
+}
+
+builder!(SchemaOptions {
+    /// Whitespace policy (default flexible, runs of at most 4).
+    with_whitespace => whitespace: Whitespace,
+    /// Property order (default [`PropertyOrder::Any`]).
+    with_property_order => property_order: PropertyOrder,
+    /// Ignore unsupported keywords instead of failing (default `false`).
+    with_lenient => lenient: bool,
+    /// `format` policy (default [`FormatMode::Assert`]).
+    with_formats => formats: FormatMode,
+    /// Pre-loaded documents for `$ref`s to other URIs (default: none).
+    with_documents => documents: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Compile limits.
+    with_limits => limits: SchemaLimits,
+    /// Engine limits (rollback history, mask cache).
+    with_engine => engine: EngineOptions,
+});
+
+builder!(SchemaLimits {
+    /// Expressions plus cores (default 200,000).
+    with_max_nodes => max_nodes: usize,
+    /// Nested `$ref` expansion depth while compiling (default 256).
+    with_max_ref_depth => max_ref_depth: usize,
+    /// States of one string automaton (default 20,000).
+    with_max_dfa_states => max_dfa_states: usize,
+    /// Alternatives (typed cores) of one subschema (default 64).
+    with_max_alternatives => max_alternatives: usize,
+});
 
 /// Resolved whitespace rules the runtime reads.
 #[derive(Clone, Debug)]
@@ -190,16 +218,16 @@ fn split_sep(s: &str, c: u8, what: &str) -> Result<(Vec<u8>, Vec<u8>), SchemaErr
 }
 
 impl WsRules {
-    fn new(w: &SchemaWhitespace) -> Result<WsRules, SchemaError> {
+    fn new(w: &Whitespace) -> Result<WsRules, SchemaError> {
         Ok(match w {
-            SchemaWhitespace::Compact => WsRules {
+            Whitespace::Compact => WsRules {
                 flexible: None,
                 item_pre: vec![],
                 item_post: vec![],
                 key_pre: vec![],
                 key_post: vec![],
             },
-            SchemaWhitespace::Flexible { max_run } => {
+            Whitespace::Flexible { max_run } => {
                 if *max_run == 0 {
                     return Err(SchemaError::invalid("", "flexible whitespace needs max_run >= 1"));
                 }
@@ -211,7 +239,7 @@ impl WsRules {
                     key_post: vec![],
                 }
             }
-            SchemaWhitespace::Separators { item, key } => {
+            Whitespace::Separators { item, key } => {
                 let (item_pre, item_post) = split_sep(item, b',', "item")?;
                 let (key_pre, key_post) = split_sep(key, b':', "key")?;
                 WsRules { flexible: None, item_pre, item_post, key_pre, key_post }

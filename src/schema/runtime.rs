@@ -37,15 +37,15 @@ use super::number;
 use super::string::DEAD;
 use super::unique;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
+use crate::engine::history::History;
+use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
-use crate::engine::history::History;
+use crate::json::slices::JsonVocab;
 use crate::mask::TokenMask;
-use crate::engine::mask_cache::MaskCache;
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
-use crate::json::slices::JsonVocab;
 use crate::vocab::Vocabulary;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -1898,7 +1898,12 @@ impl ConstraintEngine for SchemaConstraint {
         let mut graves = Graves::default();
         let schema = &self.schema;
         let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
-        crate::engine::forced::forced_bytes(&mut rt, |r| accepting(schema, r.st), FORCED_BYTES_LIMIT, out);
+        crate::engine::forced::forced_bytes(
+            &mut rt,
+            |r| accepting(schema, r.st),
+            FORCED_BYTES_LIMIT,
+            out,
+        );
     }
 
     fn allows(&self, token: TokenId) -> bool {

@@ -244,12 +244,20 @@ fn parse_config(bytes: &[u8]) -> Result<TokenizerConfig, VocabError> {
 
 /// Options for building a [`Vocabulary`].
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct VocabConfig {
     /// Logits width when the model pads its vocabulary (default: the tokenizer's size).
     pub n_vocab: Option<usize>,
     /// Extra EOS ids (e.g. from `generation_config.json`), added to the config's EOS token.
     pub extra_eos: Vec<u32>,
 }
+
+builder!(VocabConfig {
+    /// Logits width when the model pads its vocabulary (default: the tokenizer's size).
+    with_n_vocab => n_vocab: Option<usize>,
+    /// Extra EOS ids, added to the config's EOS token.
+    with_extra_eos => extra_eos: Vec<u32>,
+});
 
 impl Vocabulary {
     /// Load `tokenizer.json` from `path`. When `tokenizer_config.json` sits beside it (or

@@ -29,7 +29,7 @@ fn structural_errors() {
     assert!(matches!(err("root ::= \"a\"\nroot ::= \"b\""), CfgErrorKind::DuplicateRule { .. }));
     assert!(matches!(err("root ::= [a-"), CfgErrorKind::Syntax { line: 1, .. }));
     assert!(matches!(err("root ::= \"a\"\n  x ::= \"b\" )"), CfgErrorKind::Syntax { line: 2, .. }));
-    let small = CfgConfig { max_grammar_symbols: 1000, ..CfgConfig::default() };
+    let small = CfgConfig::default().with_max_grammar_symbols(1000);
     let e = CfgGrammar::from_gbnf("root ::= [a-z]{5000}", &small).unwrap_err();
     assert!(matches!(e.kind(), CfgErrorKind::TooBig { .. }), "{e}");
 }
@@ -93,7 +93,7 @@ fn engine_contract_eos_refusal_rollback() {
 fn item_limit_refuses_instead_of_exploding() {
     let v = Vocabulary::embedded().unwrap();
     // Highly ambiguous: e ::= e e | "a" gives Earley sets that grow with the input.
-    let config = CfgConfig { max_items_per_set: 40, ..CfgConfig::default() };
+    let config = CfgConfig::default().with_max_items_per_set(40);
     let mut e = CfgConstraint::from_gbnf(&v, "root ::= e\ne ::= e e | \"a\"", &config).unwrap();
     let r = e.advance_bytes(&[b'a'; 64]);
     assert!(r.is_err() && e.overflowed());
@@ -119,7 +119,7 @@ fn item_limit_refuses_instead_of_exploding() {
     assert_eq!(mask.count(), 0);
     assert_eq!(e.output_bytes(), before);
     // With room, the same state masks and advances normally.
-    let big = CfgConfig { max_items_per_set: 1 << 20, ..CfgConfig::default() };
+    let big = CfgConfig::default().with_max_items_per_set(1 << 20);
     let mut e2 = CfgConstraint::from_gbnf(&v, "root ::= e\ne ::= e e | \"a\"", &big).unwrap();
     e2.advance_bytes(&before).unwrap();
     e2.fill_mask(&mut mask).unwrap();

@@ -78,7 +78,7 @@ fn lexer_masks_equal_byte_level_masks_on_every_library_grammar() {
     let v = vocab();
     let names = library();
     assert!(names.len() >= 10, "{names:?}");
-    let slow_cfg = CfgConfig { lexer: false, ..CfgConfig::default() };
+    let slow_cfg = CfgConfig::default().with_lexer(false);
     for name in &names {
         let text = grammar(name);
         let fast = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
@@ -142,15 +142,13 @@ fn oversized_lexeme_falls_back_to_rules_with_the_same_masks() {
     // `word{0,20}` of a 5-letter lexeme has far more than 8 DFA states: the root stays a rule,
     // its sub-rules become lexemes instead, and the masks do not change.
     let text = "root ::= (word \" \"){0,20}\nword ::= [a-e] [a-e] [a-e] [a-e] [a-e]";
-    let small = CfgConfig { max_lexeme_states: 8, ..CfgConfig::default() };
+    let small = CfgConfig::default().with_max_lexeme_states(8);
     let g = CfgGrammar::from_gbnf(text, &small).unwrap();
     assert!(!g.lexeme_names().contains(&"root"), "{:?}", g.lexeme_names());
     let full = CfgGrammar::from_gbnf(text, &CfgConfig::default()).unwrap();
     assert_eq!(full.lexeme_names(), vec!["root"]);
     let mut a = CfgConstraint::from_gbnf(v, text, &small).unwrap();
-    let mut b =
-        CfgConstraint::from_gbnf(v, text, &CfgConfig { lexer: false, ..CfgConfig::default() })
-            .unwrap();
+    let mut b = CfgConstraint::from_gbnf(v, text, &CfgConfig::default().with_lexer(false)).unwrap();
     compare("word-list", &mut a, &mut b, 7, 12);
 }
 

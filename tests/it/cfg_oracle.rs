@@ -6,8 +6,8 @@
 //!   [`JsonObjectConstraint`] (any top-level value, whitespace runs ≤ 32) allow the same tokens
 //!   at the same states, step after step.
 
-use grammask::json::{TopLevel, Whitespace};
 use grammask::vocab::TokenKind;
+use grammask::{json::TopLevel, Whitespace};
 use grammask::{
     CfgConfig, CfgConstraint, ConstraintEngine, JsonConfig, JsonObjectConstraint, TokenId,
     TokenMask, Vocabulary,
@@ -96,11 +96,9 @@ proptest! {
 #[test]
 fn json_gbnf_agrees_with_native_json_engine() {
     let v = vocab();
-    let native_cfg = JsonConfig {
-        top_level: TopLevel::AnyValue,
-        whitespace: Whitespace::Flexible { max_run: 32 },
-        ..JsonConfig::default()
-    };
+    let native_cfg = JsonConfig::default()
+        .with_top_level(TopLevel::AnyValue)
+        .with_whitespace(Whitespace::Flexible { max_run: 32 });
     let cfg = CfgConstraint::from_gbnf(v, &grammar("json.gbnf"), &CfgConfig::default()).unwrap();
     let mut m1 = TokenMask::new(v.n_vocab());
     let mut m2 = TokenMask::new(v.n_vocab());

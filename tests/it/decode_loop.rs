@@ -337,8 +337,7 @@ fn a_finished_document_gets_eos_without_a_model_call() {
     let vocab = common::qwen3();
     let doc = vocab.encode("{\"a\":1}").unwrap();
     let mut model = grammask::decode::ReplayModel::new(vocab, doc.clone());
-    let cfg =
-        JsonConfig { whitespace: grammask::json::Whitespace::Compact, ..JsonConfig::default() };
+    let cfg = JsonConfig::default().with_whitespace(grammask::Whitespace::Compact);
     let mut engine = JsonObjectConstraint::new(vocab, &cfg).unwrap();
     let out = decode(&mut model, vocab, Some(&mut engine), &DecodeConfig::greedy(20)).unwrap();
     assert_eq!(out.text, b"{\"a\":1}");

@@ -280,8 +280,7 @@ fn fast_forward_appends_forced_tokens_without_the_model() {
             .chain([None])
             .collect();
     let vocab = Vocabulary::from_token_bytes(&toks, &[10], None).unwrap();
-    let cfg =
-        JsonConfig { whitespace: grammask::json::Whitespace::Compact, ..JsonConfig::default() };
+    let cfg = JsonConfig::default().with_whitespace(grammask::Whitespace::Compact);
     let mut engine = JsonObjectConstraint::new(&vocab, &cfg).unwrap();
     // The replay model writes `{"a":true}`; `{` is forced at the start, `:` after the key,
     // `rue` after `t`; `}` is not (the grammar also allows `,`, even though no token spells it).

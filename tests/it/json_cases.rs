@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{qwen3, trace, walk};
-use grammask::json::{TopLevel, Whitespace};
+use grammask::{json::TopLevel, Whitespace};
 use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint};
 use serde_json::Value;
 

@@ -30,7 +30,7 @@ fn check(dir: &str, expected: &str, formats: FormatMode) {
     // The suite's remote `$ref` targets, pre-loaded (never fetched).
     let documents = load_remotes(&root.join("tests/data/json-schema-test-suite/remotes")).unwrap();
     let compiler = SchemaCompiler {
-        options: SchemaOptions { formats, documents, ..SchemaOptions::default() },
+        options: SchemaOptions::default().with_formats(formats).with_documents(documents),
     };
     let report = run_suite(&root.join(dir), &vocab, &compiler).unwrap();
     println!("{report}");

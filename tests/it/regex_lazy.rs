@@ -48,7 +48,7 @@ fn too_big_patterns_fall_back_to_the_lazy_dfa() {
         assert_eq!(e.slice_count(), 0);
     }
     // Without the fallback the same pattern is refused, as before.
-    let off = RegexConfig { lazy_max_memory: 0, ..small_dense() };
+    let off = small_dense().with_lazy_max_memory(0);
     let err = RegexConstraint::new(v, LAZY[0], &off).unwrap_err();
     assert!(matches!(err.kind(), RegexErrorKind::TooBig { .. }), "{err}");
     // Look-around inside the pattern: no exact lazy liveness, so still TooBig, saying why.
@@ -141,7 +141,7 @@ fn random_logit_decoding_finishes_with_matching_outputs() {
 #[test]
 fn the_per_request_memory_bound_is_a_typed_error() {
     let v = qwen3();
-    let cfg = RegexConfig { lazy_max_memory: 16 << 10, ..small_dense() };
+    let cfg = small_dense().with_lazy_max_memory(16 << 10);
     let mut e = RegexConstraint::new(v, LAZY[0], &cfg).unwrap();
     let mut mask = TokenMask::new(v.n_vocab());
     let ab: Vec<TokenId> =

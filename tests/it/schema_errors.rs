@@ -86,7 +86,7 @@ fn unsupported_keywords_name_keyword_and_pointer() {
 
 #[test]
 fn lenient_mode_reports_what_it_ignored() {
-    let opts = SchemaOptions { lenient: true, ..SchemaOptions::default() };
+    let opts = SchemaOptions::default().with_lenient(true);
     let c = CompiledSchema::compile(
         &json!({"type": "object", "properties": {"a": {"type": "array", "items": {"const": 1}, "uniqueItems": true}}}),
         &opts,
@@ -119,17 +119,12 @@ fn unsatisfiable_schemas_are_compile_errors() {
 
 #[test]
 fn limits_are_typed_errors() {
-    let small = SchemaOptions {
-        limits: SchemaLimits { max_dfa_states: 50, ..SchemaLimits::default() },
-        ..SchemaOptions::default()
-    };
+    let small =
+        SchemaOptions::default().with_limits(SchemaLimits::default().with_max_dfa_states(50));
     let e = CompiledSchema::compile(&json!({"type": "string", "pattern": "^[a-z]{100}$"}), &small)
         .unwrap_err();
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "dfa_states", value: 50 }), "{e}");
-    let small = SchemaOptions {
-        limits: SchemaLimits { max_nodes: 20, ..SchemaLimits::default() },
-        ..SchemaOptions::default()
-    };
+    let small = SchemaOptions::default().with_limits(SchemaLimits::default().with_max_nodes(20));
     let props: serde_json::Map<String, serde_json::Value> =
         (0..50).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
     let e = CompiledSchema::compile(&json!({"type": "object", "properties": props}), &small)

@@ -8,10 +8,8 @@
 //! accepts from a copy of the state ([`ConstraintEngine::allows`]), which shares no code with
 //! the trie walk, the string slice or the mask cache.
 
-use grammask::schema::{
-    CompiledSchema, PropertyOrder, SchemaConstraint, SchemaOptions, SchemaWhitespace,
-};
-use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary};
+use grammask::schema::{CompiledSchema, PropertyOrder, SchemaConstraint, SchemaOptions};
+use grammask::{ConstraintEngine, TokenId, TokenMask, Vocabulary, Whitespace};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -158,15 +156,11 @@ fn random_decoding_always_validates() {
     let vocab = Vocabulary::embedded().unwrap();
     let options = [
         SchemaOptions::default(),
-        SchemaOptions {
-            whitespace: SchemaWhitespace::Compact,
-            property_order: PropertyOrder::Schema,
-            ..SchemaOptions::default()
-        },
-        SchemaOptions {
-            whitespace: SchemaWhitespace::Separators { item: ", ".into(), key: ": ".into() },
-            ..SchemaOptions::default()
-        },
+        SchemaOptions::default()
+            .with_whitespace(Whitespace::Compact)
+            .with_property_order(PropertyOrder::Schema),
+        SchemaOptions::default()
+            .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() }),
     ];
     let mut judged = 0;
     for (si, schema) in schemas().iter().enumerate() {

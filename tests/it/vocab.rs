@@ -135,11 +135,11 @@ fn bad_inputs_are_typed_errors() {
     )
     .unwrap_err();
     assert!(matches!(err.kind(), VocabErrorKind::Config(_)));
-    let cfg = VocabConfig { n_vocab: Some(1000), ..VocabConfig::default() };
+    let cfg = VocabConfig::default().with_n_vocab(Some(1000));
     let err = Vocabulary::from_tokenizer(tok.clone(), None, &cfg).unwrap_err();
     assert!(matches!(err.kind(), VocabErrorKind::LogitsTooNarrow { .. }));
     // Several EOS ids: the config's plus generation_config.json's.
-    let cfg = VocabConfig { n_vocab: Some(151_936), extra_eos: vec![151_643] };
+    let cfg = VocabConfig::default().with_n_vocab(Some(151_936)).with_extra_eos(vec![151_643]);
     let v =
         Vocabulary::from_tokenizer(tok, Some(br#"{"eos_token": {"content": "<|im_end|>"}}"#), &cfg)
             .unwrap();

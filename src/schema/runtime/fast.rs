@@ -35,11 +35,11 @@
 //! vocabulary of every short substring of the test documents.
 
 use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
+use crate::json::slices::{JsonVocab, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::number;
 use crate::schema::string::{ByteDfa, DEAD};
-use crate::json::slices::{JsonVocab, NumberClasses, StringClasses};
 use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};

@@ -32,5 +32,4 @@ impl Vocabulary {
             VocabSource::Embedded,
         )
     }
-
 }
