@@ -37,7 +37,7 @@
 //! assert!(dfa.next(dfa.start(), b'@').is_none()); // no completion starts with '@'
 //! ```
 
-pub mod lazy;
+pub(crate) mod lazy;
 pub(crate) mod minimize;
 
 pub use lazy::LazyDfa;

@@ -170,11 +170,6 @@ impl Chart {
         self.starts.len() - 1
     }
 
-    /// Items in the chart (all sets).
-    pub fn item_count(&self) -> usize {
-        self.items.len()
-    }
-
     /// The items of set `k`.
     #[inline]
     pub(crate) fn set(&self, k: usize) -> &[Item] {
@@ -819,19 +814,13 @@ impl Chart {
     pub(crate) fn can_continue(&self, g: &CfgGrammar) -> bool {
         self.scan[self.set_count() - 1] != [0; 4] || self.expects_token(g)
     }
-
-    /// Bytes that can follow now (for diagnostics and tests).
-    pub fn next_bytes(&self, _g: &CfgGrammar) -> Vec<u8> {
-        let u = &self.scan[self.set_count() - 1];
-        (0..=255u8).filter(|&b| set_has(u, b)).collect()
-    }
 }
 
 const _: () = assert!(END_FLAG != T_FLAG);
 
 /// Does the grammar accept `text` (whole-string)? Runs the same recogniser; tests use an
 /// independent one.
-pub fn accepts(g: &CfgGrammar, text: &[u8], max_items: usize) -> bool {
+pub(crate) fn accepts(g: &CfgGrammar, text: &[u8], max_items: usize) -> bool {
     let mut c = Chart::new(g, max_items);
     if !text.iter().all(|&b| c.push(g, b)) {
         return false;

@@ -546,6 +546,12 @@ fn class_of(defs: &[NtDef], sets: &[ByteSet], s: RSym, depth: u32) -> Vec<(u32, 
 }
 
 impl CfgGrammar {
+    /// Does the grammar accept the whole of `text`? The engine's own Earley recogniser, run on
+    /// bytes, with at most `max_items` items per set (`false` past it).
+    pub fn accepts(&self, text: &[u8], max_items: usize) -> bool {
+        super::earley::accepts(self, text, max_items)
+    }
+
     /// Parse and compile GBNF text.
     ///
     /// # Errors

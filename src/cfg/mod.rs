@@ -66,11 +66,11 @@
 //! assert!(engine.is_accepting());
 //! ```
 
-pub mod earley;
-pub mod engine;
+pub(crate) mod earley;
+pub(crate) mod engine;
 pub mod gbnf;
-pub mod grammar;
-pub mod lexer;
+pub(crate) mod grammar;
+pub(crate) mod lexer;
 mod walk;
 
 pub use engine::CfgConstraint;

@@ -14,7 +14,7 @@
 //! - Ids in `n_tokens..n_vocab` are padding: they exist in the logits row and are never allowed.
 //! - The trie holds exactly the text tokens (`kind == Text`).
 
-pub mod decode;
+mod decode;
 #[cfg(feature = "embedded-tokenizer")]
 mod embedded;
 mod extension;

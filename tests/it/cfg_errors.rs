@@ -48,8 +48,8 @@ fn check_reports_unreachable_and_unproductive_rules() {
     assert!(shown.contains("unreachable rules (warning): orphan"), "{shown}");
     // The unproductive alternative is gone: only "a", "ab" are accepted.
     let g = CfgGrammar::from_gbnf(text, &CfgConfig::default()).unwrap();
-    assert!(cfg::earley::accepts(&g, b"ab", 1000));
-    assert!(!cfg::earley::accepts(&g, b"x", 1000));
+    assert!(g.accepts(b"ab", 1000));
+    assert!(!g.accepts(b"x", 1000));
 }
 
 #[test]

@@ -10,7 +10,7 @@
 use crate::common;
 
 use grammask::automaton::{ByteDfa, DfaConfig};
-use grammask::cfg::{earley, CfgConfig, CfgGrammar};
+use grammask::cfg::{CfgConfig, CfgGrammar};
 use grammask::{
     CfgConstraint, ConstraintEngine, RegexConfig, RegexConstraint, TokenMask, Vocabulary,
 };
@@ -95,7 +95,7 @@ fn check_grammar(
                 failures.push(format!("{name}: {input:?}: expected {verdict}, engine says {got}"));
                 continue;
             }
-            if earley::accepts(&g, input.as_bytes(), 100_000) != (verdict == "accept") {
+            if g.accepts(input.as_bytes(), 100_000) != (verdict == "accept") {
                 failures.push(format!("{name}: {input:?}: earley::accepts disagrees"));
             }
             if simple.accepts(input.as_bytes()) != (verdict == "accept") {

@@ -4,6 +4,8 @@
 
 mod common;
 
+mod architecture;
+
 mod cfg_errors;
 mod cfg_generate;
 mod cfg_lexer;
