@@ -123,3 +123,24 @@ fn the_scanner_sees_paths_and_skips_comments() {
     assert_eq!(found.into_iter().collect::<Vec<_>>(), ["json", "vocab"]);
     assert!(uses("use super::json::Z;", false).is_empty());
 }
+
+/// The downstream crate in `tests/downstream/` (built and run by `.ci/run` with grammask's
+/// default features off) runs exactly the README's library example.
+#[test]
+fn the_downstream_crate_runs_the_readme_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let main = std::fs::read_to_string(root.join("tests/downstream/src/main.rs")).expect("main");
+    let start = readme.find("## Library example").expect("a library example section");
+    let block = readme[start..].split("```rust\n").nth(1).expect("a rust block");
+    let block = block.split("```").next().expect("closed block");
+    let body: Vec<&str> = block.lines().filter(|l| !l.starts_with('#')).collect();
+    let main_lines: Vec<&str> = main.lines().map(str::trim).collect();
+    let mut at = 0;
+    for line in body.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
+        let found = main_lines[at..].iter().position(|m| *m == line);
+        assert!(found.is_some(), "README line not in tests/downstream/src/main.rs: {line}");
+        at += found.unwrap_or(0) + 1;
+    }
+    assert!(body.len() > 5, "the README example is the real one");
+}
