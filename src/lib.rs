@@ -81,6 +81,7 @@
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
 
 pub mod automaton;
+pub mod bytes;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod cfg;
@@ -99,6 +100,7 @@ pub mod token;
 pub mod vocab;
 
 pub use automaton::{ByteDfa, DfaConfig, RegexError};
+pub use bytes::ByteSet;
 pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
 pub use engine::{
     ConstraintEngine, CopyGrammar, CopyStateEngine, EngineError, EngineErrorKind, EngineOptions,
