@@ -39,6 +39,7 @@
 
 pub mod lazy;
 pub(crate) mod minimize;
+mod safe;
 
 pub use lazy::LazyDfa;
 
