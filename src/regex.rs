@@ -44,7 +44,7 @@ use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, LazyDfa, RegexError, Rege
 use crate::bytes::ByteSet;
 use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::engine::{
-    allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, bool_view, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::engine::mask_cache::MaskCache;
@@ -527,10 +527,7 @@ impl ConstraintEngine for RegexConstraint {
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(self.inner.vocab(), vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

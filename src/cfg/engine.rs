@@ -38,8 +38,8 @@ use super::walk::{pure_lexeme, EarleyWalk};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
-    EngineErrorKind,
+    allow_eos, allows_with, bool_view, check_mask_len, precheck, refused, BoolView,
+    ConstraintEngine, EngineError, EngineErrorKind,
 };
 use crate::engine::history::History;
 use crate::mask::TokenMask;
@@ -650,26 +650,19 @@ impl ConstraintEngine for CfgConstraint {
         if self.token_allowed(token) {
             return true;
         }
-        match precheck(&self.vocab, token, self.finished, self.is_accepting()) {
-            Ok(true) => true,
-            Ok(false) => {
-                let g = &*self.shared.grammar;
-                let mut chart = self.lock();
-                chart.clear_overflow();
-                let before = chart.set_count();
-                let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
-                chart.truncate(before);
-                ok
-            }
-            Err(_) => false,
-        }
+        allows_with(&self.vocab, token, self.finished, self.is_accepting(), |bytes| {
+            let g = &*self.shared.grammar;
+            let mut chart = self.lock();
+            chart.clear_overflow();
+            let before = chart.set_count();
+            let ok = bytes.iter().all(|&b| chart.push(g, b));
+            chart.truncate(before);
+            ok
+        })
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
