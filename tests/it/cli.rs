@@ -17,7 +17,7 @@ fn no_arguments_generates_json_on_the_embedded_tokenizer() {
     let (ok, out, err) = grammask(&[]);
     assert!(ok, "{err}");
     assert!(out.contains("finish_reason: "), "{out}");
-    assert!(out.contains("mask latency: mean"), "{out}");
+    assert!(out.contains("mask latency: n="), "{out}");
 }
 
 #[test]

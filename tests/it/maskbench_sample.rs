@@ -33,8 +33,8 @@ fn free_json_stand_in_verdicts_and_jsonl() {
         ["BFCL_simple_279.json", "Glaiveai2K---calculate_area_f9891ca5.json", "JME_27.json"];
     assert_eq!(s.passed, all_valid.len(), "{s}");
     // One mask per token plus one for EOS per instance.
-    assert_eq!(s.masks.count, s.tokens + 41);
-    assert!(s.masks.max_us >= s.masks.p50_us && s.masks.mean_us > 0.0);
+    assert_eq!(s.masks.n, s.tokens + 41);
+    assert!(s.masks.max >= s.masks.p50 && s.masks.mean > 0.0);
     let text = format!("{s}");
     assert!(text.contains("passed:            3 / 12 (25.0%)"), "{text}");
 
@@ -56,7 +56,7 @@ fn free_json_stand_in_verdicts_and_jsonl() {
             masks += n;
         }
     }
-    assert_eq!(masks, s.masks.count);
+    assert_eq!(masks, s.masks.n);
 }
 
 #[test]
