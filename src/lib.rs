@@ -84,6 +84,7 @@
 mod builder;
 
 pub mod automaton;
+pub mod bytes;
 pub mod cfg;
 pub mod constraint;
 pub mod decode;
@@ -103,6 +104,7 @@ pub mod token;
 pub mod vocab;
 
 pub use automaton::{ByteDfa, DfaConfig, RegexError};
+pub use bytes::ByteSet;
 pub use cfg::{CfgConfig, CfgConstraint, CfgError, CfgGrammar};
 pub use constraint::{CompiledConstraint, Constraint, ConstraintError, ConstraintKind};
 pub use engine::{

@@ -12,6 +12,8 @@
 //! next slot of a preallocated array, popping is moving an index. Grammars with deep state keep
 //! their own undo log and implement [`Recognizer`] directly.
 
+use crate::bytes::ByteSet;
+
 /// A byte-level recogniser that the trie walker can drive.
 ///
 /// Contract: `try_push_byte` either consumes the byte and returns `true`, or returns `false` and
@@ -23,13 +25,12 @@ pub trait Recognizer {
     /// Undo the last `n` successful pushes.
     fn pop_bytes(&mut self, n: usize);
 
-    /// A superset of the bytes `try_push_byte` could accept now, as a 256-bit set (bit `b % 64`
-    /// of word `b / 64`). Walkers may skip the other bytes without asking; the default (every
-    /// byte) is always correct. Worth overriding where pushing is expensive and few bytes can
-    /// follow (a JSON structure between values).
+    /// A superset of the bytes `try_push_byte` could accept now. Walkers may skip the other
+    /// bytes without asking; the default (every byte) is always correct. Worth overriding where
+    /// pushing is expensive and few bytes can follow (a JSON structure between values).
     #[inline]
-    fn byte_superset(&self) -> [u64; 4] {
-        [u64::MAX; 4]
+    fn byte_superset(&self) -> ByteSet {
+        ByteSet::FULL
     }
 
     /// Bytes that leave the recogniser in its current state, which stays live: every string of
@@ -37,21 +38,9 @@ pub trait Recognizer {
     /// subtree whose bytes all lie in it without pushing them (inside an identifier, a string
     /// body). The default (no byte) is always correct.
     #[inline]
-    fn stay_set(&self) -> [u64; 4] {
-        [0; 4]
+    fn stay_set(&self) -> ByteSet {
+        ByteSet::EMPTY
     }
-}
-
-/// The 256-bit set of `bytes` (for [`Recognizer::byte_superset`]).
-pub const fn byte_set(bytes: &[u8]) -> [u64; 4] {
-    let mut s = [0u64; 4];
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i] as usize;
-        s[b / 64] |= 1 << (b % 64);
-        i += 1;
-    }
-    s
 }
 
 /// The transition function of a grammar whose state is a small `Copy` value.

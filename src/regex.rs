@@ -41,9 +41,10 @@
 
 use crate::automaton::lazy::LazyCache;
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId, LazyDfa, RegexError, RegexErrorKind};
+use crate::bytes::ByteSet;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, bool_view, check_mask_len, BoolView, ConstraintEngine, EngineError, EngineErrorKind,
 };
 use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions};
 use crate::mask::TokenMask;
@@ -285,7 +286,8 @@ impl ByteLogic for LazyLogic<'_> {
     }
 }
 
-/// Tokens made only of a state's safe bytes (see [`safe_set`]), and the trie of the rest.
+/// Tokens made only of a state's safe bytes (see [`ByteDfa::safe_bytes`]), and the trie of the
+/// rest.
 struct Slice {
     safe: TokenMask,
     rest: TokTrie,
@@ -299,61 +301,6 @@ pub(crate) struct Shared {
     config: RegexConfig,
 }
 
-/// A large byte set `C` such that from `s`, every string over `C` runs through the DFA:
-/// start from the bytes `s` accepts twice in a row, then drop every byte some state reachable from `s` by
-/// `C`-bytes refuses, until stable (the set only shrinks, so this terminates). Every token made
-/// only of `C`-bytes is then allowed at `s` (all DFA states are live). Gives up (empty set) when
-/// the reachable region exceeds `limit` states or the shared work `budget` runs out.
-pub(crate) fn safe_set(
-    dfa: &ByteDfa,
-    s: DfaStateId,
-    limit: usize,
-    budget: &mut usize,
-) -> [bool; 256] {
-    // Candidates: bytes that can follow `s` twice in a row. (Without this, one byte that leads
-    // somewhere narrow, like `(` before a phone number, would make the fixpoint drop everything.)
-    let mut set = [false; 256];
-    for b in 0..=255u8 {
-        set[b as usize] = dfa.next(s, b).and_then(|n| dfa.next(n, b)).is_some();
-    }
-    let mut seen: FxHashMap<DfaStateId, ()> = FxHashMap::default();
-    loop {
-        seen.clear();
-        seen.insert(s, ());
-        let mut work = vec![s];
-        let mut changed = false;
-        while let Some(r) = work.pop() {
-            // Bound the total analysis work of a regex: past the budget, no more slices.
-            *budget = budget.saturating_sub(256);
-            if *budget == 0 {
-                return [false; 256];
-            }
-            for b in 0..=255u8 {
-                if !set[b as usize] {
-                    continue;
-                }
-                match dfa.next(r, b) {
-                    None => {
-                        set[b as usize] = false;
-                        changed = true;
-                    }
-                    Some(n) => {
-                        if seen.insert(n, ()).is_none() {
-                            if seen.len() > limit {
-                                return [false; 256];
-                            }
-                            work.push(n);
-                        }
-                    }
-                }
-            }
-        }
-        if !changed {
-            return set;
-        }
-    }
-}
-
 fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexConfig) -> Shared {
     let mut slices = Vec::new();
     let Some(dfa) = grammar.dfa() else {
@@ -362,12 +309,12 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
     };
     let mut state_slice = vec![u32::MAX; dfa.state_count()];
     if config.slice_min_tokens != usize::MAX {
-        let mut by_set: FxHashMap<[bool; 256], u32> = FxHashMap::default();
+        let mut by_set: FxHashMap<ByteSet, u32> = FxHashMap::default();
         // About 20M table reads (tens of milliseconds) at most for the whole analysis.
         let mut budget = 20_000_000usize;
         for (i, slot) in state_slice.iter_mut().enumerate() {
-            let set = safe_set(dfa, DfaStateId::from_index(i), 1024, &mut budget);
-            if !set.iter().any(|&x| x) {
+            let set = dfa.safe_bytes(DfaStateId::from_index(i), 1024, &mut budget);
+            if set.is_empty() {
                 continue;
             }
             if let Some(&k) = by_set.get(&set) {
@@ -386,7 +333,7 @@ fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexCo
                     continue;
                 }
                 let b = vocab.token_bytes(t);
-                if !b.is_empty() && b.iter().all(|&x| set[x as usize]) {
+                if !b.is_empty() && b.iter().all(|&x| set.contains(x)) {
                     safe.insert(t);
                     count += 1;
                 } else {
@@ -599,10 +546,7 @@ impl ConstraintEngine for RegexConstraint {
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(self.inner.vocab(), vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

@@ -39,6 +39,7 @@
 
 pub(crate) mod lazy;
 pub(crate) mod minimize;
+mod safe;
 
 pub use lazy::LazyDfa;
 
@@ -214,12 +215,12 @@ pub(crate) fn class_table(
 ) -> ([u8; 256], Vec<u8>) {
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
-    let mut seen = [false; 256];
+    let mut seen = crate::bytes::ByteSet::EMPTY;
     for b in 0..=255u8 {
         let c = bc.get(b);
         classes[b as usize] = c;
-        if !seen[c as usize] {
-            seen[c as usize] = true;
+        if !seen.contains(c) {
+            seen.insert(c);
             if reps.len() <= c as usize {
                 reps.resize(c as usize + 1, 0);
             }

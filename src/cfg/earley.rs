@@ -37,7 +37,8 @@
 //! allow exactly the same continuations (everything a future step reads is reachable through
 //! continuations), so the mask cache keys on it. A false hit needs a 64-bit hash collision.
 
-use super::grammar::{decode, set_has, CfgGrammar, Sym, END_FLAG, LEX_FLAG, T_FLAG};
+use super::grammar::{decode, CfgGrammar, Sym, END_FLAG, LEX_FLAG, T_FLAG};
+use crate::bytes::ByteSet;
 use rustc_hash::FxHashSet;
 
 /// One Earley item: a dotted production (its flat position), the set it started in, and — when
@@ -112,10 +113,10 @@ pub struct Chart {
     wait_starts: Vec<u32>,
     /// Per set: the union of the byte sets of its scannable terminals, so that a byte nothing
     /// can scan is refused without looking at the items (most tries of a trie walk fail).
-    scan: Vec<[u64; 4]>,
+    scan: Vec<ByteSet>,
     /// Per set: the bytes that could follow its deferred lexeme completions (zero when none
     /// are pending). See [`Chart::materialise`].
-    pend: Vec<[u64; 4]>,
+    pend: Vec<ByteSet>,
     /// Per set: the end of its kernel (the items made by scanning its byte).
     kernel_end: Vec<u32>,
     /// The byte that produced each set after the first (0 for a token step without bytes).
@@ -154,7 +155,7 @@ impl Chart {
         c.generation += 1;
         c.seen.clear();
         c.add(Item::at(g, g.start_pos, 0), 0);
-        let pend = c.close(g, 0, 0, 0, 0).unwrap_or([0; 4]);
+        let pend = c.close(g, 0, 0, 0, 0).unwrap_or(ByteSet::EMPTY);
         c.starts.push(c.items.len() as u32);
         c.push_scan(g, 0, pend);
         c.pend.push(pend);
@@ -245,9 +246,9 @@ impl Chart {
         base: usize,
         from: usize,
         kernel_end: usize,
-    ) -> Option<[u64; 4]> {
+    ) -> Option<ByteSet> {
         let gen = self.generation;
-        let mut pend = [0u64; 4];
+        let mut pend = ByteSet::EMPTY;
         let mut k = from;
         while k < self.items.len() {
             let it = self.items[k];
@@ -270,11 +271,8 @@ impl Chart {
                     if g.lexemes[l as usize].accepting(it.st) {
                         // (Deferral needs a non-empty follow set: an empty `pend` means
                         // "nothing deferred", and commit would not complete it.)
-                        if k - 1 < kernel_end && g.follow[it.pos as usize] != [0; 4] {
-                            let f = &g.follow[it.pos as usize];
-                            for w in 0..4 {
-                                pend[w] |= f[w];
-                            }
+                        if k - 1 < kernel_end && !g.follow[it.pos as usize].is_empty() {
+                            pend.union_with(&g.follow[it.pos as usize]);
                         } else {
                             self.add(Item::at(g, it.pos + 1, it.origin), base);
                         }
@@ -355,8 +353,8 @@ impl Chart {
         }
         self.starts[k + 1] = self.items.len() as u32;
         self.scan.pop();
-        self.push_scan(g, base, [0; 4]);
-        self.pend[k] = [0; 4];
+        self.push_scan(g, base, ByteSet::EMPTY);
+        self.pend[k] = ByteSet::EMPTY;
         true
     }
 
@@ -381,8 +379,8 @@ impl Chart {
         let (s, e) = (self.starts[count - 1] as usize, self.starts[count] as usize);
         for &(b, _) in head {
             self.starts.push(self.items.len() as u32);
-            self.scan.push([0; 4]);
-            self.pend.push([0; 4]);
+            self.scan.push(ByteSet::EMPTY);
+            self.pend.push(ByteSet::EMPTY);
             self.kernel_end.push(self.items.len() as u32);
             self.bytes.push(b);
         }
@@ -424,12 +422,12 @@ impl Chart {
     /// token that only a token terminal takes as a whole). `false` on overflow either way.
     fn push_with(&mut self, g: &CfgGrammar, byte: Option<u8>, extra: &[Item], force: bool) -> bool {
         let i = self.set_count() as u32;
-        let scans = byte.is_some_and(|b| set_has(&self.scan[i as usize - 1], b));
+        let scans = byte.is_some_and(|b| self.scan[i as usize - 1].contains(b));
         if !scans && !force {
             return false;
         }
         if let Some(b) = byte {
-            if set_has(&self.pend[i as usize - 1], b) && !self.materialise(g, i as usize - 1) {
+            if self.pend[i as usize - 1].contains(b) && !self.materialise(g, i as usize - 1) {
                 return false;
             }
         }
@@ -447,14 +445,14 @@ impl Chart {
                     // A lexeme: one DFA step; the item stays before the lexeme.
                     let lx = &g.lexemes[(sym & !LEX_FLAG) as usize];
                     if let Some(st) = lx.next(it.st, byte) {
-                        if lx.first[st as usize] == [0; 4] {
+                        if lx.first[st as usize].is_empty() {
                             // The lexeme can only end here (live states accept or continue).
                             self.add(Item::at(g, it.pos + 1, it.origin), base);
                         } else {
                             self.add(Item { pos: it.pos, origin: it.origin, st }, base);
                         }
                     }
-                } else if set_has(&g.sets[(sym & !T_FLAG) as usize], byte) {
+                } else if g.sets[(sym & !T_FLAG) as usize].contains(byte) {
                     self.add(Item::at(g, it.pos + 1, it.origin), base);
                 }
             }
@@ -535,7 +533,7 @@ impl Chart {
 
     /// Record the scannable bytes of the set that starts at item `base` (the last set), plus
     /// the bytes `pend` that would complete a deferred lexeme first.
-    fn push_scan(&mut self, g: &CfgGrammar, base: usize, pend: [u64; 4]) {
+    fn push_scan(&mut self, g: &CfgGrammar, base: usize, pend: ByteSet) {
         let mut u = pend;
         for it in &self.items[base..] {
             let sym = g.syms[it.pos as usize];
@@ -545,9 +543,7 @@ impl Chart {
                 } else {
                     &g.sets[(sym & !T_FLAG) as usize]
                 };
-                for w in 0..4 {
-                    u[w] |= t[w];
-                }
+                u.union_with(t);
             }
         }
         self.scan.push(u);
@@ -609,7 +605,7 @@ impl Chart {
     #[must_use]
     pub(crate) fn commit(&mut self, g: &CfgGrammar) -> bool {
         let last = self.set_count() - 1;
-        if self.pend[last] != [0; 4] && !self.materialise(g, last) {
+        if !self.pend[last].is_empty() && !self.materialise(g, last) {
             return false;
         }
         for k in self.sigs.len()..self.set_count() {
@@ -630,7 +626,7 @@ impl Chart {
             for it in self.set(k) {
                 let sym = g.syms[it.pos as usize];
                 let active = if sym & LEX_FLAG == LEX_FLAG {
-                    g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize] != [0; 4]
+                    !g.lexemes[(sym & !LEX_FLAG) as usize].first[it.st as usize].is_empty()
                 } else {
                     sym & T_FLAG != 0 || it.pos == g.accept_pos
                 };
@@ -806,13 +802,13 @@ impl Chart {
 
     /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
     #[inline]
-    pub(crate) fn last_scan(&self) -> [u64; 4] {
+    pub(crate) fn last_scan(&self) -> ByteSet {
         self.scan[self.set_count() - 1]
     }
 
     /// Can some byte or token follow?
     pub(crate) fn can_continue(&self, g: &CfgGrammar) -> bool {
-        self.scan[self.set_count() - 1] != [0; 4] || self.expects_token(g)
+        !self.scan[self.set_count() - 1].is_empty() || self.expects_token(g)
     }
 }
 

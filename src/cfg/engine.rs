@@ -40,11 +40,10 @@ use crate::automaton::DfaStateId;
 use crate::engine::history::History;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
-    EngineErrorKind,
+    allow_eos, allows_with, bool_view, check_mask_len, precheck, refused, BoolView,
+    ConstraintEngine, EngineError, EngineErrorKind,
 };
 use crate::mask::TokenMask;
-use crate::regex::safe_set;
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, TokenKind, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -156,10 +155,10 @@ fn resolve_tokens(
 const MAX_LEX_SLICES: usize = 8;
 
 /// Slices for lexeme DFA states: a state that loops (a non-empty *safe byte set*, see
-/// [`crate::regex`]) gets the tokens whose bytes all run through the DFA from it. Each of them
-/// keeps the item before the lexeme alive, so it is allowed wherever that item is in the set;
-/// unlike the byte-set slices of the regex engine this includes tokens with multi-byte
-/// characters (run through the DFA, not tested byte by byte).
+/// [`crate::automaton::ByteDfa::safe_bytes`]) gets the tokens whose bytes all run through the
+/// DFA from it. Each of them keeps the item before the lexeme alive, so it is allowed wherever
+/// that item is in the set; unlike the byte-set slices of the regex engine this includes tokens
+/// with multi-byte characters (run through the DFA, not tested byte by byte).
 fn build_lex_slices(
     g: &CfgGrammar,
     vocab: &Vocabulary,
@@ -177,8 +176,8 @@ fn build_lex_slices(
     for (li, (l, slots)) in g.lexemes.iter().zip(out.iter_mut()).enumerate() {
         for (s, slot) in slots.iter_mut().enumerate() {
             let sid = DfaStateId::from_index(s);
-            let safe = safe_set(&l.dfa, sid, 1024, &mut budget);
-            if safe.iter().filter(|&&x| x).count() < 2 || built >= MAX_LEX_SLICES {
+            let safe = l.dfa.safe_bytes(sid, 1024, &mut budget);
+            if safe.len() < 2 || built >= MAX_LEX_SLICES {
                 continue;
             }
             let mut mask = TokenMask::new(vocab.n_vocab());
@@ -656,26 +655,19 @@ impl ConstraintEngine for CfgConstraint {
         if self.token_allowed(token) {
             return true;
         }
-        match precheck(&self.vocab, token, self.finished, self.is_accepting()) {
-            Ok(true) => true,
-            Ok(false) => {
-                let g = &*self.shared.grammar;
-                let mut chart = self.lock();
-                chart.clear_overflow();
-                let before = chart.set_count();
-                let ok = self.vocab.token_bytes(token).iter().all(|&b| chart.push(g, b));
-                chart.truncate(before);
-                ok
-            }
-            Err(_) => false,
-        }
+        allows_with(&self.vocab, token, self.finished, self.is_accepting(), |bytes| {
+            let g = &*self.shared.grammar;
+            let mut chart = self.lock();
+            chart.clear_overflow();
+            let before = chart.set_count();
+            let ok = bytes.iter().all(|&b| chart.push(g, b));
+            chart.truncate(before);
+            ok
+        })
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

@@ -28,21 +28,10 @@ use super::gbnf::{self, Expr, Pos, Rule, TokenRef};
 use super::lexer::{self, Lexeme};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaConfig;
+use crate::bytes::ByteSet;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
 use std::fmt;
-
-/// A terminal: the set of bytes it matches.
-pub(crate) type ByteSet = [u64; 4];
-
-#[inline(always)]
-pub(crate) fn set_has(s: &ByteSet, b: u8) -> bool {
-    s[(b >> 6) as usize] >> (b & 63) & 1 != 0
-}
-
-pub(crate) fn set_add(s: &mut ByteSet, b: u8) {
-    s[(b >> 6) as usize] |= 1 << (b & 63);
-}
 
 /// A packed symbol of the flat grammar.
 pub(crate) const T_FLAG: u32 = 1 << 31;
@@ -294,7 +283,7 @@ impl<'a> Lowerer<'a> {
         if let Some(&s) = self.class_nts.get(&ranges) {
             return Ok(s);
         }
-        let mut ascii: ByteSet = [0; 4];
+        let mut ascii = ByteSet::EMPTY;
         let mut multi: Vec<Vec<RSym>> = Vec::new();
         for &(lo, hi) in &ranges {
             let (lo, hi) =
@@ -302,28 +291,22 @@ impl<'a> Lowerer<'a> {
             for seq in Utf8Sequences::new(lo, hi) {
                 let rs = seq.as_slice();
                 if rs.len() == 1 {
-                    for b in rs[0].start..=rs[0].end {
-                        set_add(&mut ascii, b);
-                    }
+                    ascii.union_with(&ByteSet::from_range(rs[0].start, rs[0].end));
                 } else {
                     let mut alt = Vec::with_capacity(rs.len());
                     for r in rs {
-                        let mut s: ByteSet = [0; 4];
-                        for b in r.start..=r.end {
-                            set_add(&mut s, b);
-                        }
-                        alt.push(self.set(s));
+                        alt.push(self.set(ByteSet::from_range(r.start, r.end)));
                     }
                     multi.push(alt);
                 }
             }
         }
-        let sym = if multi.is_empty() && ascii != [0; 4] {
+        let sym = if multi.is_empty() && !ascii.is_empty() {
             self.count(1)?;
             self.set(ascii)
         } else {
             let mut alts = Vec::new();
-            if ascii != [0; 4] {
+            if !ascii.is_empty() {
                 alts.push(vec![self.set(ascii)]);
             }
             alts.extend(multi);
@@ -396,14 +379,7 @@ impl<'a> Lowerer<'a> {
             }
             Expr::Literal(bytes) => {
                 self.count(bytes.len())?;
-                bytes
-                    .iter()
-                    .map(|&b| {
-                        let mut s = [0; 4];
-                        set_add(&mut s, b);
-                        self.set(s)
-                    })
-                    .collect()
+                bytes.iter().map(|&b| self.set(ByteSet::of(&[b]))).collect()
             }
             Expr::Class { ranges, negated } => {
                 let r = normalize(ranges.clone(), *negated);
@@ -424,7 +400,7 @@ impl<'a> Lowerer<'a> {
                     Some(t) => t.set,
                     None => {
                         let set = self.sets.len() as u32;
-                        self.sets.push([0; 4]);
+                        self.sets.push(ByteSet::EMPTY);
                         self.tokens.push(TokenTerm {
                             token: token.clone(),
                             negated: *negated,
@@ -519,10 +495,8 @@ fn class_of(defs: &[NtDef], sets: &[ByteSet], s: RSym, depth: u32) -> Vec<(u32, 
         RSym::T(id) => {
             let set = &sets[id as usize];
             let mut out: Vec<(u32, u32)> = Vec::new();
-            for b in 0..0x80u8 {
-                if set_has(set, b) {
-                    out.push((b as u32, b as u32));
-                }
+            for b in set.iter().take_while(|&b| b < 0x80) {
+                out.push((b as u32, b as u32));
             }
             normalize(out, false)
         }

@@ -28,8 +28,9 @@
 //! No maximal-munch or priority rule is applied (GBNF has none): an item in an accepting DFA
 //! state both stays in the lexeme and completes it, exactly like the byte-level rules did.
 
-use super::grammar::{decode, set_add, ByteSet, RSym, Sym};
+use super::grammar::{decode, RSym, Sym};
 use crate::automaton::{ByteDfa, DfaConfig, DfaStateId};
+use crate::bytes::ByteSet;
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir, Repetition};
 
 /// Largest HIR (in nodes) inlined into one lexeme.
@@ -78,17 +79,15 @@ impl Lexeme {
 }
 
 fn class_hir(s: &ByteSet) -> Hir {
-    let mut ranges = Vec::new();
-    let mut b = 0usize;
-    while b < 256 {
-        if s[b >> 6] >> (b & 63) & 1 != 0 {
-            let lo = b;
-            while b + 1 < 256 && s[(b + 1) >> 6] >> ((b + 1) & 63) & 1 != 0 {
-                b += 1;
+    // Maximal runs of consecutive bytes, each one range.
+    let mut ranges: Vec<ClassBytesRange> = Vec::new();
+    for b in s {
+        match ranges.last_mut() {
+            Some(r) if r.end() as usize + 1 == b as usize => {
+                *r = ClassBytesRange::new(r.start(), b)
             }
-            ranges.push(ClassBytesRange::new(lo as u8, b as u8));
+            _ => ranges.push(ClassBytesRange::new(b, b)),
         }
-        b += 1;
     }
     Hir::class(Class::Bytes(ClassBytes::new(ranges)))
 }
@@ -155,7 +154,7 @@ fn decide(
     let me = i as u32;
     let ok_sym = |s: &RSym, hir: &[Option<Hir>]| match *s {
         // An empty byte set is a token terminal (see `grammar`): token-level, never in a DFA.
-        RSym::T(t) => sets[t as usize] != [0; 4],
+        RSym::T(t) => !sets[t as usize].is_empty(),
         RSym::Nt(j) => j != me && hir[j as usize].is_some(),
     };
     let mut bases = Vec::new();
@@ -239,14 +238,14 @@ pub(crate) fn build(
                 let (mut first, mut stay) = (Vec::new(), Vec::new());
                 for s in 0..dfa.state_count() {
                     let id = DfaStateId::from_index(s);
-                    let (mut f, mut l): (ByteSet, ByteSet) = ([0; 4], [0; 4]);
+                    let (mut f, mut l) = (ByteSet::EMPTY, ByteSet::EMPTY);
                     for b in 0..=255u8 {
                         match dfa.next(id, b) {
                             Some(t) if t == id => {
-                                set_add(&mut f, b);
-                                set_add(&mut l, b);
+                                f.insert(b);
+                                l.insert(b);
                             }
-                            Some(_) => set_add(&mut f, b),
+                            Some(_) => f.insert(b),
                             None => {}
                         }
                     }
@@ -292,16 +291,6 @@ pub(crate) fn build(
     (lex_of, lexemes)
 }
 
-fn union(a: &mut ByteSet, b: &ByteSet) -> bool {
-    let mut changed = false;
-    for w in 0..4 {
-        let n = a[w] | b[w];
-        changed |= n != a[w];
-        a[w] = n;
-    }
-    changed
-}
-
 /// FIRST/FOLLOW over bytes (least fixpoints) on the flat grammar, reported per lexeme position:
 /// the bytes that can come right after the lexeme there (`CfgGrammar::follow`, what deferred
 /// completions wait for). Over-approximation would only cost speed; these are exact sets
@@ -326,7 +315,7 @@ pub(crate) fn follow_sets(
         Sym::Nt(a) => nullable_nt[a as usize],
         Sym::End(_) => true,
     };
-    let mut first: Vec<ByteSet> = vec![[0; 4]; n];
+    let mut first: Vec<ByteSet> = vec![ByteSet::EMPTY; n];
     let sym_first = |s: u32, first: &[ByteSet]| -> ByteSet {
         match decode(s) {
             Sym::T(t) => sets[t as usize],
@@ -335,7 +324,7 @@ pub(crate) fn follow_sets(
                 lx.first[lx.start() as usize]
             }
             Sym::Nt(a) => first[a as usize],
-            Sym::End(_) => [0; 4],
+            Sym::End(_) => ByteSet::EMPTY,
         }
     };
     loop {
@@ -349,7 +338,7 @@ pub(crate) fn follow_sets(
                         break;
                     }
                     let f = sym_first(s, &first);
-                    changed |= union(&mut first[a], &f);
+                    changed |= first[a].union_with(&f);
                     if !sym_nullable(s) {
                         break;
                     }
@@ -362,13 +351,13 @@ pub(crate) fn follow_sets(
         }
     }
     // FIRST and nullability of every suffix, right to left within each production.
-    let mut suf_first: Vec<ByteSet> = vec![[0; 4]; syms.len() + 1];
+    let mut suf_first: Vec<ByteSet> = vec![ByteSet::EMPTY; syms.len() + 1];
     let mut suf_null = vec![true; syms.len() + 1];
     let mut lhs_of = vec![0u32; syms.len()];
     for q in (0..syms.len()).rev() {
         match decode(syms[q]) {
             Sym::End(a) => {
-                suf_first[q] = [0; 4];
+                suf_first[q] = ByteSet::EMPTY;
                 suf_null[q] = true;
                 lhs_of[q] = a;
             }
@@ -377,7 +366,7 @@ pub(crate) fn follow_sets(
                 let nul = sym_nullable(syms[q]);
                 if nul {
                     let next = suf_first[q + 1];
-                    union(&mut f, &next);
+                    f.union_with(&next);
                 }
                 suf_first[q] = f;
                 suf_null[q] = nul && suf_null[q + 1];
@@ -385,28 +374,28 @@ pub(crate) fn follow_sets(
             }
         }
     }
-    let mut fol: Vec<ByteSet> = vec![[0; 4]; n];
+    let mut fol: Vec<ByteSet> = vec![ByteSet::EMPTY; n];
     loop {
         let mut changed = false;
         for q in 0..syms.len() {
             if let Sym::Nt(a) = decode(syms[q]) {
                 let mut f = suf_first[q + 1];
                 if suf_null[q + 1] {
-                    union(&mut f, &fol[lhs_of[q] as usize]);
+                    f.union_with(&fol[lhs_of[q] as usize]);
                 }
-                changed |= union(&mut fol[a as usize], &f);
+                changed |= fol[a as usize].union_with(&f);
             }
         }
         if !changed {
             break;
         }
     }
-    let mut out = vec![[0; 4]; syms.len()];
+    let mut out = vec![ByteSet::EMPTY; syms.len()];
     for q in 0..syms.len() {
         if let Sym::Lex(_) = decode(syms[q]) {
             let mut f = suf_first[q + 1];
             if suf_null[q + 1] {
-                union(&mut f, &fol[lhs_of[q] as usize]);
+                f.union_with(&fol[lhs_of[q] as usize]);
             }
             out[q] = f;
         }

@@ -23,7 +23,8 @@
 //! lexemes' FOLLOW sets, where a run is left anyway ([`pure_of`]).
 
 use super::earley::Chart;
-use super::grammar::{decode, set_has, ByteSet, CfgGrammar, Sym};
+use super::grammar::{decode, CfgGrammar, Sym};
+use crate::bytes::ByteSet;
 use crate::recognizer::Recognizer;
 
 /// Most lexemes a virtual run steps in lockstep (the same bytes read as an identifier and as a
@@ -44,7 +45,12 @@ struct Pure {
 
 impl Pure {
     fn empty() -> Pure {
-        Pure { n: 0, lex: [0; MAX_LEXES], st: [DEAD; MAX_LEXES], follow: [[0; 4]; MAX_LEXES] }
+        Pure {
+            n: 0,
+            lex: [0; MAX_LEXES],
+            st: [DEAD; MAX_LEXES],
+            follow: [ByteSet::EMPTY; MAX_LEXES],
+        }
     }
 
     /// Add an item before lexeme `l` in state `st` at flat position `pos`; `false` when the set
@@ -52,14 +58,12 @@ impl Pure {
     fn add(&mut self, g: &CfgGrammar, l: u32, st: u32, pos: u32) -> bool {
         let f = &g.follow[pos as usize];
         // An empty FOLLOW set means the completion is not deferred (see earley).
-        if *f == [0; 4] {
+        if f.is_empty() {
             return false;
         }
         for i in 0..self.n {
             if self.lex[i] == l && self.st[i] == st {
-                for (a, b) in self.follow[i].iter_mut().zip(f) {
-                    *a |= b;
-                }
+                self.follow[i].union_with(f);
                 return true;
             }
         }
@@ -153,13 +157,13 @@ impl<'a> EarleyWalk<'a> {
             virt: Vec::with_capacity(64),
             vstates: Vec::new(),
             pure: None,
-            scan: [0; 4],
+            scan: ByteSet::EMPTY,
             pure_for: usize::MAX,
             runs: Vec::new(),
             run_store: Vec::new(),
             run_states: Vec::new(),
             moves: Vec::new(),
-            stay: [0; 4],
+            stay: ByteSet::EMPTY,
         }
     }
 
@@ -181,13 +185,13 @@ impl<'a> EarleyWalk<'a> {
     /// [`Recognizer::stay_set`] to hold).
     fn multi_stay(&self, p: &Pure) -> ByteSet {
         let top = self.vstates.len();
-        let mut best = [0u64; 4];
+        let mut best = ByteSet::EMPTY;
         let mut best_n = 0;
         for i in 0..p.n {
             let c = self.vstates[top - p.n + i];
             if c != DEAD {
                 let s = self.g.lexemes[p.lex[i] as usize].stay[c as usize];
-                let n: u32 = s.iter().map(|w| w.count_ones()).sum();
+                let n = s.len();
                 if n > best_n {
                     (best, best_n) = (s, n);
                 }
@@ -273,7 +277,7 @@ impl Recognizer for EarleyWalk<'_> {
                 self.scan = self.chart.last_scan();
             }
             // Most tries of a walk fail here, on the last set's scannable bytes.
-            if !set_has(&self.scan, byte) {
+            if !self.scan.contains(byte) {
                 return false;
             }
         }
@@ -283,7 +287,7 @@ impl Recognizer for EarleyWalk<'_> {
             if p.n == 1 {
                 let lx = &self.g.lexemes[p.lex[0] as usize];
                 let cur = self.virt.last().map_or(p.st[0], |v| v.1);
-                if !(lx.accepting(cur) && set_has(&p.follow[0], byte)) {
+                if !(lx.accepting(cur) && p.follow[0].contains(byte)) {
                     match lx.next(cur, byte) {
                         // Neither the lexeme nor a completion of it can take the byte.
                         None => return false,
@@ -306,7 +310,7 @@ impl Recognizer for EarleyWalk<'_> {
                     let mut next = DEAD;
                     if c != DEAD {
                         let lx = &self.g.lexemes[p.lex[i] as usize];
-                        if lx.accepting(c) && set_has(&p.follow[i], byte) {
+                        if lx.accepting(c) && p.follow[i].contains(byte) {
                             leave = true;
                             break;
                         }
@@ -341,7 +345,7 @@ impl Recognizer for EarleyWalk<'_> {
         }
         // The last set changes (or a replay changed it): forget its purity.
         self.pure_for = usize::MAX;
-        self.stay = [0; 4];
+        self.stay = ByteSet::EMPTY;
         self.chart.push(self.g, byte)
     }
 
@@ -349,31 +353,29 @@ impl Recognizer for EarleyWalk<'_> {
     /// virtual run the lexemes' live bytes (plus their FOLLOW bytes where they may end). Lets
     /// the trie skip the other children without a call each.
     #[inline(always)]
-    fn byte_superset(&self) -> [u64; 4] {
+    fn byte_superset(&self) -> ByteSet {
         match (self.virt.last(), &self.pure) {
             (Some(&(_, cur)), Some(p)) if p.n == 1 => {
                 let lx = &self.g.lexemes[p.lex[0] as usize];
-                let mut s = lx.first[cur as usize];
+                let s = lx.first[cur as usize];
                 if lx.accepting(cur) {
-                    for (a, b) in s.iter_mut().zip(&p.follow[0]) {
-                        *a |= b;
-                    }
+                    s.union(&p.follow[0])
+                } else {
+                    s
                 }
-                s
             }
             (Some(_), Some(p)) => {
                 let top = self.vstates.len();
-                let mut s = [0u64; 4];
+                let mut s = ByteSet::EMPTY;
                 for i in 0..p.n {
                     let c = self.vstates[top - p.n + i];
                     if c == DEAD {
                         continue;
                     }
                     let lx = &self.g.lexemes[p.lex[i] as usize];
-                    let f = &lx.first[c as usize];
-                    let acc = lx.accepting(c);
-                    for w in 0..4 {
-                        s[w] |= f[w] | if acc { p.follow[i][w] } else { 0 };
+                    s.union_with(&lx.first[c as usize]);
+                    if lx.accepting(c) {
+                        s.union_with(&p.follow[i]);
                     }
                 }
                 s
@@ -386,13 +388,13 @@ impl Recognizer for EarleyWalk<'_> {
     /// items stay alive on any string of them, whatever completions the run might also allow.
     /// Set by `try_push_byte`, cleared by `pop_bytes` (none: always correct).
     #[inline(always)]
-    fn stay_set(&self) -> [u64; 4] {
+    fn stay_set(&self) -> ByteSet {
         self.stay
     }
 
     #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
-        self.stay = [0; 4];
+        self.stay = ByteSet::EMPTY;
         let v = n.min(self.virt.len());
         self.virt.truncate(self.virt.len() - v);
         if v > 0 {

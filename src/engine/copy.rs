@@ -13,10 +13,11 @@ use super::EngineOptions;
 use crate::engine::history::History;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
+    allow_eos, allows_with, bool_view, check_mask_len, precheck, refused, BoolView,
+    ConstraintEngine, EngineError,
 };
 use crate::mask::TokenMask;
-use crate::recognizer::{ByteLogic, CopyStack};
+use crate::recognizer::{run_bytes, ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, Vocabulary};
 use std::hash::Hash;
@@ -225,27 +226,13 @@ where
 
     fn allows(&self, token: TokenId) -> bool {
         let accepting = self.grammar.is_accepting(&self.state);
-        match precheck(&self.vocab, token, self.finished, accepting) {
-            Ok(true) => true,
-            Ok(false) => {
-                let mut s = self.state;
-                self.vocab.token_bytes(token).iter().all(|&b| match self.grammar.step(&s, b) {
-                    Some(n) => {
-                        s = n;
-                        true
-                    }
-                    None => false,
-                })
-            }
-            Err(_) => false,
-        }
+        allows_with(&self.vocab, token, self.finished, accepting, |bytes| {
+            run_bytes(&*self.grammar, &self.state, bytes).is_some()
+        })
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {

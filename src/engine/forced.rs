@@ -10,22 +10,19 @@
 //! nothing but that same printable ASCII character (`\uXXXX` with the character's own code, in
 //! either hex case, or `\/` for `/`). Multi-byte characters and everything else stop the run.
 
+use crate::bytes::ByteSet;
 use crate::recognizer::Recognizer;
 
-/// Bytes allowed next, as a 256-bit set.
-fn allowed<R: Recognizer + ?Sized>(rec: &mut R) -> [bool; 256] {
-    let mut set = [false; 256];
-    for b in 0..=255u8 {
-        if rec.try_push_byte(b) {
+/// Bytes allowed next, ascending.
+fn allowed<R: Recognizer + ?Sized>(rec: &mut R) -> Vec<u8> {
+    let set = ByteSet::from_fn(|b| {
+        let ok = rec.try_push_byte(b);
+        if ok {
             rec.pop_bytes(1);
-            set[b as usize] = true;
         }
-    }
-    set
-}
-
-fn only(set: &[bool; 256]) -> Vec<u8> {
-    (0..=255u8).filter(|&b| set[b as usize]).collect()
+        ok
+    });
+    set.iter().collect()
 }
 
 /// Can the escape branch (after `\`) spell only the character `c`? Leaves `rec` as it found it.
@@ -35,7 +32,7 @@ fn escape_spells_only<R: Recognizer + ?Sized>(rec: &mut R, c: u8) -> bool {
     }
     let mut pushed = 1;
     let ok = 'check: {
-        let after = only(&allowed(rec));
+        let after = allowed(rec);
         for &e in &after {
             // `\/` spells `/`; every other short escape spells a different character.
             if !(e == b'u' || (e == b'/' && c == b'/')) {
@@ -51,7 +48,7 @@ fn escape_spells_only<R: Recognizer + ?Sized>(rec: &mut R, c: u8) -> bool {
         pushed += 1;
         let hex = format!("{:04x}", c);
         for h in hex.bytes() {
-            let digits = only(&allowed(rec));
+            let digits = allowed(rec);
             if digits.is_empty() || digits.iter().any(|d| !d.eq_ignore_ascii_case(&h)) {
                 break 'check false;
             }
@@ -77,8 +74,7 @@ pub(crate) fn forced_bytes<R: Recognizer + ?Sized>(
 ) {
     out.clear();
     while out.len() < limit && !accepting(rec) {
-        let set = allowed(rec);
-        let bytes = only(&set);
+        let bytes = allowed(rec);
         let next = match bytes.as_slice() {
             [b] => *b,
             [a, b] if *a == b'\\' || *b == b'\\' => {

@@ -242,6 +242,36 @@ pub(crate) fn precheck(
     Ok(false)
 }
 
+/// The default [`ConstraintEngine::allows`]: the shared [`precheck`], then `run` on the token's
+/// bytes (a text token) — which should push them on a copy of the state and say whether all
+/// were accepted. EOS follows `accepting`; anything the precheck refuses is not allowed.
+pub(crate) fn allows_with(
+    vocab: &Vocabulary,
+    token: TokenId,
+    finished: bool,
+    accepting: bool,
+    run: impl FnOnce(&[u8]) -> bool,
+) -> bool {
+    match precheck(vocab, token, finished, accepting) {
+        Ok(true) => true,
+        Ok(false) => run(vocab.token_bytes(token)),
+        Err(_) => false,
+    }
+}
+
+/// The default [`ConstraintEngine::step_mask`]: check the width, fill the engine's kept mask
+/// (see [`BoolView`], reached through `view`) and return it as one `bool` per token.
+pub(crate) fn bool_view<E: ConstraintEngine + ?Sized>(
+    engine: &mut E,
+    n: usize,
+    view: fn(&mut E) -> &mut BoolView,
+) -> Result<&[bool], EngineError> {
+    check_mask_len(engine.vocab(), n)?;
+    let mut m = view(engine).take_mask(n);
+    engine.fill_mask(&mut m)?;
+    Ok(view(engine).store(m))
+}
+
 /// The refusal error for a text token, with its bytes rendered.
 pub(crate) fn refused(vocab: &Vocabulary, token: TokenId, accepted_bytes: usize) -> EngineError {
     EngineError::new(EngineErrorKind::Refused {

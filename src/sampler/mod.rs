@@ -191,15 +191,7 @@ pub fn sampling_distribution<'s>(
     recent: &[TokenId],
     scratch: &'s mut SamplerScratch,
 ) -> Result<&'s [f32], SampleError> {
-    cfg.validate()?;
-    penalties.validate()?;
-    let n = logits.len();
-    if n == 0 {
-        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
-    }
-    if let Some(m) = mask {
-        check_mask(m, n)?;
-    }
+    let n = check_inputs(cfg, penalties, logits, mask)?;
     let SamplerScratch { work, keys, .. } = scratch;
     let work = load_masked(work, logits, mask);
     if penalties.penalties_active() {
@@ -229,6 +221,26 @@ pub fn sampling_distribution<'s>(
         renormalise(work);
     }
     Ok(work)
+}
+
+/// The checks every sampling path runs first, in this order: both configs valid, a non-empty
+/// row, a mask as wide as it. Returns the row's width.
+fn check_inputs(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+) -> Result<usize, SampleError> {
+    cfg.validate()?;
+    penalties.validate()?;
+    let n = logits.len();
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if let Some(m) = mask {
+        check_mask(m, n)?;
+    }
+    Ok(n)
 }
 
 /// Choose the next token: greedy when `temperature == 0` (no random draw), else one draw from
@@ -280,15 +292,7 @@ fn sample_sorting_free(
     scratch: &mut SamplerScratch,
     algorithm: FilterAlgorithm,
 ) -> Result<TokenId, SampleError> {
-    cfg.validate()?;
-    penalties.validate()?;
-    let n = logits.len();
-    if n == 0 {
-        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
-    }
-    if let Some(m) = mask {
-        check_mask(m, n)?;
-    }
+    let n = check_inputs(cfg, penalties, logits, mask)?;
     let SamplerScratch { work, rejection, topk, .. } = scratch;
     let mut candidates =
         algorithm == FilterAlgorithm::Candidates && cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES;

@@ -1544,15 +1544,15 @@ impl Recognizer for Rt<'_> {
     /// Between values only whitespace, punctuation and value starts can follow (custom
     /// separators only add whitespace); a literal takes its next letter; a number also its
     /// own bytes. Strings and keys: anything.
-    fn byte_superset(&self) -> [u64; 4] {
-        const STRUCTURE: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn");
-        const NUMBER: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
+    fn byte_superset(&self) -> crate::ByteSet {
+        const STRUCTURE: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn");
+        const NUMBER: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
         let f = self.st.frames.last().expect("root");
         match f.kind {
             Kind::Root | Kind::Obj | Kind::Arr => STRUCTURE,
             Kind::Num => NUMBER,
-            Kind::Lit => crate::recognizer::byte_set(&[LITS[f.phase as usize][f.ws as usize]]),
-            Kind::Str | Kind::Key => [u64::MAX; 4],
+            Kind::Lit => crate::ByteSet::of(&[LITS[f.phase as usize][f.ws as usize]]),
+            Kind::Str | Kind::Key => crate::ByteSet::FULL,
         }
     }
 }

@@ -15,6 +15,7 @@
 //!   `<0x20>` in SentencePiece vocabularies) are listed in a side table flagged on the node.
 //! - Only text tokens with at least one byte are in the trie; special tokens never are.
 
+use crate::bytes::ByteSet;
 use crate::mask::{TokenMask, WORD_BITS};
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
@@ -81,7 +82,7 @@ pub struct TokTrie {
     /// Per node, the bytes on the edges strictly below it, as an index into `below_sets`
     /// (deduplicated: most nodes are leaves). See [`Recognizer::stay_set`].
     below: Vec<u32>,
-    below_sets: Vec<[u64; 4]>,
+    below_sets: Vec<ByteSet>,
     /// Every token in node order (duplicates after their node's own), and per node the index of
     /// the first at or after it (one more entry at the end): a subtree's tokens are one slice.
     dfs_tokens: Vec<u32>,
@@ -178,24 +179,21 @@ impl TokTrie {
 
     /// Per node, the set of bytes on the edges below it (children's bytes and theirs, in
     /// reverse depth-first order so children come first), deduplicated.
-    fn below_sets(nodes: &[Node]) -> (Vec<u32>, Vec<[u64; 4]>) {
+    fn below_sets(nodes: &[Node]) -> (Vec<u32>, Vec<ByteSet>) {
         let n = nodes.len();
-        let mut raw = vec![[0u64; 4]; n];
+        let mut raw = vec![ByteSet::EMPTY; n];
         for i in (0..n).rev() {
             let end = i + nodes[i].subtree();
-            let mut s = [0u64; 4];
+            let mut s = ByteSet::EMPTY;
             let mut j = i + 1;
             while j < end {
-                let b = nodes[j].byte() as usize;
-                s[b / 64] |= 1 << (b % 64);
-                for (a, c) in s.iter_mut().zip(&raw[j]) {
-                    *a |= c;
-                }
+                s.insert(nodes[j].byte());
+                s.union_with(&raw[j]);
                 j += nodes[j].subtree();
             }
             raw[i] = s;
         }
-        let mut ids: FxHashMap<[u64; 4], u32> = FxHashMap::default();
+        let mut ids: FxHashMap<ByteSet, u32> = FxHashMap::default();
         let mut sets = Vec::new();
         let below = raw
             .iter()
@@ -211,9 +209,8 @@ impl TokTrie {
 
     /// Are all bytes below node `i` in `set`?
     #[inline(always)]
-    fn below_within(&self, i: usize, set: &[u64; 4]) -> bool {
-        let b = &self.below_sets[self.below[i] as usize];
-        (b[0] & !set[0]) | (b[1] & !set[1]) | (b[2] & !set[2]) | (b[3] & !set[3]) == 0
+    fn below_within(&self, i: usize, set: &ByteSet) -> bool {
+        self.below_sets[self.below[i] as usize].is_subset(set)
     }
 
     /// Number of nodes (root included).
@@ -274,7 +271,7 @@ impl TokTrie {
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
         let mut path = [0u8; MAX_TOKEN_BYTES + 1];
         // The recogniser's byte superset at each depth: bytes outside it are skipped unasked.
-        let mut sets = [[u64::MAX; 4]; FILTER_DEPTH + 1];
+        let mut sets = [ByteSet::FULL; FILTER_DEPTH + 1];
         sets[0] = rec.byte_superset();
         let mut depth = 0usize;
         let mut i = 1usize;
@@ -288,8 +285,7 @@ impl TokTrie {
                 rec.pop_bytes(pop);
             }
             let node = nodes[i];
-            let b = node.byte() as usize;
-            if depth <= FILTER_DEPTH && sets[depth][b / 64] >> (b % 64) & 1 == 0 {
+            if depth <= FILTER_DEPTH && !sets[depth].contains(node.byte()) {
                 i += node.subtree();
                 continue;
             }
@@ -298,7 +294,7 @@ impl TokTrie {
                 // Every byte below stays in the recogniser's state: the whole subtree is in.
                 if STAY && node.subtree() > 1 && {
                     let stay = rec.stay_set();
-                    stay != [0; 4] && self.below_within(i, &stay)
+                    !stay.is_empty() && self.below_within(i, &stay)
                 } {
                     let (a, b) = (self.dfs_start[i + 1], self.dfs_start[i + node.subtree()]);
                     let words = mask.words_mut();
@@ -529,13 +525,13 @@ mod tests {
         fn pop_bytes(&mut self, n: usize) {
             self.stack.truncate(self.stack.len() - n);
         }
-        fn stay_set(&self) -> [u64; 4] {
+        fn stay_set(&self) -> ByteSet {
             let set: &[u8] = match self.stack.last() {
                 Some(0) if self.stay => b"abcdefghijklmnopqrstuvwxyz",
                 Some(1) if self.stay => b"0123456789",
                 _ => b"",
             };
-            crate::recognizer::byte_set(set)
+            ByteSet::of(set)
         }
     }
 
