@@ -11,15 +11,16 @@
 //! decode loop through the object-safe [`ConstraintEngine`] trait.
 //!
 //! ## A complete example
-//! tokenizer → constraint → mask loop → token:
+//! tokenizer → constraint → compiled once → engine per request → mask loop → token:
 //! ```
 //! use grammask::decode::{generate_greedy, RandomLogits};
-//! use grammask::{ConstraintEngine, JsonConfig, JsonObjectConstraint, Vocabulary};
+//! use grammask::{Constraint, Vocabulary};
 //!
 //! let vocab = Vocabulary::embedded()?;          // Qwen3, embedded; or Vocabulary::from_file(..)
-//! let mut engine = JsonObjectConstraint::new(&vocab, &JsonConfig::default())?;
+//! let compiled = Constraint::json().compile(&vocab)?; // Arc-shared, Send + Sync
+//! let mut engine = compiled.engine();           // one per request, no compilation
 //! let mut model = RandomLogits::new(&vocab, 7); // stands in for a real model's logits
-//! let out = generate_greedy(&mut model, &mut engine, 400)?;
+//! let out = generate_greedy(&mut model, &mut *engine, 400)?;
 //! if out.finish_reason.as_str() == "stop" {
 //!     let doc: serde_json::Value = serde_json::from_slice(&out.text)?;
 //!     assert!(doc.is_object());
@@ -27,26 +28,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Layers
+//! Bottom up, each using only the ones below it (checked by `tests/it/architecture.rs`; the map
+//! is `docs/architecture.md`): [`token`], [`bytes`], [`stats`] → [`mask`] → [`recognizer`],
+//! [`sampler`] → [`vocab`], [`automaton`] → [`engine`] → the engines [`json`], [`regex`],
+//! [`cfg`](mod@cfg), [`schema`] → [`constraint`] → [`decode`] → the harness and the CLI.
+//!
 //! ## The pieces
+//! - [`constraint`]: [`Constraint`] — the one way to build any constraint: `Constraint::json()`,
+//!   `::json_schema(&schema)`, `::regex(pattern)`, `::gbnf(grammar)` → [`CompiledConstraint`] →
+//!   `engine()`; [`ConstraintError`] wraps each engine's typed error.
 //! - [`vocab`]: [`Vocabulary`] — every token decoded once to its bytes, kinds (text, special,
-//!   padding), EOS ids, and the flat byte trie ([`vocab::TokTrie`]) every mask walks.
+//!   padding), EOS ids, and the flat byte trie ([`vocab::TokTrie`]) every mask walks; engines
+//!   attach per-vocabulary data through [`vocab::VocabExtension`].
 //! - [`mask`]: [`TokenMask`] — the allow-mask, a `u32`-word bitset with `&[bool]` and additive
-//!   `f32` bias exports.
-//! - [`engine`]: the [`ConstraintEngine`] contract and its typed [`EngineError`].
-//! - [`recognizer`]: the byte-level interface ([`recognizer::Recognizer`]) the trie walker
-//!   drives; [`copy_engine`]: a complete engine for any grammar with a small `Copy` state.
+//!   `f32` bias exports. [`bytes`]: [`ByteSet`], 256-bit byte sets.
+//! - [`engine`]: the [`ConstraintEngine`] contract, its typed [`EngineError`], the options
+//!   every engine shares ([`EngineOptions`], [`Whitespace`]) and [`CopyStateEngine`], a complete
+//!   engine for any grammar with a small `Copy` state; [`recognizer`]: the byte-level interface
+//!   ([`recognizer::Recognizer`]) the trie walker drives.
 //! - [`json`]: free-form JSON (RFC 8259), [`JsonObjectConstraint`].
 //! - [`schema`]: JSON Schema, [`SchemaConstraint`] over an `Arc`-shared [`CompiledSchema`]
 //!   (keyword table in `docs/json-schema.md`; unsupported keywords are typed errors).
 //! - [`regex`] and [`automaton`]: [`RegexConstraint`], a full-match regex as a live-state byte DFA
 //!   (dense, or lazily determinised when the dense one is too big).
 //! - [`cfg`](mod@cfg): GBNF grammars (llama.cpp's format, left recursion allowed), [`CfgConstraint`].
-//! - [`bench`](mod@bench): the MaskBench harness and the JSON Schema Test Suite runner.
 //! - [`sampler`]: logits + mask → token: greedy paths, the seed-`000` host pipeline (mask →
 //!   logit bias → penalties → temperature softmax → top-p → min-p → top-k → draw with
 //!   [`sampler::Pcg32`]), logprobs, `sampling_distribution` and speculative acceptance.
 //! - [`decode`]: the decode loop ([`decode::decode`]): sample-then-check, thinking budget and
 //!   [`decode::ThinkGate`], draft validation, fast-forward, batch masks; stand-in models.
+//! - `harness` (feature `harness`): the MaskBench harness and the JSON Schema Test Suite runner.
 //! - `gpu` (feature `mlx`): masked argmax on MLX arrays.
 //! - [`stats`]: latency summaries.
 //!
@@ -64,10 +76,13 @@
 //! and a message naming the culprit.
 //!
 //! ## Configuration and size limits
-//! - [`JsonConfig`]: top level (object or any value), whitespace (compact, or flexible with runs
-//!   of at most 32 bytes by default), nesting depth (64 by default, at most 128).
+//! Every config is `#[non_exhaustive]` with `with_*` builders and its defaults documented on
+//! each field: `Config::default().with_a(..)`. Nothing in the library reads environment
+//! variables; the CLI maps its flags onto config fields.
+//! - [`JsonConfig`]: top level (object or any value), [`Whitespace`] (compact, or flexible with
+//!   runs of at most 32 bytes by default), nesting depth (64 by default, at most 128).
 //! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
-//! - [`schema::SchemaOptions`]: whitespace, property order, `lenient`, and
+//! - [`SchemaOptions`]: [`Whitespace`] (flexible runs of at most 4 by default), property order, `lenient`, and
 //!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives).
 //! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits (past them, a lazy DFA with a
 //!   per-request memory bound, [`RegexConfig::lazy_max_memory`]); [`CfgConfig`]: grammar size,
@@ -76,9 +91,16 @@
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
 //!
 //! ## Cargo features
-//! - `mlx` (off): GPU masked argmax through `mlx-rs` (see `docs/gpu.md`); on Linux it builds
-//!   against MLX's CPU library through `../shared/mlx-linux`.
-//! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
+//! | feature | default | what it adds |
+//! | --- | --- | --- |
+//! | `cli` | on | the `grammask` binary (clap), with `harness` and `embedded-tokenizer` |
+//! | `harness` | via `cli` | `grammask::harness`: MaskBench, the JSON Schema Test Suite runner |
+//! | `embedded-tokenizer` | via `cli` | [`Vocabulary::embedded`]: Qwen3's tokenizer, 2 MB gzipped |
+//! | `mlx` | off | `gpu`: masked argmax through `mlx-rs` (`docs/gpu.md`; on Linux against MLX's CPU library through `../shared/mlx-linux`) |
+//! | `mlx-metal` | off | `mlx` plus MLX's Metal backend and Accelerate (macOS only) |
+//!
+//! With `default-features = false` the library compiles no clap, no harness, no embedded
+//! tokenizer.
 
 #[macro_use]
 mod builder;
