@@ -31,13 +31,20 @@
 //! plus the `k − #{p > v}` lowest ids with `p = v`), and the row is drawn from `S` directly with
 //! one more scan. So top-k ties are resolved *exactly* as the sort-based filter does.
 //!
-//! # Where the support can differ from the sort-based chain
-//! Only at the top-p boundary, and only by rounding: both compare with the same `f32` threshold
-//! `top_p × total`, but the sort-based filter accumulates the mass above each tie group in `f32`
-//! from the top, this module sums it in `f64` in index order. The two agree unless `mass{p > v}` of the boundary group lies within about `n · 2⁻²⁴ · total` of
-//! `top_p × total`, in which case one of them may keep that group and the other not. Top-k
-//! (including ties, by id) and min-p (the same `f32` product and comparison) select exactly the
-//! sort-based sets. `tests/sampler_rejection.rs` checks both statements.
+//! # The same support as the sort-based chain, exactly
+//! Top-k (including ties, by id) and min-p (the same `f32` product and comparison) select the
+//! sort-based sets. Top-p compares masses that are summed here in `f64` by blocks and there in
+//! sorted order; both decide with the exact fixed-point rule of `sampler::mass` whenever the
+//! fast sum lies within 2⁻¹⁶ of the threshold (counted in
+//! [`RejectionStats::exact_decisions`]), so the decision never depends on the order of the
+//! additions. `tests/sampler_rejection.rs` and `tests/sampler_paths.rs` check it, the latter at
+//! up to 262k tokens through [`distribution`](super::distribution).
+//!
+//! # Temperature after the filters
+//! With `TemperaturePlacement::AfterFilters` the pass ranks and cuts `e = exp(x − max)` (the
+//! temperature-1 row) but draws with the weights `w = exp(x/T − max/T)` of a second row: the
+//! proposal of a round is `w` restricted to `e > low`, and the pivot pass also leaves the block
+//! sums of `w` above both pivots.
 //!
 //! # Numerical contract
 //! Pivots are single IEEE `f32` operations (`max × min_p`, the midpoint), masses are `f64`
@@ -586,11 +593,28 @@ fn draw_in_blocks(key: &[f32], w: &[f32], low: f32, sums: &[f64], r: f32) -> Opt
     }
     let target = f64::from(r) * total;
     let mut cum = 0.0f64;
+    let same = std::ptr::eq(key, w);
     for (b, &s) in sums.iter().enumerate() {
         if cum + s > target {
             let start = b * BLOCK;
             let end = (start + BLOCK).min(key.len());
             let mut last = None;
+            if same {
+                // One row (the default placement): the walk reads it once.
+                for (j, &p) in key[start..end].iter().enumerate() {
+                    if p > low {
+                        cum += f64::from(p);
+                        last = Some(start + j);
+                        if cum > target {
+                            return last;
+                        }
+                    }
+                }
+                if last.is_some() {
+                    return last;
+                }
+                continue;
+            }
             for (j, (&p, &wt)) in key[start..end].iter().zip(&w[start..end]).enumerate() {
                 if p > low && wt > 0.0 {
                     cum += f64::from(wt);

@@ -16,17 +16,17 @@
 //! at most the K-th candidate) and computed with one extra exp-sum pass only when the bracket
 //! does not decide the cut.
 //!
-//! Where it can differ from the full path, by rounding only: the full path ranks *probabilities*
-//! (`f32`, after `exp` and the `1/Z` scale), this path ranks *logits*; two distinct logits whose
-//! probabilities round to the same `f32` at the K-th boundary are kept by lower id there and by
-//! larger logit here. The top-p and min-p cuts compare `f64` sums of the same `exp` values that
-//! the full path normalises in `f32`, so a group whose mass lies within rounding of the cut may
-//! be decided differently (the same caveat as `sampler::rejection`).
+//! It keeps exactly the full path's set: the full path ranks the `f32` values `e = exp(x·s −
+//! m)`, this path ranks logits, and `exp` is monotone (checked over every `f32` in `[-104, 0]`),
+//! so the orders agree except between logits whose `e` is equal; the path selects K + 1
+//! candidates and hands a row whose K-th and (K+1)-th `e` are equal to the full path, which
+//! breaks that tie by id. Top-p compares the exact fixed-point sums of `sampler::mass` (the
+//! bracket is exact at both ends), min-p the same `f32` product as the full path.
 
 use super::config::SamplerConfig;
 use super::error::SampleError;
 use super::exp::exp;
-use super::mass::{top_p_drops, Fixed};
+use super::mass::{fast_decision, top_p_drops, Decision, Fixed};
 use super::pcg::Pcg32;
 use crate::token::TokenId;
 
@@ -240,6 +240,45 @@ pub fn top_k_candidates_grouped<'s>(
     Ok(out)
 }
 
+/// `Σ exp(x · s − m)` over the whole row (`-inf` contributes 0) in `f64`, eight lanes: the
+/// fast partition function (relative error far below `sampler::mass`'s tolerance).
+fn exp_sum(x: &[f32], s: f32, m: f32) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..8 {
+            lanes[j] += f64::from(exp(c[j] * s - m));
+        }
+    }
+    let mut sum = lanes.iter().sum::<f64>();
+    for &v in tail {
+        sum += f64::from(exp(v * s - m));
+    }
+    sum
+}
+
+/// [`top_p_prefix`] from a fast `f64` partition function `z`: `None` when some group's
+/// decision is within `sampler::mass`'s tolerance of the threshold (then the exact sums
+/// decide).
+fn top_p_prefix_fast(e: &[f32], top_p: f32, z: f64) -> Option<usize> {
+    let mut above = 0.0f64;
+    let mut i = 0;
+    while i < e.len() {
+        match fast_decision(above, z, top_p) {
+            Decision::Sure(true) => return Some(i),
+            Decision::Sure(false) => {}
+            Decision::Close => return None,
+        }
+        let v = e[i];
+        while i < e.len() && e[i] == v {
+            above += f64::from(e[i]);
+            i += 1;
+        }
+    }
+    Some(e.len())
+}
+
 /// `Σ ⌊exp(x · s − m)⌋` over the whole row in the fixed point of `sampler::mass` (`-inf`
 /// contributes 0): the exact partition function the top-p rule compares with.
 fn exact_exp_total(x: &[f32], s: f32, m: f32, fixed: Fixed) -> u128 {
@@ -324,7 +363,10 @@ pub(crate) fn candidate_support(
         let keep = if a == b {
             a
         } else {
-            top_p_prefix(&e[..kk], cfg.top_p, exact_exp_total(logits, s, m, fixed), fixed)
+            // The bracket does not decide: the partition function, fast, then exact if close.
+            top_p_prefix_fast(&e[..kk], cfg.top_p, exp_sum(logits, s, m)).unwrap_or_else(|| {
+                top_p_prefix(&e[..kk], cfg.top_p, exact_exp_total(logits, s, m, fixed), fixed)
+            })
         };
         len = len.min(keep.max(1));
     }
