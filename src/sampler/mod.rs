@@ -17,25 +17,31 @@
 //!   10. renormalise; 11. inverse-CDF draw with the request's [`Pcg32`] ([`draw_index`]).
 //!
 //! Steps 2–5 and 7–9 run in the order of mlx-lm's `make_logits_processors` and
-//! `make_sampler`, and the filters reproduce mlx-lm 0.32's arithmetic (checked against
-//! recorded mlx-lm outputs in `tests/sampler_mlx_golden.rs`). One deliberate difference, from
-//! the spec: temperature is applied *before* the filters (mlx-lm filters the temperature-1
-//! distribution and divides by the temperature only inside the final categorical draw). The
-//! two agree at temperature 1. See `docs/sampler.md`.
+//! `make_sampler` (checked against recorded mlx-lm outputs in `tests/sampler_mlx_golden.rs`
+//! and `tests/sampler_fidelity.rs`). Where the temperature goes is a choice,
+//! [`TemperaturePlacement`]: before the filters (the default: the seed's step list, HF
+//! transformers, vLLM) or after them (mlx-lm: the filters see the temperature-1 distribution,
+//! the draw `∝ exp(logit/T)` over the kept tokens). The two agree at temperature 1. See
+//! `docs/sampler.md` for the conventions (placement, top-p boundary, underflow, ties) and their
+//! differences from mlx-lm and HF, with numbers.
 //!
-//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; with
-//! [`FilterAlgorithm::Sort`] the sampler's draw is exactly
-//! `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative helper
-//! ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its distributions with it.
+//! [`sampling_distribution`] runs steps 1–10 and returns the probability row. It is the exact
+//! distribution of every path: all of them rank and cut the same `f32` values, and the top-p
+//! boundary is decided on exact sums (`sampler::mass`), whatever order a path adds in. With
+//! [`FilterAlgorithm::Sort`] the draw is exactly `draw_index(sampling_distribution(..),
+//! rng.next_f32())`, and the speculative helper ([`speculative_accept`],
+//! [`Sampler::verify_draft`]) builds both of its distributions with it.
 //!
 //! # Sorting-free filters
 //! By default ([`FilterAlgorithm::Auto`]) a step with an active filter draws from the same
 //! distribution without sorting: the top-k candidate path ([`sample_candidates`], seed 003) when
 //! `0 < top_k ≤ 32`, else dual-pivot rejection sampling ([`rejection_sample`], seed 002) after
-//! an unnormalised exp pass. [`FilterAlgorithm::Sort`], or `GRAMMASK_SAMPLING_REJECTION=0` in the
-//! environment, restores steps 7–11 as listed. Counters (rejection rounds, cap-overflow
-//! fallbacks) are in [`Sampler::rejection_stats`]. `docs/sampler.md` states where the supports
-//! can differ (rounding at the top-p cut only).
+//! an unnormalised exp pass. [`FilterAlgorithm::Sort`] restores steps 7–11 as listed; it is a
+//! config field only (the library reads no environment variable). [`sample_draw`] reports the
+//! path of each draw ([`SamplingPath`]), [`distribution`] returns the distribution a path
+//! samples from as computed by that path's own code, and [`sample_n`] draws several tokens
+//! from one prepared row. Counters (rejection rounds, cap-overflow fallbacks, exact top-p
+//! decisions) are in [`Sampler::rejection_stats`].
 //!
 //! # Zero overhead when off
 //! Penalties at identity, no mask and `top_logprobs_k == 0` cost nothing: the greedy path is
