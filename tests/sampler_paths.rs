@@ -255,3 +255,63 @@ fn sample_n_draws_inside_the_distribution() {
         }
     }
 }
+
+/// Pearson χ² of every path under `AfterFilters` against `sampling_distribution` (the sort
+/// chain's row), every fifth token masked: the split-weight rejection loop and the candidate
+/// path's tempered weights draw the mlx-lm placement's distribution.
+#[test]
+fn chi_square_after_filters_every_path() {
+    const VOCAB: usize = 48;
+    let draws: usize = if cfg!(debug_assertions) { 50_000 } else { 400_000 };
+    let mut rng = Pcg32::new(2024);
+    let logits: Vec<f32> =
+        (0..VOCAB).map(|i| if i % 11 == 3 { 1.0 } else { rng.next_f32() * 6.0 - 3.0 }).collect();
+    let mut mask = TokenMask::full(VOCAB);
+    for t in (0..VOCAB).step_by(5) {
+        mask.remove(TokenId::from_index(t));
+    }
+    let base = SamplerConfig::default()
+        .with_temperature(0.6)
+        .with_seed(9)
+        .with_temperature_placement(TemperaturePlacement::AfterFilters);
+    for (cfg, path) in [
+        (
+            base.clone().with_top_p(0.8).with_filter_algorithm(FilterAlgorithm::Rejection),
+            SamplingPath::Rejection,
+        ),
+        (base.clone().with_top_k(6).with_min_p(0.05), SamplingPath::Candidates),
+        (
+            base.clone()
+                .with_top_k(20)
+                .with_top_p(0.9)
+                .with_filter_algorithm(FilterAlgorithm::Sort),
+            SamplingPath::Sort,
+        ),
+    ] {
+        let mut scratch = SamplerScratch::new();
+        let pen = PenaltyConfig::default();
+        let want =
+            sampling_distribution(&cfg, &pen, Logits::F32(&logits), Some(&mask), &[], &mut scratch)
+                .unwrap()
+                .to_vec();
+        let mut s = Sampler::new(cfg.clone(), pen).unwrap();
+        let mut counts = vec![0u64; VOCAB];
+        for _ in 0..draws {
+            let d = s.sample_draw(Logits::F32(&logits), Some(&mask), &[]).unwrap();
+            assert_eq!(d.path, path);
+            counts[d.token.index()] += 1;
+        }
+        let (mut chi, mut bins) = (0.0f64, 0usize);
+        for (i, (&c, &p)) in counts.iter().zip(&want).enumerate() {
+            if p == 0.0 {
+                assert_eq!(c, 0, "{cfg:?}: token {i} outside the support drawn");
+                continue;
+            }
+            let e = f64::from(p) * draws as f64;
+            chi += (c as f64 - e).powi(2) / e;
+            bins += 1;
+        }
+        let df = bins.max(2) as f64 - 1.0;
+        assert!(chi < df + 6.0 * (2.0 * df).sqrt(), "{cfg:?}: χ² = {chi:.1}, {df} df");
+    }
+}
