@@ -118,6 +118,15 @@ enum Format {
     Json,
 }
 
+/// `--temperature-placement`, onto `sampler::TemperaturePlacement`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum PlacementArg {
+    /// Scale by 1/T, then filter (the default).
+    Before,
+    /// Filter the temperature-1 distribution, apply T in the draw.
+    After,
+}
+
 #[derive(Parser)]
 struct GenerateArgs {
     #[command(flatten)]
@@ -145,6 +154,9 @@ struct GenerateArgs {
     /// Report the top-K log-probabilities of every step (at most 20).
     #[arg(long, default_value_t = 0)]
     logprobs: usize,
+    /// Temperature before top-p/min-p/top-k (HF, vLLM) or after them (mlx-lm).
+    #[arg(long, value_enum, default_value_t = PlacementArg::Before)]
+    temperature_placement: PlacementArg,
     /// Start inside a `<think>` block and force `</think>` after this many reasoning tokens;
     /// the constraint applies to the answer after it.
     #[arg(long)]
@@ -264,7 +276,15 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
         let markers = ThinkMarkers::from_vocab(&vocab).map_err(|e| e.to_string())?;
         engine = Box::new(ThinkGate::new(engine, markers));
     }
-    let config = builder.build().map_err(|e| e.to_string())?;
+    let mut config = builder.build().map_err(|e| e.to_string())?;
+    config.sampler.temperature_placement = match args.temperature_placement {
+        PlacementArg::Before => grammask::sampler::TemperaturePlacement::BeforeFilters,
+        PlacementArg::After => grammask::sampler::TemperaturePlacement::AfterFilters,
+    };
+    // The library reads no environment; the CLI keeps the old kill switch for its own runs.
+    if std::env::var_os("GRAMMASK_SAMPLING_REJECTION").is_some_and(|v| v == "0") {
+        config.sampler.filter_algorithm = grammask::sampler::FilterAlgorithm::Sort;
+    }
     let gen =
         decode(&mut model, &vocab, Some(engine.as_mut()), &config).map_err(|e| e.to_string())?;
     let summary = Summary::of(&gen.mask_us);

@@ -143,6 +143,12 @@ impl DecodeConfigBuilder {
         self.config.sampler.min_p = p;
         self
     }
+    /// Temperature before the filters (the default) or after them (mlx-lm); see
+    /// [`TemperaturePlacement`](crate::sampler::TemperaturePlacement).
+    pub fn temperature_placement(mut self, p: crate::sampler::TemperaturePlacement) -> Self {
+        self.config.sampler.temperature_placement = p;
+        self
+    }
     /// Seed of the request's random stream.
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.sampler.seed = Some(seed);

@@ -20,21 +20,21 @@ pub const PENALTY_WINDOW: usize = 20;
 /// seeds.
 pub const DEFAULT_SEED: u64 = 0xA7A7;
 
-/// Name of the environment kill switch: `GRAMMASK_SAMPLING_REJECTION=0` makes every sampler of
-/// the process use the sort-based filter chain ([`FilterAlgorithm::Sort`]), whatever its
-/// config says. Read once per process.
-pub const REJECTION_ENV: &str = "GRAMMASK_SAMPLING_REJECTION";
-
 /// How the host pipeline applies top-k / top-p / min-p when it draws a token.
 ///
-/// Every algorithm samples from the same distribution (see `docs/sampler.md` for the
-/// rounding-level exceptions); they differ in cost and in how they consume the random stream.
-/// Greedy and temperature-only steps never depend on it.
+/// Every algorithm samples from exactly the same distribution: they decide the support with
+/// the same rules on the same `f32` values (top-p by exact sums, `sampler::mass`), so
+/// [`sampling_distribution`](super::sampling_distribution) is the distribution of each of them.
+/// They differ in cost and in how they consume the random stream. Greedy and
+/// temperature-only steps never depend on it.
+///
+/// This is a config field and nothing else: the library reads no environment variable. (The
+/// CLI maps `GRAMMASK_SAMPLING_REJECTION=0` onto [`Sort`](FilterAlgorithm::Sort), as a kill
+/// switch for its own runs.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FilterAlgorithm {
-    /// [`Candidates`](FilterAlgorithm::Candidates), unless the environment kill switch
-    /// [`REJECTION_ENV`]` = 0` is set, then [`Sort`](FilterAlgorithm::Sort).
+    /// [`Candidates`](FilterAlgorithm::Candidates) (the default).
     #[default]
     Auto,
     /// The sort-based chain: softmax, top-p → min-p → top-k by sorting, renormalise, one
@@ -48,16 +48,31 @@ pub enum FilterAlgorithm {
     Candidates,
 }
 
-/// True unless the process runs with [`REJECTION_ENV`]` = 0`.
-fn env_allows_rejection() -> bool {
-    static ALLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOW.get_or_init(|| std::env::var_os(REJECTION_ENV).is_none_or(|v| v != "0"))
+/// Where the temperature is applied relative to top-p, min-p and top-k.
+///
+/// Both conventions are in use: HF transformers' warpers and vLLM divide the logits by the
+/// temperature first and filter the tempered distribution; mlx-lm's `make_sampler` (and
+/// llama.cpp's default chain) filter the temperature-1 distribution and apply the temperature
+/// only in the final draw. The two agree at temperature 1 and whenever no filter is active.
+/// `docs/sampler.md` gives the numbers and why [`BeforeFilters`](Self::BeforeFilters) is the
+/// default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TemperaturePlacement {
+    /// Scale by `1/T`, then filter (seed 000's step list; HF transformers, vLLM). The default.
+    #[default]
+    BeforeFilters,
+    /// Filter the temperature-1 probabilities, then draw from the kept tokens with
+    /// probabilities `∝ exp(logit / T)` (mlx-lm's `make_sampler`).
+    AfterFilters,
 }
 
 /// Temperature, filters, seed and logprob capture for one request.
 ///
 /// The default is greedy decoding (temperature 0, like mlx-lm's `make_sampler`) with every
-/// filter off and no logprobs.
+/// filter off and no logprobs. Each field's default is stated on it; build a config with
+/// [`SamplerConfig::default`] and the `with_*` methods (the struct is `#[non_exhaustive]`, so
+/// new knobs can be added without breaking callers; the fields stay readable).
 ///
 /// # Example
 /// ```
@@ -67,6 +82,7 @@ fn env_allows_rejection() -> bool {
 /// cfg.validate().unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SamplerConfig {
     /// Softmax temperature. `0` (the default) means greedy: no softmax, no random draw.
     pub temperature: f32,
@@ -83,6 +99,9 @@ pub struct SamplerConfig {
     pub top_logprobs_k: usize,
     /// Which implementation applies the filters ([`FilterAlgorithm::Auto`] by default).
     pub filter_algorithm: FilterAlgorithm,
+    /// Temperature before or after the filters ([`TemperaturePlacement::BeforeFilters`] by
+    /// default).
+    pub temperature_placement: TemperaturePlacement,
 }
 
 impl Default for SamplerConfig {
@@ -95,6 +114,7 @@ impl Default for SamplerConfig {
             seed: None,
             top_logprobs_k: 0,
             filter_algorithm: FilterAlgorithm::Auto,
+            temperature_placement: TemperaturePlacement::BeforeFilters,
         }
     }
 }
@@ -130,6 +150,12 @@ impl SamplerConfig {
         self
     }
 
+    /// Set or clear the seed (`None` uses [`DEFAULT_SEED`]).
+    pub fn with_seed_opt(mut self, seed: Option<u64>) -> Self {
+        self.seed = seed;
+        self
+    }
+
     /// Set the number of top logprobs to capture.
     pub fn with_top_logprobs(mut self, k: usize) -> Self {
         self.top_logprobs_k = k;
@@ -142,13 +168,15 @@ impl SamplerConfig {
         self
     }
 
-    /// The algorithm a step uses: the kill switch [`REJECTION_ENV`]` = 0` forces
-    /// [`FilterAlgorithm::Sort`]; [`FilterAlgorithm::Auto`] means
-    /// [`FilterAlgorithm::Candidates`].
+    /// Choose where the temperature is applied.
+    pub fn with_temperature_placement(mut self, p: TemperaturePlacement) -> Self {
+        self.temperature_placement = p;
+        self
+    }
+
+    /// The algorithm a step uses: [`FilterAlgorithm::Auto`] means
+    /// [`FilterAlgorithm::Candidates`]; the others are themselves.
     pub fn effective_filter_algorithm(&self) -> FilterAlgorithm {
-        if !env_allows_rejection() {
-            return FilterAlgorithm::Sort;
-        }
         match self.filter_algorithm {
             FilterAlgorithm::Auto => FilterAlgorithm::Candidates,
             a => a,
@@ -173,6 +201,23 @@ impl SamplerConfig {
     #[inline]
     pub fn seed_or_default(&self) -> u64 {
         self.seed.unwrap_or(DEFAULT_SEED)
+    }
+
+    /// The scale the filters see: `1/T` with [`TemperaturePlacement::BeforeFilters`], `1` with
+    /// [`TemperaturePlacement::AfterFilters`].
+    #[inline]
+    pub(crate) fn filter_scale(&self) -> f32 {
+        match self.temperature_placement {
+            TemperaturePlacement::BeforeFilters => 1.0 / self.temperature,
+            TemperaturePlacement::AfterFilters => 1.0,
+        }
+    }
+
+    /// True when the draw weights differ from the values the filters rank: `AfterFilters` at a
+    /// temperature other than 1.
+    #[inline]
+    pub(crate) fn split_weights(&self) -> bool {
+        self.temperature_placement == TemperaturePlacement::AfterFilters && self.temperature != 1.0
     }
 
     /// True when top-p removes anything, i.e. `0 < top_p < 1`.
@@ -209,7 +254,8 @@ impl SamplerConfig {
 /// All three penalties look at the window of the last [`PENALTY_WINDOW`] (20) generated tokens
 /// that the caller passes to each step (mlx-lm's `context_size=20`; unlike OpenAI, tokens older
 /// than the window are not penalised). Identity values: `repetition_penalty = 1`,
-/// `presence_penalty = 0`, `frequency_penalty = 0`, empty `logit_bias`.
+/// `presence_penalty = 0`, `frequency_penalty = 0`, empty `logit_bias` (the defaults). Build
+/// it with [`PenaltyConfig::default`] and the `with_*` methods (`#[non_exhaustive]`).
 ///
 /// # Example
 /// ```
@@ -219,6 +265,7 @@ impl SamplerConfig {
 /// assert!(!PenaltyConfig::default().penalties_active());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PenaltyConfig {
     /// Sign-aware multiplicative penalty (CTRL, Keskar et al. 2019): a positive logit is divided
     /// by it, a negative one multiplied, once per unique id in the window. Must be finite and
@@ -266,6 +313,12 @@ impl PenaltyConfig {
     /// Add a logit bias for `token`.
     pub fn with_bias(mut self, token: TokenId, bias: f32) -> Self {
         self.logit_bias.push((token, bias));
+        self
+    }
+
+    /// Replace every logit bias with `biases`.
+    pub fn with_logit_bias(mut self, biases: Vec<(TokenId, f32)>) -> Self {
+        self.logit_bias = biases;
         self
     }
 

@@ -11,6 +11,7 @@
 
 use super::error::SampleError;
 use super::exp::exp;
+use super::mass::{top_p_drops, Fixed};
 
 /// Turn (masked, penalised) logits into probabilities in place: `p[i] = exp(x[i]/T - max/T) / Σ`.
 ///
@@ -25,14 +26,27 @@ use super::exp::exp;
 ///
 /// [`AllForbidden`]: super::SampleErrorKind::AllForbidden
 pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), SampleError> {
+    let sum = exp_in_place(x, inv_temperature)?;
+    scale(x, sum);
+    Ok(())
+}
+
+/// The softmax without its division: `x[i] = exp(x[i]·s − max·s)` in place (so the maximum
+/// becomes exactly 1 and `-inf` exactly 0), returning the `f64` sum. The same arithmetic, and
+/// the same limit case (an infinite scaled maximum gives 1 on the maxima, 0 elsewhere), as
+/// [`softmax_in_place`]: every path of the sampler ranks and filters these values.
+///
+/// # Errors
+/// As [`softmax_in_place`].
+pub(crate) fn exp_in_place(x: &mut [f32], s: f32) -> Result<f64, SampleError> {
     let max = max_checked(x)?;
     if max == f32::NEG_INFINITY {
         return Err(SampleError::all_forbidden());
     }
-    let m = max * inv_temperature;
+    let m = max * s;
     let mut sum = 0.0f64;
     // `1/T` itself can overflow (a subnormal temperature); then `0 × inf` would be NaN.
-    if m.is_infinite() || inv_temperature.is_infinite() {
+    if m.is_infinite() || s.is_infinite() {
         for v in x.iter_mut() {
             *v = if *v == max { 1.0 } else { 0.0 };
             sum += f64::from(*v);
@@ -43,19 +57,42 @@ pub fn softmax_in_place(x: &mut [f32], inv_temperature: f32) -> Result<(), Sampl
         let mut chunks = x.chunks_exact_mut(8);
         for c in &mut chunks {
             for j in 0..8 {
-                let e = exp(c[j] * inv_temperature - m);
+                let e = exp(c[j] * s - m);
                 c[j] = e;
                 lanes[j] += f64::from(e);
             }
         }
         for v in chunks.into_remainder() {
-            *v = exp(*v * inv_temperature - m);
+            *v = exp(*v * s - m);
             lanes[0] += f64::from(*v);
         }
         sum = lanes.iter().sum();
     }
-    scale(x, sum);
-    Ok(())
+    Ok(sum)
+}
+
+/// The draw weights of the kept tokens under [`AfterFilters`]: `w[i] = exp(x[i]/T − max/T)`
+/// where `keep[i] > 0`, else 0, written over `keep`. `logits` is the (masked, penalised) row;
+/// its maximum is always kept by the filters. Handles the limit case like [`exp_in_place`].
+///
+/// [`AfterFilters`]: super::TemperaturePlacement::AfterFilters
+pub(crate) fn reweight_kept(keep: &mut [f32], logits: &[f32], inv_t: f32) {
+    let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    let m = max * inv_t;
+    let limit = m.is_infinite() || inv_t.is_infinite();
+    for (k, &x) in keep.iter_mut().zip(logits) {
+        if *k > 0.0 {
+            *k = if limit {
+                if x == max {
+                    1.0
+                } else {
+                    0.0
+                }
+            } else {
+                exp(x * inv_t - m)
+            };
+        }
+    }
 }
 
 /// The maximum of `x`, refusing NaN (the error names the first NaN's index).
@@ -117,15 +154,17 @@ pub fn renormalise(probs: &mut [f32]) {
     scale(probs, sum);
 }
 
-/// Nucleus filter (Holtzman et al. 2020) with mlx-lm's exact arithmetic (`apply_top_p`,
-/// mlx-lm 0.32): sort ascending; a token is dropped when the probability mass strictly above
-/// it in that order is `>= top_p × total`, and then every token whose probability is below
-/// that of the first survivor goes to zero.
+/// Nucleus filter (Holtzman et al. 2020): sort ascending; the tie group of value `v` is kept
+/// iff the mass strictly above it is `< top_p × total`, where both masses are *exact* sums
+/// (fixed point, `sampler::mass`): the answer does not depend on the order of the additions,
+/// so the rejection and candidate paths, which sum in other orders, keep exactly this set.
 ///
 /// This is the spec's "inclusive ascending cumsum > 1 − top_p" rule (`cum(i) = total −
-/// above(i)`), written the way mlx-lm computes it. Ties at the cut are kept as a group:
-/// survival depends on a token's probability, never on its index. No-op unless
-/// `0 < top_p < 1`. `keys` is scratch.
+/// above(i)`) in mlx-lm 0.32's formulation ("mass above ≥ `top_p × total` is dropped", ties at
+/// the cut kept as a group: survival depends on a token's probability, never on its index).
+/// mlx-lm evaluates it with an `f32` reverse cumsum and an `f32` threshold; the two can differ
+/// only when the mass above a group lies within that `f32` rounding of the threshold
+/// (`docs/sampler.md`). No-op unless `0 < top_p < 1`. `keys` is scratch.
 pub fn top_p_in_place(probs: &mut [f32], top_p: f32, keys: &mut Vec<u64>) {
     if !(top_p > 0.0 && top_p < 1.0) {
         return;
@@ -141,22 +180,17 @@ pub fn top_p_in_place(probs: &mut [f32], top_p: f32, keys: &mut Vec<u64>) {
     }
     keys.sort_unstable();
     let prob = |k: u64| f32::from_bits((k >> 32) as u32);
-    // Total mass, summed from the top as mlx-lm's reverse cumsum does.
-    let total = keys.iter().rev().fold(0.0f32, |acc, &k| acc + prob(k));
-    let threshold = top_p * total;
-    if threshold.is_nan() || threshold <= 0.0 {
-        // A row of a few subnormal probabilities: nothing meaningful to cut.
-        return;
-    }
+    let fixed = Fixed::for_max(prob(keys[keys.len() - 1]));
+    let total: u128 = keys.iter().map(|&k| fixed.of(prob(k))).sum();
     // Walk down from the most likely token; `above` is the mass strictly above position j.
-    let mut above = 0.0f32;
+    let mut above = 0u128;
     let mut first_kept = 0;
     for j in (0..keys.len()).rev() {
-        if above >= threshold {
+        if top_p_drops(above, total, top_p) {
             first_kept = j + 1;
             break;
         }
-        above += prob(keys[j]);
+        above += fixed.of(prob(keys[j]));
     }
     let cut = prob(keys[first_kept]);
     for &k in &keys[..first_kept] {
@@ -280,10 +314,14 @@ mod tests {
         let mut r = vec![0.1, 0.6, 0.3];
         top_p_in_place(&mut r, 0.7, &mut keys);
         assert_eq!(r, vec![0.0, 0.6, 0.3]);
-        // Subnormal rows do not index past the end.
+        // Subnormal rows do not index past the end, and are cut like any other row.
         let mut tiny = vec![1e-45, 1e-45];
         top_p_in_place(&mut tiny, 0.1, &mut keys);
         assert_eq!(tiny, vec![1e-45, 1e-45]);
+        let t = f32::from_bits(1);
+        let mut sub = vec![t, t * 6.0, t * 3.0];
+        top_p_in_place(&mut sub, 0.5, &mut keys);
+        assert_eq!(sub, vec![0.0, t * 6.0, 0.0]);
     }
 
     #[test]

@@ -17,25 +17,31 @@
 //!   10. renormalise; 11. inverse-CDF draw with the request's [`Pcg32`] ([`draw_index`]).
 //!
 //! Steps 2–5 and 7–9 run in the order of mlx-lm's `make_logits_processors` and
-//! `make_sampler`, and the filters reproduce mlx-lm 0.32's arithmetic (checked against
-//! recorded mlx-lm outputs in `tests/it/sampler_mlx_golden.rs`). One deliberate difference, from
-//! the spec: temperature is applied *before* the filters (mlx-lm filters the temperature-1
-//! distribution and divides by the temperature only inside the final categorical draw). The
-//! two agree at temperature 1. See `docs/sampler.md`.
+//! `make_sampler` (checked against recorded mlx-lm outputs in `tests/it/sampler_mlx_golden.rs`
+//! and `tests/it/sampler_fidelity.rs`). Where the temperature goes is a choice,
+//! [`TemperaturePlacement`]: before the filters (the default: the seed's step list, HF
+//! transformers, vLLM) or after them (mlx-lm: the filters see the temperature-1 distribution,
+//! the draw `∝ exp(logit/T)` over the kept tokens). The two agree at temperature 1. See
+//! `docs/sampler.md` for the conventions (placement, top-p boundary, underflow, ties) and their
+//! differences from mlx-lm and HF, with numbers.
 //!
-//! [`sampling_distribution`] runs steps 1–10 and returns the probability row; with
-//! [`FilterAlgorithm::Sort`] the sampler's draw is exactly
-//! `draw_index(sampling_distribution(..), rng.next_f32())`, and the speculative helper
-//! ([`speculative_accept`], [`Sampler::verify_draft`]) builds both of its distributions with it.
+//! [`sampling_distribution`] runs steps 1–10 and returns the probability row. It is the exact
+//! distribution of every path: all of them rank and cut the same `f32` values, and the top-p
+//! boundary is decided on exact sums (`sampler::mass`), whatever order a path adds in. With
+//! [`FilterAlgorithm::Sort`] the draw is exactly `draw_index(sampling_distribution(..),
+//! rng.next_f32())`, and the speculative helper ([`speculative_accept`],
+//! [`Sampler::verify_draft`]) builds both of its distributions with it.
 //!
 //! # Sorting-free filters
 //! By default ([`FilterAlgorithm::Auto`]) a step with an active filter draws from the same
 //! distribution without sorting: the top-k candidate path ([`sample_candidates`], seed 003) when
 //! `0 < top_k ≤ 32`, else dual-pivot rejection sampling ([`rejection_sample`], seed 002) after
-//! an unnormalised exp pass. [`FilterAlgorithm::Sort`], or `GRAMMASK_SAMPLING_REJECTION=0` in the
-//! environment, restores steps 7–11 as listed. Counters (rejection rounds, cap-overflow
-//! fallbacks) are in [`Sampler::rejection_stats`]. `docs/sampler.md` states where the supports
-//! can differ (rounding at the top-p cut only).
+//! an unnormalised exp pass. [`FilterAlgorithm::Sort`] restores steps 7–11 as listed; it is a
+//! config field only (the library reads no environment variable). [`sample_draw`] reports the
+//! path of each draw ([`SamplingPath`]), [`distribution`] returns the distribution a path
+//! samples from as computed by that path's own code, and [`sample_n`] draws several tokens
+//! from one prepared row. Counters (rejection rounds, cap-overflow fallbacks, exact top-p
+//! decisions) are in [`Sampler::rejection_stats`].
 //!
 //! # Zero overhead when off
 //! Penalties at identity, no mask and `top_logprobs_k == 0` cost nothing: the greedy path is
@@ -68,6 +74,7 @@ mod filters;
 mod greedy;
 mod logits;
 mod logprobs;
+mod mass;
 mod pcg;
 mod penalties;
 mod rejection;
@@ -75,8 +82,8 @@ mod speculative;
 mod topk;
 
 pub use config::{
-    FilterAlgorithm, PenaltyConfig, SamplerConfig, DEFAULT_SEED, MAX_TOP_LOGPROBS, PENALTY_WINDOW,
-    REJECTION_ENV,
+    FilterAlgorithm, PenaltyConfig, SamplerConfig, TemperaturePlacement, DEFAULT_SEED,
+    MAX_TOP_LOGPROBS, PENALTY_WINDOW,
 };
 pub use error::{SampleError, SampleErrorKind};
 pub use filters::{
@@ -96,6 +103,7 @@ pub use topk::{
 
 use crate::mask::{TokenMask, WORD_BITS};
 use crate::token::TokenId;
+use filters::{exp_in_place, reweight_kept};
 use greedy::{argmax_f32, check_mask};
 
 /// Reusable buffers for one decode stream: the working row, the sort keys of top-p/top-k, the
@@ -107,6 +115,8 @@ use greedy::{argmax_f32, check_mask};
 pub struct SamplerScratch {
     work: Vec<f32>,
     keys: Vec<u64>,
+    /// A copy of the logits, for the draw weights when the temperature follows the filters.
+    logits: Vec<f32>,
     rejection: RejectionScratch,
     topk: TopKScratch,
 }
@@ -122,6 +132,7 @@ impl SamplerScratch {
         SamplerScratch {
             work: Vec::with_capacity(vocab),
             keys: Vec::with_capacity(vocab),
+            logits: Vec::new(),
             rejection: RejectionScratch::with_capacity(vocab),
             topk: TopKScratch::new(),
         }
@@ -191,8 +202,16 @@ pub fn sampling_distribution<'s>(
     recent: &[TokenId],
     scratch: &'s mut SamplerScratch,
 ) -> Result<&'s [f32], SampleError> {
-    let n = check_inputs(cfg, penalties, logits, mask)?;
-    let SamplerScratch { work, keys, .. } = scratch;
+    cfg.validate()?;
+    penalties.validate()?;
+    let n = logits.len();
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if let Some(m) = mask {
+        check_mask(m, n)?;
+    }
+    let SamplerScratch { work, keys, logits: copy, .. } = scratch;
     let work = load_masked(work, logits, mask);
     if penalties.penalties_active() {
         apply_penalties(work, recent, penalties, mask);
@@ -203,56 +222,115 @@ pub fn sampling_distribution<'s>(
         work[t.index()] = 1.0;
         return Ok(work);
     }
-    softmax_in_place(work, 1.0 / cfg.temperature)?;
-    let mut filtered = false;
-    if cfg.top_p_active() {
-        top_p_in_place(work, cfg.top_p, keys);
-        filtered = true;
+    if !cfg.filters_active(n) {
+        softmax_in_place(work, 1.0 / cfg.temperature)?;
+        return Ok(work);
     }
-    if cfg.min_p > 0.0 {
-        min_p_in_place(work, cfg.min_p);
-        filtered = true;
+    let split = cfg.split_weights();
+    if split {
+        copy.clear();
+        copy.extend_from_slice(work);
     }
-    if cfg.top_k > 0 && cfg.top_k < n {
-        top_k_in_place(work, cfg.top_k, keys);
-        filtered = true;
+    // The filters rank and cut the unnormalised `e = exp(x·s − max·s)` (maximum exactly 1),
+    // the values the rejection and candidate paths see too, so all paths keep one set.
+    exp_in_place(work, cfg.filter_scale())?;
+    filter_in_place(work, cfg, keys);
+    if split {
+        reweight_kept(work, copy, 1.0 / cfg.temperature);
     }
-    if filtered {
-        renormalise(work);
-    }
+    renormalise(work);
     Ok(work)
 }
 
-/// The checks every sampling path runs first, in this order: both configs valid, a non-empty
-/// row, a mask as wide as it. Returns the row's width.
-fn check_inputs(
-    cfg: &SamplerConfig,
-    penalties: &PenaltyConfig,
-    logits: Logits<'_>,
-    mask: Option<&TokenMask>,
-) -> Result<usize, SampleError> {
-    cfg.validate()?;
-    penalties.validate()?;
-    let n = logits.len();
-    if n == 0 {
-        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+/// Steps 7–9 on a row of filter values: top-p, min-p, top-k (each a no-op when off).
+fn filter_in_place(work: &mut [f32], cfg: &SamplerConfig, keys: &mut Vec<u64>) {
+    if cfg.top_p_active() {
+        top_p_in_place(work, cfg.top_p, keys);
     }
-    if let Some(m) = mask {
-        check_mask(m, n)?;
+    if cfg.min_p > 0.0 {
+        min_p_in_place(work, cfg.min_p);
     }
-    Ok(n)
+    if cfg.top_k > 0 && cfg.top_k < work.len() {
+        top_k_in_place(work, cfg.top_k, keys);
+    }
+}
+
+/// Which implementation produced a draw (or a [`Distribution`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SamplingPath {
+    /// Temperature 0: an argmax, no random draw.
+    Greedy,
+    /// Temperature only (no active filter): softmax and one inverse-CDF draw.
+    Softmax,
+    /// The sort-based filter chain (seed 000).
+    Sort,
+    /// Dual-pivot rejection sampling without sorting (seed 002).
+    Rejection,
+    /// The top-k candidate path (seed 003).
+    Candidates,
+}
+
+/// One sampled token and the path that drew it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Draw {
+    /// The token.
+    pub token: TokenId,
+    /// How it was drawn.
+    pub path: SamplingPath,
+}
+
+/// The distribution one path samples from: the tokens with non-zero probability (ascending
+/// ids) and their probabilities (summing to one), computed by that path's own code.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Distribution {
+    /// The support, ascending.
+    pub ids: Vec<TokenId>,
+    /// `probs[i]` is the probability of `ids[i]`.
+    pub probs: Vec<f32>,
+    /// The path whose code computed it (`None` only for the empty default).
+    pub path: Option<SamplingPath>,
+}
+
+impl Distribution {
+    /// The dense row (`0` outside the support) of a vocabulary of `n` tokens.
+    pub fn to_dense(&self, n: usize) -> Vec<f32> {
+        let mut row = vec![0.0; n];
+        for (t, &p) in self.ids.iter().zip(&self.probs) {
+            row[t.index()] = p;
+        }
+        row
+    }
+}
+
+/// The path a step with `cfg` takes on a row of `n` tokens before any run-time deferral (the
+/// candidate path hands a row to rejection at a tie on its K-th value or an infinite scaled
+/// maximum; a draw reports the path that actually ran).
+pub fn planned_path(cfg: &SamplerConfig, n: usize) -> SamplingPath {
+    if !cfg.sampling_active() {
+        return SamplingPath::Greedy;
+    }
+    if !cfg.filters_active(n) {
+        return SamplingPath::Softmax;
+    }
+    match cfg.effective_filter_algorithm() {
+        FilterAlgorithm::Sort => SamplingPath::Sort,
+        FilterAlgorithm::Candidates if cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES => {
+            SamplingPath::Candidates
+        }
+        _ => SamplingPath::Rejection,
+    }
 }
 
 /// Choose the next token: greedy when `temperature == 0` (no random draw), else one draw from
-/// [`sampling_distribution`] with `rng`.
+/// [`sampling_distribution`] with `rng`. [`sample_draw`] also says which path ran.
 ///
 /// When a filter is active (top-p < 1, min-p > 0, `0 < top_k < vocab`) the draw goes through
 /// the config's [`FilterAlgorithm`]: by default the top-k candidate path for `top_k ≤ 32`
 /// ([`sample_candidates`]) and sorting-free rejection otherwise ([`rejection_sample`]); the
-/// distribution is the same, the random stream is consumed differently (see
-/// `docs/sampler.md`). [`FilterAlgorithm::Sort`] or `GRAMMASK_SAMPLING_REJECTION=0` restores
-/// the sort-based chain. Greedy and temperature-only steps take the same path whatever the
-/// algorithm.
+/// distribution is exactly the same, the random stream is consumed differently (see
+/// `docs/sampler.md`). [`FilterAlgorithm::Sort`] restores the sort-based chain. Greedy and
+/// temperature-only steps take the same path whatever the algorithm.
 ///
 /// # Errors
 /// As [`sampling_distribution`].
@@ -265,24 +343,14 @@ pub fn sample_token(
     rng: &mut Pcg32,
     scratch: &mut SamplerScratch,
 ) -> Result<TokenId, SampleError> {
-    if !cfg.sampling_active() {
-        cfg.validate()?;
-        return argmax_with_penalties(logits, penalties, recent, mask, scratch);
-    }
-    let algorithm = cfg.effective_filter_algorithm();
-    if algorithm != FilterAlgorithm::Sort && cfg.filters_active(logits.len()) {
-        return sample_sorting_free(cfg, penalties, logits, mask, recent, rng, scratch, algorithm);
-    }
-    let probs = sampling_distribution(cfg, penalties, logits, mask, recent, scratch)?;
-    draw_index(probs, rng.next_f32())
-        .map(TokenId::from_index)
-        .ok_or_else(SampleError::all_forbidden)
+    sample_draw(cfg, penalties, logits, mask, recent, rng, scratch).map(|d| d.token)
 }
 
-/// Steps 1–11 with the sorting-free filters: the same checks, mask and penalties as
-/// [`sampling_distribution`], then the candidate path or softmax + rejection.
-#[allow(clippy::too_many_arguments)]
-fn sample_sorting_free(
+/// [`sample_token`], reporting the path that drew the token.
+///
+/// # Errors
+/// As [`sampling_distribution`].
+pub fn sample_draw(
     cfg: &SamplerConfig,
     penalties: &PenaltyConfig,
     logits: Logits<'_>,
@@ -290,44 +358,190 @@ fn sample_sorting_free(
     recent: &[TokenId],
     rng: &mut Pcg32,
     scratch: &mut SamplerScratch,
-    algorithm: FilterAlgorithm,
-) -> Result<TokenId, SampleError> {
-    let n = check_inputs(cfg, penalties, logits, mask)?;
+) -> Result<Draw, SampleError> {
+    // A closure, not a Vec: a single draw allocates nothing.
+    let mut token = TokenId(0);
+    let path =
+        sample_into(cfg, penalties, logits, mask, recent, 1, rng, scratch, &mut |t| token = t)?;
+    Ok(Draw { token, path })
+}
+
+/// `k` independent draws from one row (best-of-n, tests): steps 1–6 and the path's
+/// preparation run once, then each draw costs what the path's draw costs (an inverse-CDF walk,
+/// a rejection loop over the prepared row, or a walk over the K candidates). Appends to `out`
+/// and returns the path. Greedy repeats its one token.
+///
+/// # Errors
+/// As [`sampling_distribution`].
+#[allow(clippy::too_many_arguments)]
+pub fn sample_n(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+    recent: &[TokenId],
+    k: usize,
+    rng: &mut Pcg32,
+    scratch: &mut SamplerScratch,
+    out: &mut Vec<TokenId>,
+) -> Result<SamplingPath, SampleError> {
+    sample_into(cfg, penalties, logits, mask, recent, k, rng, scratch, &mut |t| out.push(t))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sample_into(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+    recent: &[TokenId],
+    k: usize,
+    rng: &mut Pcg32,
+    scratch: &mut SamplerScratch,
+    out: &mut dyn FnMut(TokenId),
+) -> Result<SamplingPath, SampleError> {
+    if !cfg.sampling_active() {
+        cfg.validate()?;
+        let t = argmax_with_penalties(logits, penalties, recent, mask, scratch)?;
+        (0..k).for_each(|_| out(t));
+        return Ok(SamplingPath::Greedy);
+    }
+    let path = planned_path(cfg, logits.len());
+    if matches!(path, SamplingPath::Rejection | SamplingPath::Candidates) {
+        return sample_sorting_free(cfg, penalties, logits, mask, recent, k, rng, scratch, out);
+    }
+    let probs = sampling_distribution(cfg, penalties, logits, mask, recent, scratch)?;
+    for _ in 0..k {
+        let t = draw_index(probs, rng.next_f32()).ok_or_else(SampleError::all_forbidden)?;
+        out(TokenId::from_index(t));
+    }
+    Ok(path)
+}
+
+/// Checks shared by every path: valid configs, a non-empty row, a mask of its length.
+fn check_step(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    n: usize,
+    mask: Option<&TokenMask>,
+) -> Result<(), SampleError> {
+    cfg.validate()?;
+    penalties.validate()?;
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if let Some(m) = mask {
+        check_mask(m, n)?;
+    }
+    Ok(())
+}
+
+/// Steps 1–11 with the sorting-free filters: the same checks, mask and penalties as
+/// [`sampling_distribution`], then the candidate path or the exp pass + rejection, `k` draws.
+#[allow(clippy::too_many_arguments)]
+fn sample_sorting_free(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+    recent: &[TokenId],
+    k: usize,
+    rng: &mut Pcg32,
+    scratch: &mut SamplerScratch,
+    out: &mut dyn FnMut(TokenId),
+) -> Result<SamplingPath, SampleError> {
+    let n = logits.len();
+    check_step(cfg, penalties, n, mask)?;
     let SamplerScratch { work, rejection, topk, .. } = scratch;
-    let mut candidates =
-        algorithm == FilterAlgorithm::Candidates && cfg.top_k > 0 && cfg.top_k <= MAX_CANDIDATES;
-    if candidates && mask.is_none() && !penalties.penalties_active() {
-        if let Logits::F32(row) = logits {
-            // Nothing to apply to the row: the selector reads the caller's slice, no copy.
-            if let Some(t) = sample_candidates(row, cfg, rng, topk)? {
-                rejection.count_candidate_row();
-                return Ok(t);
+    let candidates = planned_path(cfg, n) == SamplingPath::Candidates;
+    let untouched = mask.is_none() && !penalties.penalties_active();
+    // Nothing to apply to the row: the selector and the exp pass read the caller's slice.
+    let src: Option<&[f32]> = match logits {
+        Logits::F32(row) if untouched => Some(row),
+        _ => {
+            let w = load_masked(work, logits, mask);
+            if penalties.penalties_active() {
+                apply_penalties(w, recent, penalties, mask);
             }
-            candidates = false;
+            None
         }
-    }
-    if mask.is_none() && !penalties.penalties_active() {
-        if let Logits::F32(row) = logits {
-            // Nothing to apply: the exp pass reads the caller's row, no copy.
-            work.resize(n, 0.0);
-            return rejection::sample_logits(Some(row), work, cfg, rng, rejection)?
-                .map(TokenId::from_index)
-                .ok_or_else(SampleError::all_forbidden);
+    };
+    if candidates && topk::candidate_support(src.unwrap_or(work), cfg, topk)? {
+        rejection.count_candidate_row();
+        for _ in 0..k {
+            out(topk::draw_kept(topk.kept(), rng.next_f32()));
         }
+        return Ok(SamplingPath::Candidates);
     }
-    let work = load_masked(work, logits, mask);
-    if penalties.penalties_active() {
-        apply_penalties(work, recent, penalties, mask);
+    work.resize(n, 0.0);
+    let prepared = rejection::prepare(src, work, cfg, rejection)?;
+    if k > 1 {
+        rejection.save_first_round();
     }
-    if candidates {
-        if let Some(t) = sample_candidates(work, cfg, rng, topk)? {
-            rejection.count_candidate_row();
-            return Ok(t);
+    for i in 0..k {
+        if i > 0 {
+            rejection.restore_first_round();
         }
+        let t = rejection::draw_prepared(work, &prepared, cfg, rng, rejection)
+            .ok_or_else(SampleError::all_forbidden)?;
+        out(TokenId::from_index(t));
     }
-    rejection::sample_logits(None, work, cfg, rng, rejection)?
-        .map(TokenId::from_index)
-        .ok_or_else(SampleError::all_forbidden)
+    Ok(SamplingPath::Rejection)
+}
+
+/// The distribution the config's path samples from, computed by that path's own code (the
+/// sort chain's row, the candidate path's kept set, or the support the rejection loop's
+/// acceptance test defines), with the path. Every path gives the same support and, within
+/// `f32` rounding of the normalisation, the same probabilities; this is how that is checked
+/// without drawing. Allocates; meant for tests, diagnostics and verification, not the decode
+/// loop.
+///
+/// # Errors
+/// As [`sampling_distribution`].
+pub fn distribution(
+    cfg: &SamplerConfig,
+    penalties: &PenaltyConfig,
+    logits: Logits<'_>,
+    mask: Option<&TokenMask>,
+    recent: &[TokenId],
+    scratch: &mut SamplerScratch,
+) -> Result<Distribution, SampleError> {
+    let n = logits.len();
+    let path = planned_path(cfg, n);
+    let from_weights = |ids: Vec<usize>, w: Vec<f32>, path| {
+        let total: f64 = w.iter().map(|&v| f64::from(v)).sum();
+        let (ids, probs) = ids
+            .into_iter()
+            .zip(w)
+            .filter(|&(_, v)| v > 0.0)
+            .map(|(i, v)| (TokenId::from_index(i), (f64::from(v) / total) as f32))
+            .unzip();
+        Distribution { ids, probs, path: Some(path) }
+    };
+    if matches!(path, SamplingPath::Rejection | SamplingPath::Candidates) {
+        check_step(cfg, penalties, n, mask)?;
+        let SamplerScratch { work, rejection, topk, .. } = scratch;
+        let w = load_masked(work, logits, mask);
+        if penalties.penalties_active() {
+            apply_penalties(w, recent, penalties, mask);
+        }
+        if path == SamplingPath::Candidates && topk::candidate_support(w, cfg, topk)? {
+            let (ids, wts) = topk.kept().iter().map(|&(t, v)| (t as usize, v)).unzip();
+            return Ok(from_weights(ids, wts, SamplingPath::Candidates));
+        }
+        let prepared = rejection::prepare(None, w, cfg, rejection)?;
+        let (mut ids, mut wts) = (Vec::new(), Vec::new());
+        rejection::prepared_support(w, &prepared, cfg, rejection, &mut ids, &mut wts);
+        return Ok(from_weights(ids, wts, SamplingPath::Rejection));
+    }
+    let probs = sampling_distribution(cfg, penalties, logits, mask, recent, scratch)?;
+    let (ids, probs) = probs
+        .iter()
+        .enumerate()
+        .filter(|&(_, &p)| p > 0.0)
+        .map(|(i, &p)| (TokenId::from_index(i), p))
+        .unzip();
+    Ok(Distribution { ids, probs, path: Some(path) })
 }
 
 /// A request's sampler: its configs, its [`Pcg32`] (seeded from
@@ -436,6 +650,66 @@ impl Sampler {
         }
         compute_top_logprobs_into(logits, t, k, &mut self.logprobs)?;
         Ok((t, Some(&self.logprobs)))
+    }
+
+    /// One decode step reporting the path that drew the token ([`sample_draw`]).
+    ///
+    /// # Errors
+    /// As [`sampling_distribution`].
+    pub fn sample_draw(
+        &mut self,
+        logits: Logits<'_>,
+        mask: Option<&TokenMask>,
+        recent: &[TokenId],
+    ) -> Result<Draw, SampleError> {
+        sample_draw(
+            &self.config,
+            &self.penalties,
+            logits,
+            mask,
+            recent,
+            &mut self.rng,
+            &mut self.scratch,
+        )
+    }
+
+    /// `k` independent draws from one row ([`sample_n`]): appended to `out`, the path returned.
+    ///
+    /// # Errors
+    /// As [`sampling_distribution`].
+    pub fn sample_n(
+        &mut self,
+        logits: Logits<'_>,
+        mask: Option<&TokenMask>,
+        recent: &[TokenId],
+        k: usize,
+        out: &mut Vec<TokenId>,
+    ) -> Result<SamplingPath, SampleError> {
+        sample_n(
+            &self.config,
+            &self.penalties,
+            logits,
+            mask,
+            recent,
+            k,
+            &mut self.rng,
+            &mut self.scratch,
+            out,
+        )
+    }
+
+    /// The distribution this step's path samples from, by that path's own code
+    /// ([`distribution`]).
+    ///
+    /// # Errors
+    /// As [`sampling_distribution`].
+    pub fn path_distribution(
+        &mut self,
+        logits: Logits<'_>,
+        mask: Option<&TokenMask>,
+        recent: &[TokenId],
+    ) -> Result<Distribution, SampleError> {
+        distribution(&self.config, &self.penalties, logits, mask, recent, &mut self.scratch)
     }
 
     /// The probability row this step samples from ([`sampling_distribution`]).

@@ -31,13 +31,20 @@
 //! plus the `k − #{p > v}` lowest ids with `p = v`), and the row is drawn from `S` directly with
 //! one more scan. So top-k ties are resolved *exactly* as the sort-based filter does.
 //!
-//! # Where the support can differ from the sort-based chain
-//! Only at the top-p boundary, and only by rounding: both compare with the same `f32` threshold
-//! `top_p × total`, but the sort-based filter accumulates the mass above each tie group in `f32`
-//! from the top, this module sums it in `f64` in index order. The two agree unless `mass{p > v}` of the boundary group lies within about `n · 2⁻²⁴ · total` of
-//! `top_p × total`, in which case one of them may keep that group and the other not. Top-k
-//! (including ties, by id) and min-p (the same `f32` product and comparison) select exactly the
-//! sort-based sets. `tests/it/sampler_rejection.rs` checks both statements.
+//! # The same support as the sort-based chain, exactly
+//! Top-k (including ties, by id) and min-p (the same `f32` product and comparison) select the
+//! sort-based sets. Top-p compares masses that are summed here in `f64` by blocks and there in
+//! sorted order; both decide with the exact fixed-point rule of `sampler::mass` whenever the
+//! fast sum lies within 2⁻¹⁶ of the threshold (counted in
+//! [`RejectionStats::exact_decisions`]), so the decision never depends on the order of the
+//! additions. `tests/it/sampler_rejection.rs` and `tests/it/sampler_paths.rs` check it, the latter at
+//! up to 262k tokens through [`distribution`](super::distribution).
+//!
+//! # Temperature after the filters
+//! With `TemperaturePlacement::AfterFilters` the pass ranks and cuts `e = exp(x − max)` (the
+//! temperature-1 row) but draws with the weights `w = exp(x/T − max/T)` of a second row: the
+//! proposal of a round is `w` restricted to `e > low`, and the pivot pass also leaves the block
+//! sums of `w` above both pivots.
 //!
 //! # Numerical contract
 //! Pivots are single IEEE `f32` operations (`max × min_p`, the midpoint), masses are `f64`
@@ -58,9 +65,10 @@ use super::config::SamplerConfig;
 use super::error::SampleError;
 use super::exp::exp;
 use super::filters::{
-    draw_index, max_checked, min_p_in_place, renormalise, softmax_in_place, top_k_in_place,
-    top_p_in_place,
+    draw_index, exp_in_place, max_checked, min_p_in_place, renormalise, softmax_in_place,
+    top_k_in_place, top_p_in_place,
 };
+use super::mass::{fast_decision, top_p_drops, Decision, Fixed};
 use super::pcg::Pcg32;
 
 /// Default cap on rejection rounds per row before the sort-based fallback.
@@ -87,6 +95,9 @@ pub struct RejectionStats {
     pub fallbacks: u64,
     /// Rows sampled on the top-k candidate path ([`sample_candidates`](super::sample_candidates)).
     pub candidate_rows: u64,
+    /// Top-p decisions whose fast `f64` mass was within rounding of the threshold and that the
+    /// exact sums settled (one extra pass each; see `sampler::mass`).
+    pub exact_decisions: u64,
 }
 
 /// Reusable buffers and counters of the rejection sampler: block sums (vocab / 1,024 entries)
@@ -96,6 +107,10 @@ pub struct RejectionScratch {
     sums: Vec<f64>,
     sums1: Vec<f64>,
     row: Vec<f32>,
+    /// Draw weights `exp(x/T − max/T)` under `TemperaturePlacement::AfterFilters`.
+    weights: Vec<f32>,
+    /// The first round's block sums, kept for repeated draws from one row.
+    first: Vec<f64>,
     keys: Vec<u64>,
     max_rounds: usize,
     stats: RejectionStats,
@@ -114,6 +129,8 @@ impl RejectionScratch {
             sums: Vec::new(),
             sums1: Vec::new(),
             row: Vec::new(),
+            weights: Vec::new(),
+            first: Vec::new(),
             keys: Vec::new(),
             max_rounds: MAX_REJECTION_ROUNDS,
             stats: RejectionStats::default(),
@@ -143,6 +160,19 @@ impl RejectionScratch {
     /// Zero the counters.
     pub fn reset_stats(&mut self) {
         self.stats = RejectionStats::default();
+    }
+
+    /// Keep the first round's block sums of a [`prepare`]d row, so that several draws can be
+    /// made from it ([`restore_first_round`](Self::restore_first_round) before each).
+    pub(crate) fn save_first_round(&mut self) {
+        self.first.clear();
+        self.first.extend_from_slice(&self.sums);
+    }
+
+    /// Put back the block sums saved by [`save_first_round`](Self::save_first_round).
+    pub(crate) fn restore_first_round(&mut self) {
+        self.sums.clear();
+        self.sums.extend_from_slice(&self.first);
     }
 
     pub(crate) fn count_candidate_row(&mut self) {
@@ -192,7 +222,7 @@ pub fn rejection_sample(
     let (max, total) = max_and_sum(probs);
     let low = min_p_low(max, cfg.min_p);
     block_sums_above(probs, low, &mut scratch.sums);
-    sample_prepared(probs, max, total, low, cfg, rng, scratch)
+    sample_prepared(probs, None, max, total, low, cfg, rng, scratch)
 }
 
 /// The min-p cut as an exclusive lower bound: `p >= max × min_p` iff `p > low`.
@@ -205,22 +235,52 @@ fn min_p_low(max: f32, min_p: f32) -> f32 {
     }
 }
 
+/// What [`prepare`] leaves for the draws: the row maximum and mass of the filter values, the
+/// min-p bound, and whether the draw weights are a separate row (`scratch.weights`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    max: f32,
+    total: f64,
+    low: f32,
+    split: bool,
+}
+
 /// The pipeline's entry: the logits (masked, penalised; `src`, or `out` itself when `src` is
-/// `None`) become unnormalised probabilities `e = exp(x/T − max/T)` in `out` (no division: the
-/// sampler only needs ratios), and the same pass records the block sums of the first round;
-/// then [`rejection_sample`]'s loop runs. Saves the softmax's scale pass, the separate max/sum
-/// pass and, with `src`, the copy into the working row. `out` has the length of the row.
+/// `None`) become unnormalised probabilities `e = exp(x·s − max·s)` in `out` (no division: the
+/// sampler only needs ratios; `s = 1/T`, or `1` when the temperature comes after the filters,
+/// and then the draw weights `exp(x/T − max/T)` go to `scratch.weights`), and the same pass
+/// records the block sums of the first round. Saves the softmax's scale pass, the separate
+/// max/sum pass and, with `src`, the copy into the working row. `out` has the length of the
+/// row.
 ///
 /// # Errors
 /// A NaN logit, or every logit `-inf`.
-pub(crate) fn sample_logits(
+pub(crate) fn prepare(
     src: Option<&[f32]>,
     out: &mut [f32],
     cfg: &SamplerConfig,
-    rng: &mut Pcg32,
     scratch: &mut RejectionScratch,
-) -> Result<Option<usize>, SampleError> {
+) -> Result<Prepared, SampleError> {
     let inv_t = 1.0 / cfg.temperature;
+    if cfg.split_weights() {
+        // Temperature after the filters: rank and filter `e = exp(x − max)`, draw with
+        // `w = exp(x/T − max/T)`. Two exp passes; only this placement pays for them.
+        let RejectionScratch { weights, sums, .. } = scratch;
+        weights.resize(out.len(), 0.0);
+        if let Some(s) = src {
+            out.copy_from_slice(s);
+        }
+        weights.copy_from_slice(out);
+        exp_in_place(out, 1.0)?;
+        exp_in_place(weights, inv_t)?;
+        let (max, total) = max_and_sum(out);
+        let low = min_p_low(max, cfg.min_p);
+        sums.clear();
+        sums.extend(
+            out.chunks(BLOCK).zip(weights.chunks(BLOCK)).map(|(k, w)| weight_above(k, w, low)),
+        );
+        return Ok(Prepared { max, total, low, split: true });
+    }
     let max = max_checked(src.unwrap_or(out))?;
     if max == f32::NEG_INFINITY {
         return Err(SampleError::all_forbidden());
@@ -232,7 +292,10 @@ pub(crate) fn sample_logits(
             out.copy_from_slice(s);
         }
         softmax_in_place(out, inv_t)?;
-        return Ok(rejection_sample(out, cfg, rng, scratch));
+        let (max, total) = max_and_sum(out);
+        let low = min_p_low(max, cfg.min_p);
+        block_sums_above(out, low, &mut scratch.sums);
+        return Ok(Prepared { max, total, low, split: false });
     }
     // `max` maps to exactly this value (the same expression as every other entry's).
     let e_max = exp(max * inv_t - m);
@@ -264,13 +327,92 @@ pub(crate) fn sample_logits(
         sums.push(lanes_sum(&hi));
         total += lanes_sum(&all);
     }
-    Ok(sample_prepared(out, e_max, total, low, cfg, rng, scratch))
+    Ok(Prepared { max: e_max, total, low, split: false })
 }
 
-/// The rejection loop. `scratch.sums` holds the block sums of `p > low`; `max` is the row
-/// maximum and `total` its mass.
+/// One draw from a row [`prepare`]d in `out` (the block sums of `scratch` are consumed; see
+/// [`save_first_round`](RejectionScratch::save_first_round) to draw again).
+pub(crate) fn draw_prepared(
+    out: &[f32],
+    p: &Prepared,
+    cfg: &SamplerConfig,
+    rng: &mut Pcg32,
+    scratch: &mut RejectionScratch,
+) -> Option<usize> {
+    if p.split {
+        let w = std::mem::take(&mut scratch.weights);
+        let t = sample_prepared(out, Some(&w), p.max, p.total, p.low, cfg, rng, scratch);
+        scratch.weights = w;
+        t
+    } else {
+        sample_prepared(out, None, p.max, p.total, p.low, cfg, rng, scratch)
+    }
+}
+
+/// The support the rejection loop accepts from, computed by its own tests: the largest value
+/// `v` above the min-p bound that passes the top-k count and the top-p rule (the acceptance
+/// test of a candidate of value `v`), found by bisection over the row's distinct values (one
+/// counting pass per step), then every token above it and, at a top-k tie, the lowest tied
+/// ids. Returns the ids (ascending) and their unnormalised draw weights into `ids`/`weights`.
+pub(crate) fn prepared_support(
+    out: &[f32],
+    p: &Prepared,
+    cfg: &SamplerConfig,
+    scratch: &mut RejectionScratch,
+    ids: &mut Vec<usize>,
+    weights: &mut Vec<f32>,
+) {
+    ids.clear();
+    weights.clear();
+    let n = out.len();
+    let k = if cfg.top_k == 0 || cfg.top_k >= n { usize::MAX } else { cfg.top_k };
+    let rule = TopPRule {
+        key: out,
+        total: p.total,
+        top_p: cfg.top_p,
+        on: cfg.top_p_active(),
+        fixed: Fixed::for_max(p.max),
+    };
+    let mut vals: Vec<f32> = out.iter().copied().filter(|&v| v > p.low).collect();
+    vals.sort_unstable_by(|a, b| b.total_cmp(a));
+    vals.dedup();
+    let RejectionScratch { sums, sums1, stats, .. } = scratch;
+    let mut passes = |v: f32| {
+        let s = pivot_stats::<false>(out, out, v, v, sums, sums1);
+        !(s.gt0 >= k || rule.drops(s.mass0, v, stats))
+    };
+    // vals[0] (the maximum) always passes; find the last index that does.
+    let (mut lo, mut hi) = (0usize, vals.len());
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if passes(vals[mid]) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let Some(&cut) = vals.get(lo) else { return };
+    let s = pivot_stats::<false>(out, out, cut, cut, sums, sums1);
+    let keep = if s.ge0 <= k { usize::MAX } else { k - s.gt0 };
+    let w = if p.split { &scratch.weights[..] } else { out };
+    let mut seen = 0usize;
+    for (i, &v) in out.iter().enumerate() {
+        let tied = v == cut;
+        if v > cut || (tied && seen < keep) {
+            ids.push(i);
+            weights.push(w[i]);
+        }
+        seen += usize::from(tied);
+    }
+}
+
+/// The rejection loop. `key` holds the values the filters rank (and `max`, `total` its maximum
+/// and mass); `weight`, when given, the draw weights of the same tokens (else `key` itself).
+/// `scratch.sums` holds the block sums of the weights of `key > low`.
+#[allow(clippy::too_many_arguments)]
 fn sample_prepared(
-    probs: &[f32],
+    key: &[f32],
+    weight: Option<&[f32]>,
     max: f32,
     total: f64,
     mut low: f32,
@@ -278,47 +420,48 @@ fn sample_prepared(
     rng: &mut Pcg32,
     scratch: &mut RejectionScratch,
 ) -> Option<usize> {
-    let n = probs.len();
+    let n = key.len();
     scratch.stats.rows += 1;
     if max.is_nan() || max <= 0.0 {
         return None;
     }
     // Top-k is a no-op when k is 0 or covers the row (the sort-based filter's rule).
     let k = if cfg.top_k == 0 || cfg.top_k >= n { usize::MAX } else { cfg.top_k };
-    // The threshold is the sort-based filter's `f32` product `top_p × total`, so its rounding
-    // (coarse for subnormal-scale rows) is the same on both paths.
-    let threshold32 = cfg.top_p * (total as f32);
-    let top_p_on = cfg.top_p > 0.0 && cfg.top_p < 1.0 && threshold32 > 0.0;
-    let threshold = if top_p_on { f64::from(threshold32) } else { f64::INFINITY };
+    let top_p_on = cfg.top_p_active();
+    let rule = TopPRule { key, total, top_p: cfg.top_p, on: top_p_on, fixed: Fixed::for_max(max) };
+    let w = weight.unwrap_or(key);
     let mut high = max;
     let RejectionScratch { sums, sums1, .. } = scratch;
     for _ in 0..scratch.max_rounds {
         scratch.stats.rounds += 1;
-        let c = draw_in_blocks(probs, low, sums, rng.next_f32())?;
+        let c = draw_in_blocks(key, w, low, sums, rng.next_f32())?;
         if k == usize::MAX && !top_p_on {
             return Some(c); // min-p alone (or nothing): every candidate above the cut is in S.
         }
-        let p0 = probs[c];
+        let p0 = key[c];
         // Round-to-nearest keeps the midpoint inside [p0, high], subnormals included.
         let p1 = p0 + (high - p0) * 0.5;
         // The pass also leaves the block sums above each pivot: the next round's draw needs
         // no pass of its own.
-        let s = pivot_stats(probs, p0, p1, sums, sums1);
-        let fails0 = s.gt0 >= k || s.mass0 >= threshold;
+        let s = match weight {
+            None => pivot_stats::<false>(key, key, p0, p1, sums, sums1),
+            Some(wt) => pivot_stats::<true>(key, wt, p0, p1, sums, sums1),
+        };
+        let fails0 = s.gt0 >= k || rule.drops(s.mass0, p0, &mut scratch.stats);
         if !fails0 {
             if s.ge0 <= k {
                 return Some(c);
             }
             // `p0` is the boundary value and top-k keeps only the lowest tied ids.
             let keep = k - s.gt0;
-            let rank_in_tie = probs[..c].iter().filter(|&&p| p == p0).count();
+            let rank_in_tie = key[..c].iter().filter(|&&p| p == p0).count();
             if rank_in_tie < keep {
                 return Some(c);
             }
             scratch.stats.tie_resolutions += 1;
-            return draw_tie_cut(probs, p0, keep, rng.next_f32());
+            return draw_tie_cut(key, w, p0, keep, rng.next_f32());
         }
-        let fails1 = s.gt1 >= k || s.mass1 >= threshold;
+        let fails1 = s.gt1 >= k || rule.drops(s.mass1, p1, &mut scratch.stats);
         if fails1 {
             low = p1;
             std::mem::swap(sums, sums1);
@@ -328,22 +471,54 @@ fn sample_prepared(
         }
     }
     scratch.stats.fallbacks += 1;
-    sort_fallback(probs, cfg, rng, scratch)
+    sort_fallback(key, weight, cfg, rng, scratch)
 }
 
-/// The cap-overflow path: the sort-based chain on a copy of the row.
+/// The top-p test of one row: is the tie group of value `v`, with fast mass `mass` above it,
+/// dropped? Decided by the fast `f64` sums when they are clear of the threshold, else by the
+/// exact sums of `sampler::mass` (the rule every path shares).
+struct TopPRule<'a> {
+    key: &'a [f32],
+    total: f64,
+    top_p: f32,
+    on: bool,
+    fixed: Fixed,
+}
+
+impl TopPRule<'_> {
+    fn drops(&self, mass: f64, v: f32, stats: &mut RejectionStats) -> bool {
+        if !self.on {
+            return false;
+        }
+        match fast_decision(mass, self.total, self.top_p) {
+            Decision::Sure(d) => d,
+            Decision::Close => {
+                stats.exact_decisions += 1;
+                let (above, total) = self.fixed.above_and_total(self.key, v);
+                top_p_drops(above, total, self.top_p)
+            }
+        }
+    }
+}
+
+/// The cap-overflow path: the sort-based chain on a copy of the row (filters on `key`, draw
+/// with `weight`).
 fn sort_fallback(
-    probs: &[f32],
+    key: &[f32],
+    weight: Option<&[f32]>,
     cfg: &SamplerConfig,
     rng: &mut Pcg32,
     scratch: &mut RejectionScratch,
 ) -> Option<usize> {
     let row = &mut scratch.row;
     row.clear();
-    row.extend_from_slice(probs);
+    row.extend_from_slice(key);
     top_p_in_place(row, cfg.top_p, &mut scratch.keys);
     min_p_in_place(row, cfg.min_p);
     top_k_in_place(row, cfg.top_k, &mut scratch.keys);
+    if let Some(w) = weight {
+        row.iter_mut().zip(w).filter(|(r, _)| **r > 0.0).for_each(|(r, &w)| *r = w);
+    }
     renormalise(row);
     draw_index(row, rng.next_f32())
 }
@@ -395,59 +570,93 @@ fn sum_above(x: &[f32], low: f32) -> f64 {
     s
 }
 
+/// `Σ{w : key > low}` of a block (the split-weight twin of [`sum_above`]).
+fn weight_above(key: &[f32], w: &[f32], low: f32) -> f64 {
+    key.iter().zip(w).map(|(&k, &w)| if k > low { f64::from(w) } else { 0.0 }).sum()
+}
+
 /// Block sums of `p > low` (one vectorised pass) into `sums`.
 fn block_sums_above(probs: &[f32], low: f32, sums: &mut Vec<f64>) {
     sums.clear();
     sums.extend(probs.chunks(BLOCK).map(|b| sum_above(b, low)));
 }
 
-/// One inverse-CDF draw from the row restricted to `p > low`, given that row's block sums:
-/// the block sums locate the block holding `r × Σ`, one sequential walk inside it finds the
-/// index. On floating-point drift (the walk does not cross the target) the block's last entry
-/// above `low` is taken. `None` when nothing lies above `low`.
-fn draw_in_blocks(probs: &[f32], low: f32, sums: &[f64], r: f32) -> Option<usize> {
+/// One inverse-CDF draw from the row restricted to `key > low`, with weights `w` (`key`
+/// itself when the placement does not split them), given the block sums of those weights: the
+/// block sums locate the block holding `r × Σ`, one sequential walk inside it finds the index.
+/// On floating-point drift (the walk does not cross the target) the block's last entry with a
+/// positive weight is taken. `None` when nothing lies above `low`.
+fn draw_in_blocks(key: &[f32], w: &[f32], low: f32, sums: &[f64], r: f32) -> Option<usize> {
     let total: f64 = sums.iter().sum();
     if total.is_nan() || total <= 0.0 {
         return None;
     }
     let target = f64::from(r) * total;
     let mut cum = 0.0f64;
+    let same = std::ptr::eq(key, w);
     for (b, &s) in sums.iter().enumerate() {
         if cum + s > target {
             let start = b * BLOCK;
-            let block = &probs[start..(start + BLOCK).min(probs.len())];
+            let end = (start + BLOCK).min(key.len());
             let mut last = None;
-            for (j, &p) in block.iter().enumerate() {
-                if p > low {
-                    cum += f64::from(p);
+            if same {
+                // One row (the default placement): the walk reads it once.
+                for (j, &p) in key[start..end].iter().enumerate() {
+                    if p > low {
+                        cum += f64::from(p);
+                        last = Some(start + j);
+                        if cum > target {
+                            return last;
+                        }
+                    }
+                }
+                if last.is_some() {
+                    return last;
+                }
+                continue;
+            }
+            for (j, (&p, &wt)) in key[start..end].iter().zip(&w[start..end]).enumerate() {
+                if p > low && wt > 0.0 {
+                    cum += f64::from(wt);
                     last = Some(start + j);
                     if cum > target {
                         return last;
                     }
                 }
             }
-            return last;
+            if last.is_some() {
+                return last;
+            }
+        } else {
+            cum += s;
         }
-        cum += s;
     }
-    probs.iter().rposition(|&p| p > low)
+    (0..key.len()).rev().find(|&i| key[i] > low && w[i] > 0.0)
 }
 
-/// One draw from the exactly known top-k support at a tie: every `p > v`, plus the first
-/// `keep` ids with `p == v`. A direct two-pass scan (the tie group is rare and small).
-fn draw_tie_cut(probs: &[f32], v: f32, keep: usize, r: f32) -> Option<usize> {
-    // Total: mass strictly above v, plus `keep` copies of v.
-    let above = probs.chunks(BLOCK).map(|b| sum_above(b, v)).sum::<f64>();
-    let total = above + keep as f64 * f64::from(v);
+/// One draw from the exactly known top-k support at a tie: every `key > v`, plus the first
+/// `keep` ids with `key == v`, weighted by `w`. A direct two-pass scan (the tie group is rare
+/// and small).
+fn draw_tie_cut(key: &[f32], w: &[f32], v: f32, keep: usize, r: f32) -> Option<usize> {
+    let inside = |seen: &mut usize, p: f32| {
+        let at = p == v && *seen < keep;
+        *seen += usize::from(p == v);
+        p > v || at
+    };
+    let mut seen = 0usize;
+    let total: f64 = key
+        .iter()
+        .zip(w)
+        .filter(|(&p, _)| inside(&mut seen, p))
+        .map(|(_, &wt)| f64::from(wt))
+        .sum();
     let target = f64::from(r) * total;
     let mut cum = 0.0f64;
     let mut seen = 0usize;
     let mut last = None;
-    for (i, &p) in probs.iter().enumerate() {
-        let inside = p > v || (p == v && seen < keep);
-        seen += usize::from(p == v);
-        if inside {
-            cum += f64::from(p);
+    for (i, (&p, &wt)) in key.iter().zip(w).enumerate() {
+        if inside(&mut seen, p) && wt > 0.0 {
+            cum += f64::from(wt);
             last = Some(i);
             if cum > target {
                 return last;
@@ -459,8 +668,12 @@ fn draw_tie_cut(probs: &[f32], v: f32, keep: usize, r: f32) -> Option<usize> {
 
 /// Count and mass above both pivots, and the count at or above `p0`, in one pass; the
 /// per-block masses above `p0` and `p1` go to `sums0` and `sums1`.
-fn pivot_stats(
+///
+/// With `SPLIT`, the block sums are of the weights `w` of those entries instead of their values
+/// (temperature after the filters); without it `w` is not read.
+fn pivot_stats<const SPLIT: bool>(
     x: &[f32],
+    w: &[f32],
     p0: f32,
     p1: f32,
     sums0: &mut Vec<f64>,
@@ -470,7 +683,7 @@ fn pivot_stats(
     sums0.clear();
     sums1.clear();
     // Blocks keep the u32 lane counters far from overflow and the sums in a fixed order.
-    for block in x.chunks(BLOCK) {
+    for (bi, block) in x.chunks(BLOCK).enumerate() {
         let mut gt0 = [0u32; 8];
         let mut ge0 = [0u32; 8];
         let mut gt1 = [0u32; 8];
@@ -511,8 +724,14 @@ fn pivot_stats(
         out.ge0 += ge0.iter().map(|&c| c as usize).sum::<usize>();
         out.gt1 += gt1.iter().map(|&c| c as usize).sum::<usize>();
         let (b0, b1) = (lanes_sum(&m0), lanes_sum(&m1));
-        sums0.push(b0);
-        sums1.push(b1);
+        if SPLIT {
+            let wb = &w[bi * BLOCK..bi * BLOCK + block.len()];
+            sums0.push(weight_above(block, wb, p0));
+            sums1.push(weight_above(block, wb, p1));
+        } else {
+            sums0.push(b0);
+            sums1.push(b1);
+        }
         out.mass0 += b0;
         out.mass1 += b1;
     }
@@ -552,7 +771,7 @@ mod tests {
     #[test]
     fn pivot_stats_counts() {
         let x: Vec<f32> = (0..3000).map(|i| (i % 10) as f32).collect();
-        let s = pivot_stats(&x, 5.0, 7.5, &mut Vec::new(), &mut Vec::new());
+        let s = pivot_stats::<false>(&x, &x, 5.0, 7.5, &mut Vec::new(), &mut Vec::new());
         assert_eq!((s.gt0, s.ge0, s.gt1), (1200, 1500, 600));
         assert_eq!(s.mass0, 300.0 * (6.0 + 7.0 + 8.0 + 9.0));
         assert_eq!(s.mass1, 300.0 * (8.0 + 9.0));

@@ -16,16 +16,17 @@
 //! at most the K-th candidate) and computed with one extra exp-sum pass only when the bracket
 //! does not decide the cut.
 //!
-//! Where it can differ from the full path, by rounding only: the full path ranks *probabilities*
-//! (`f32`, after `exp` and the `1/Z` scale), this path ranks *logits*; two distinct logits whose
-//! probabilities round to the same `f32` at the K-th boundary are kept by lower id there and by
-//! larger logit here. The top-p and min-p cuts compare `f64` sums of the same `exp` values that
-//! the full path normalises in `f32`, so a group whose mass lies within rounding of the cut may
-//! be decided differently (the same caveat as `sampler::rejection`).
+//! It keeps exactly the full path's set: the full path ranks the `f32` values `e = exp(x·s −
+//! m)`, this path ranks logits, and `exp` is monotone (checked over every `f32` in `[-104, 0]`),
+//! so the orders agree except between logits whose `e` is equal; the path selects K + 1
+//! candidates and hands a row whose K-th and (K+1)-th `e` are equal to the full path, which
+//! breaks that tie by id. Top-p compares the exact fixed-point sums of `sampler::mass` (the
+//! bracket is exact at both ends), min-p the same `f32` product as the full path.
 
 use super::config::SamplerConfig;
 use super::error::SampleError;
 use super::exp::exp;
+use super::mass::{fast_decision, top_p_drops, Decision, Fixed};
 use super::pcg::Pcg32;
 use crate::token::TokenId;
 
@@ -239,38 +240,65 @@ pub fn top_k_candidates_grouped<'s>(
     Ok(out)
 }
 
-/// `Σ exp(x · inv_t − m)` over the whole row (`-inf` contributes 0): the partition function
-/// the full path's softmax normalises by, eight `f64` lanes.
-fn exp_sum(x: &[f32], inv_t: f32, m: f32) -> f64 {
+/// `Σ exp(x · s − m)` over the whole row (`-inf` contributes 0) in `f64`, eight lanes: the
+/// fast partition function (relative error far below `sampler::mass`'s tolerance).
+fn exp_sum(x: &[f32], s: f32, m: f32) -> f64 {
     let mut lanes = [0.0f64; 8];
     let chunks = x.chunks_exact(8);
     let tail = chunks.remainder();
     for c in chunks {
         for j in 0..8 {
-            lanes[j] += f64::from(exp(c[j] * inv_t - m));
+            lanes[j] += f64::from(exp(c[j] * s - m));
         }
     }
-    let mut s = lanes.iter().sum::<f64>();
+    let mut sum = lanes.iter().sum::<f64>();
     for &v in tail {
-        s += f64::from(exp(v * inv_t - m));
+        sum += f64::from(exp(v * s - m));
     }
-    s
+    sum
 }
 
-/// Number of leading candidates (in value order) that top-p keeps when the partition function
-/// is `z`: a tied group is kept whole when the mass strictly above it is `< top_p × z`.
-fn top_p_prefix(e: &[f32], top_p: f32, z: f64) -> usize {
-    let thr = f64::from(top_p) * z;
+/// [`top_p_prefix`] from a fast `f64` partition function `z`: `None` when some group's
+/// decision is within `sampler::mass`'s tolerance of the threshold (then the exact sums
+/// decide).
+fn top_p_prefix_fast(e: &[f32], top_p: f32, z: f64) -> Option<usize> {
     let mut above = 0.0f64;
     let mut i = 0;
     while i < e.len() {
-        if above >= thr {
+        match fast_decision(above, z, top_p) {
+            Decision::Sure(true) => return Some(i),
+            Decision::Sure(false) => {}
+            Decision::Close => return None,
+        }
+        let v = e[i];
+        while i < e.len() && e[i] == v {
+            above += f64::from(e[i]);
+            i += 1;
+        }
+    }
+    Some(e.len())
+}
+
+/// `Σ ⌊exp(x · s − m)⌋` over the whole row in the fixed point of `sampler::mass` (`-inf`
+/// contributes 0): the exact partition function the top-p rule compares with.
+fn exact_exp_total(x: &[f32], s: f32, m: f32, fixed: Fixed) -> u128 {
+    x.iter().map(|&v| fixed.of(exp(v * s - m))).sum()
+}
+
+/// Number of leading candidates (in value order) that top-p keeps when the exact partition
+/// function is `z`: a tied group is kept whole when the exact mass strictly above it is
+/// `< top_p × z` (the rule of `top_p_in_place`).
+fn top_p_prefix(e: &[f32], top_p: f32, z: u128, fixed: Fixed) -> usize {
+    let mut above = 0u128;
+    let mut i = 0;
+    while i < e.len() {
+        if top_p_drops(above, z, top_p) {
             return i;
         }
         let v = e[i];
         let mut j = i;
         while j < e.len() && e[j] == v {
-            above += f64::from(e[j]);
+            above += fixed.of(e[j]);
             j += 1;
         }
         i = j;
@@ -278,59 +306,85 @@ fn top_p_prefix(e: &[f32], top_p: f32, z: f64) -> usize {
     e.len()
 }
 
-/// The candidate-set sampling path: one draw from the K best tokens of `logits` (already
-/// masked to `-inf` and penalised) with the config's temperature, top-p and min-p, `K =
-/// cfg.top_k`. Consumes exactly one `next_f32` of `rng`, like the full path.
-///
-/// Returns `Ok(None)` when the full path must decide instead: `top_k` is 0, or the scaled
-/// maximum is infinite (a `+inf` logit, or `1/T` overflowing), where the full path's limit
-/// distribution applies. Valid for any `top_k`; the host pipeline uses it for
-/// `top_k ≤` [`MAX_CANDIDATES`].
-///
-/// # Errors
-/// A NaN logit, or no finite logit ([`AllForbidden`](super::SampleErrorKind::AllForbidden)).
-pub fn sample_candidates(
+/// The tokens the candidate path keeps and their unnormalised draw weights, in id order, into
+/// `scratch.kept`; `Ok(false)` when the full path must decide instead (see
+/// [`sample_candidates`]).
+pub(crate) fn candidate_support(
     logits: &[f32],
     cfg: &SamplerConfig,
-    rng: &mut Pcg32,
     scratch: &mut TopKScratch,
-) -> Result<Option<TokenId>, SampleError> {
-    if cfg.top_k == 0 {
-        return Ok(None);
+) -> Result<bool, SampleError> {
+    let k = cfg.top_k;
+    if k == 0 {
+        return Ok(false);
     }
+    let s = cfg.filter_scale();
     let inv_t = 1.0 / cfg.temperature;
-    let n_cands = top_k_candidates(logits, cfg.top_k, scratch)?.len();
+    // One candidate more than K: the (K+1)-th tells whether the K-th value is tied (then the
+    // full path, which breaks ties in `e` by id, decides) and bounds the rest of the row.
+    let n_cands = top_k_candidates(logits, k + 1, scratch)?.len();
     if n_cands == 0 {
         return Err(SampleError::all_forbidden());
     }
     let TopKScratch { out, e, kept, finite, .. } = scratch;
-    let m = out[0].value * inv_t;
-    if m.is_infinite() || inv_t.is_infinite() {
-        return Ok(None);
+    let m = out[0].value * s;
+    let mt = out[0].value * inv_t;
+    if m.is_infinite() || s.is_infinite() || mt.is_infinite() || inv_t.is_infinite() {
+        return Ok(false);
     }
-    // The same `exp` and the same arithmetic as the full path's softmax, unnormalised.
+    // The same `exp` and the same arithmetic as the full path, unnormalised (`e[0]` is 1).
     e.clear();
-    e.extend(out.iter().map(|c| exp(c.value * inv_t - m)));
-    let mut len = e.len();
+    e.extend(out.iter().map(|c| exp(c.value * s - m)));
+    if e.len() > k {
+        // The full path ranks `e` (then ids); logits that differ but share an `e` at the cut
+        // are its business. `exp` is monotone, so `e` is non-increasing here.
+        if e[k] >= e[k - 1] {
+            return Ok(false);
+        }
+    }
+    let mut len = e.len().min(k);
     if cfg.min_p > 0.0 {
-        // Full path: `p < p_max × min_p` is dropped, with `p = e / Z` and `e_max = 1`.
+        // Full path: `e < e_max × min_p` is dropped.
         let cut = e[0] * cfg.min_p;
         len = len.min(e.iter().position(|&v| v < cut).unwrap_or(e.len()));
     }
     if cfg.top_p_active() {
-        let z_lo: f64 = e.iter().map(|&v| f64::from(v)).sum();
-        let rest = (*finite - e.len()) as f64;
-        let z_hi = z_lo + rest * f64::from(e[e.len() - 1]);
-        let (a, b) = (top_p_prefix(e, cfg.top_p, z_lo), top_p_prefix(e, cfg.top_p, z_hi));
-        let keep = if a == b { a } else { top_p_prefix(e, cfg.top_p, exp_sum(logits, inv_t, m)) };
+        let fixed = Fixed::for_max(e[0]);
+        let kk = e.len().min(k);
+        let z_lo: u128 = e[..kk].iter().map(|&v| fixed.of(v)).sum();
+        // Every token outside the K candidates is at most the (K+1)-th value.
+        let rest = (*finite - kk) as u128;
+        let bound = if e.len() > k { fixed.of(e[k]) } else { 0 };
+        let z_hi = z_lo + rest * bound;
+        let (a, b) = (
+            top_p_prefix(&e[..kk], cfg.top_p, z_lo, fixed),
+            top_p_prefix(&e[..kk], cfg.top_p, z_hi, fixed),
+        );
+        let keep = if a == b {
+            a
+        } else {
+            // The bracket does not decide: the partition function, fast, then exact if close.
+            top_p_prefix_fast(&e[..kk], cfg.top_p, exp_sum(logits, s, m)).unwrap_or_else(|| {
+                top_p_prefix(&e[..kk], cfg.top_p, exact_exp_total(logits, s, m, fixed), fixed)
+            })
+        };
         len = len.min(keep.max(1));
     }
     // Draw in id order, as the full path's inverse CDF walks the row.
     kept.clear();
-    kept.extend(out[..len].iter().zip(&e[..len]).map(|(c, &v)| (c.token.0, v)));
+    if cfg.split_weights() {
+        kept.extend(out[..len].iter().map(|c| (c.token.0, exp(c.value * inv_t - mt))));
+    } else {
+        kept.extend(out[..len].iter().zip(&e[..len]).map(|(c, &v)| (c.token.0, v)));
+    }
     kept.sort_unstable_by_key(|&(t, _)| t);
+    Ok(true)
+}
+
+/// One inverse-CDF draw over `kept` (id order, unnormalised weights).
+pub(crate) fn draw_kept(kept: &[(u32, f32)], r: f32) -> TokenId {
     let total: f64 = kept.iter().map(|&(_, v)| f64::from(v)).sum();
-    let target = f64::from(rng.next_f32()) * total;
+    let target = f64::from(r) * total;
     let mut cum = 0.0f64;
     let mut last = kept[0].0;
     for &(t, v) in kept.iter() {
@@ -342,7 +396,38 @@ pub fn sample_candidates(
             }
         }
     }
-    Ok(Some(TokenId(last)))
+    TokenId(last)
+}
+
+/// The candidate-set sampling path: one draw from the K best tokens of `logits` (already
+/// masked to `-inf` and penalised) with the config's temperature (and its placement), top-p and
+/// min-p, `K = cfg.top_k`. Consumes exactly one `next_f32` of `rng`, like the full path.
+///
+/// Returns `Ok(None)` when the full path must decide instead: `top_k` is 0, the scaled
+/// maximum is infinite (a `+inf` logit, or `1/T` overflowing), where the full path's limit
+/// distribution applies, or the K-th and (K+1)-th candidates have the same `f32` probability
+/// (the full path breaks that tie by id, over the whole row). Valid for any `top_k`; the host
+/// pipeline uses it for `top_k ≤` [`MAX_CANDIDATES`].
+///
+/// # Errors
+/// A NaN logit, or no finite logit ([`AllForbidden`](super::SampleErrorKind::AllForbidden)).
+pub fn sample_candidates(
+    logits: &[f32],
+    cfg: &SamplerConfig,
+    rng: &mut Pcg32,
+    scratch: &mut TopKScratch,
+) -> Result<Option<TokenId>, SampleError> {
+    if !candidate_support(logits, cfg, scratch)? {
+        return Ok(None);
+    }
+    Ok(Some(draw_kept(&scratch.kept, rng.next_f32())))
+}
+
+/// The kept tokens of the last successful [`candidate_support`], id order.
+impl TopKScratch {
+    pub(crate) fn kept(&self) -> &[(u32, f32)] {
+        &self.kept
+    }
 }
 
 #[cfg(test)]
@@ -362,8 +447,10 @@ mod tests {
     #[test]
     fn prefix_keeps_tied_groups() {
         let e = [1.0f32, 0.5, 0.5, 0.25];
-        assert_eq!(top_p_prefix(&e, 0.3, 2.25), 1);
-        assert_eq!(top_p_prefix(&e, 0.5, 2.25), 3);
-        assert_eq!(top_p_prefix(&e, 0.99, 2.25), 4);
+        let f = Fixed::for_max(1.0);
+        let z: u128 = e.iter().map(|&v| f.of(v)).sum();
+        assert_eq!(top_p_prefix(&e, 0.3, z, f), 1);
+        assert_eq!(top_p_prefix(&e, 0.5, z, f), 3);
+        assert_eq!(top_p_prefix(&e, 0.99, z, f), 4);
     }
 }

@@ -8,12 +8,13 @@
 //!   distribution, with masked (`-inf`) tokens present and never drawn;
 //! * the round cap: an adversarial near-uniform 152k row, the fallback counter and valid
 //!   samples after a fallback; subnormal-scale rows; determinism; greedy and temperature-only
-//!   steps identical whatever the algorithm; the `GRAMMASK_SAMPLING_REJECTION=0` kill switch.
+//!   steps identical whatever the algorithm; the kill switch as a config field (the library
+//!   ignores the old `GRAMMASK_SAMPLING_REJECTION` variable).
 
 use grammask::sampler::{
     min_p_in_place, rejection_sample, sample_token, sampling_distribution, softmax_in_place,
     top_k_in_place, top_p_in_place, FilterAlgorithm, Logits, Pcg32, PenaltyConfig,
-    RejectionScratch, Sampler, SamplerConfig, SamplerScratch,
+    RejectionScratch, Sampler, SamplerConfig, SamplerScratch, SamplingPath,
 };
 use grammask::{TokenId, TokenMask};
 
@@ -33,20 +34,6 @@ fn oracle(probs: &[f32], cfg: &SamplerConfig) -> Vec<f32> {
     min_p_in_place(&mut q, cfg.min_p);
     top_k_in_place(&mut q, cfg.top_k, &mut keys);
     q
-}
-
-/// True when some value's strict upper mass is within rounding of the top-p threshold: there
-/// the `f32` sort-based accumulation and our `f64` sum may legitimately disagree (documented).
-fn top_p_ambiguous(probs: &[f32], top_p: f32) -> bool {
-    if !(top_p > 0.0 && top_p < 1.0) {
-        return false;
-    }
-    let total: f64 = probs.iter().map(|&p| f64::from(p)).sum();
-    let thr = f64::from(top_p) * total;
-    probs.iter().any(|&v| {
-        let above: f64 = probs.iter().filter(|&&p| p > v).map(|&p| f64::from(p)).sum();
-        (above - thr).abs() <= 1e-5 * total
-    })
 }
 
 /// A random probability row from logits on a coarse grid (many ties), some entries masked.
@@ -104,13 +91,11 @@ fn support_equals_sort_based_filters_on_tied_rows() {
             3 => base().with_top_k(k).with_top_p(p),
             _ => base().with_top_k(k).with_top_p(p).with_min_p(m),
         };
-        if top_p_ambiguous(&probs, cfg.top_p) {
-            continue;
-        }
+        // Exact top-p sums: no row is too close to call any more (issue 22).
         assert_support(&probs, &cfg, case);
         checked += 1;
     }
-    assert!(checked * 10 >= cases * 9, "too many ambiguous rows skipped: {checked}/{cases}");
+    assert_eq!(checked, cases);
 }
 
 #[test]
@@ -150,9 +135,7 @@ fn subnormal_scale_rows_keep_exact_supports() {
         .iter()
         .enumerate()
         {
-            if !top_p_ambiguous(row, cfg.top_p) {
-                assert_support(row, cfg, (r * 10 + c) as u64);
-            }
+            assert_support(row, cfg, (r * 10 + c) as u64);
         }
     }
 }
@@ -353,63 +336,78 @@ fn sampler_exposes_the_counters() {
     assert_eq!(st.candidate_rows, 0);
 }
 
-/// The kill switch is read once per process, so it is tested in a child process running
-/// [`kill_switch_child`] with `GRAMMASK_SAMPLING_REJECTION=0`.
+/// The library reads no environment variable: the old kill switch
+/// `GRAMMASK_SAMPLING_REJECTION=0` is set in a child process running [`env_is_ignored_child`],
+/// which checks that the default config still takes the sorting-free paths. The kill switch is
+/// now the config field (`FilterAlgorithm::Sort`), which the CLI maps the variable onto.
 #[test]
-fn kill_switch_restores_the_sort_based_chain() {
+fn the_library_ignores_the_old_environment_switch() {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .args([
             "--exact",
-            "sampler_rejection::kill_switch_child",
+            "sampler_rejection::env_is_ignored_child",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(grammask::sampler::REJECTION_ENV, "0")
+        .env("GRAMMASK_SAMPLING_REJECTION", "0")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "child failed:\n{text}");
-    assert!(text.contains("kill switch active"), "child did not run:\n{text}");
+    assert!(text.contains("environment ignored"), "child did not run:\n{text}");
 }
 
 #[test]
-fn kill_switch_child() {
-    if std::env::var_os(grammask::sampler::REJECTION_ENV).is_none_or(|v| v != "0") {
+fn env_is_ignored_child() {
+    if std::env::var_os("GRAMMASK_SAMPLING_REJECTION").is_none_or(|v| v != "0") {
         return; // Only meaningful in the child process.
     }
     let logits = chi_logits(3000);
-    let base = base().with_temperature(0.8).with_seed(12).with_top_k(20).with_top_p(0.9);
-    let stream = |a: FilterAlgorithm| {
-        let cfg = base.clone().with_filter_algorithm(a);
-        assert_eq!(cfg.effective_filter_algorithm(), FilterAlgorithm::Sort);
-        let mut s = Sampler::new(cfg, PenaltyConfig::default()).unwrap();
-        let v: Vec<TokenId> =
-            (0..200).map(|_| s.sample(Logits::F32(&logits), None, &[]).unwrap()).collect();
-        assert_eq!(s.rejection_stats().rows + s.rejection_stats().candidate_rows, 0);
-        v
-    };
-    let sort = stream(FilterAlgorithm::Sort);
-    for a in [FilterAlgorithm::Auto, FilterAlgorithm::Rejection, FilterAlgorithm::Candidates] {
-        assert_eq!(stream(a), sort, "{a:?}");
+    let cfg = base().with_temperature(0.8).with_seed(12).with_top_k(20).with_top_p(0.9);
+    assert_eq!(cfg.effective_filter_algorithm(), FilterAlgorithm::Candidates);
+    let mut s = Sampler::new(cfg, PenaltyConfig::default()).unwrap();
+    for _ in 0..20 {
+        assert_eq!(
+            s.sample_draw(Logits::F32(&logits), None, &[]).unwrap().path,
+            SamplingPath::Candidates
+        );
     }
-    println!("kill switch active");
+    assert_eq!(s.rejection_stats().candidate_rows, 20);
+    println!("environment ignored");
 }
 
-/// The documented difference, made visible: 65,536 tokens of 2⁻²⁶ under one token of 0.5. The
-/// sort-based filter accumulates in `f32` from the top, where each 2⁻²⁶ is below half an ulp of
-/// 0.5 and vanishes: its total and its mass above the small group are both 0.5, so top-p 0.999
-/// keeps only the big token. The `f64` sums see the small group's 2⁻¹⁰ of mass and keep it
-/// (mass above it, 0.5, is below 0.999 × 0.500977). This is the only kind of disagreement:
-/// the cut of one tie group, decided by rounding of the mass above it.
+/// The kill switch as a config field: `FilterAlgorithm::Sort` never touches the sorting-free
+/// paths, whatever the filters.
 #[test]
-fn top_p_rounding_difference_is_the_documented_one() {
+fn sort_config_is_the_kill_switch() {
+    let logits = chi_logits(3000);
+    let base = base().with_temperature(0.8).with_seed(12).with_top_k(20).with_top_p(0.9);
+    let cfg = base.with_filter_algorithm(FilterAlgorithm::Sort);
+    assert_eq!(cfg.effective_filter_algorithm(), FilterAlgorithm::Sort);
+    let mut s = Sampler::new(cfg, PenaltyConfig::default()).unwrap();
+    for _ in 0..50 {
+        assert_eq!(
+            s.sample_draw(Logits::F32(&logits), None, &[]).unwrap().path,
+            SamplingPath::Sort
+        );
+    }
+    assert_eq!(s.rejection_stats().rows + s.rejection_stats().candidate_rows, 0);
+}
+
+/// The row that used to split the paths (issue 22): 65,536 tokens of 2⁻²⁶ under one token of
+/// 0.5. Summed in `f32` from the top, each 2⁻²⁶ is below half an ulp of 0.5 and vanished, so the
+/// old sort-based top-p 0.999 kept only the big token while the rejection path kept the group.
+/// With exact sums (`sampler::mass`) both keep it: the mass above the small group, 0.5, is below
+/// 0.999 × 0.500977.
+#[test]
+fn top_p_rounding_no_longer_splits_the_paths() {
     let t = 2f32.powi(-26);
     let mut row = vec![t; 1 << 16];
     row.insert(0, 0.5);
     let cfg = base().with_top_p(0.999);
     let sort_support = oracle(&row, &cfg).iter().filter(|&&p| p > 0.0).count();
-    assert_eq!(sort_support, 1, "the f32 accumulation absorbs the small group");
+    assert_eq!(sort_support, row.len(), "the exact sums keep the small group");
     let mut rng = Pcg32::new(1);
     let mut scratch = RejectionScratch::new();
     let draws = if RELEASE { 8000 } else { 2000 };
