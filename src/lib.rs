@@ -93,6 +93,8 @@ mod history;
 pub mod json;
 pub mod mask;
 mod mask_cache;
+#[cfg(feature = "model")]
+pub mod model;
 pub mod recognizer;
 pub mod regex;
 pub mod sampler;

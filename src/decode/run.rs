@@ -202,7 +202,9 @@ pub fn decode(
             }
             None => {
                 // 2. Logits.
-                model.logits(&out.tokens, &mut logits);
+                model
+                    .try_logits(&out.tokens, &mut logits)
+                    .map_err(|source| DecodeError::new(DecodeErrorKind::Model { step, source }))?;
                 out.counters.model_calls += 1;
                 // 3. Sample.
                 let constrained = engine.as_deref().is_some_and(|e| e.wants_mask());
