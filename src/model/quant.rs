@@ -329,6 +329,54 @@ mod avx2 {
         }
     }
 
+    /// One row against four activation vectors (`xs[t * nb..]`, t = 0..4): each weight block
+    /// is loaded and unpacked once for the four (prefill).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot4(ty: QType, row: &[u8], xs: &[BlockQ8], nb: usize) -> [f32; 4] {
+        let bb = ty.block_bytes();
+        assert!(row.len() >= nb * bb && xs.len() >= 4 * nb);
+        let p = row.as_ptr();
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut mins = [0.0f32; 4];
+        let low = _mm256_set1_epi8(0x0F);
+        let ones = _mm256_set1_epi16(1);
+        for i in 0..nb {
+            let b = p.add(i * bb);
+            let d = f16(b);
+            let (qw, m) = match ty {
+                QType::Q4_0 | QType::Q4_1 => {
+                    let (m, qs) = if ty == QType::Q4_1 {
+                        (f16(b.add(2)), b.add(4))
+                    } else {
+                        (-8.0 * d, b.add(2))
+                    };
+                    let q = _mm_loadu_si128(qs as *const __m128i);
+                    (_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low), m)
+                }
+                QType::Q8_0 => (_mm256_loadu_si256(b.add(2) as *const __m256i), 0.0),
+            };
+            let absw = _mm256_sign_epi8(qw, qw);
+            for t in 0..4 {
+                let xb = &xs[t * nb + i];
+                let qx = _mm256_loadu_si256(xb.qs.as_ptr() as *const __m256i);
+                let prod = match ty {
+                    QType::Q8_0 => _mm256_maddubs_epi16(absw, _mm256_sign_epi8(qx, qw)),
+                    _ => _mm256_maddubs_epi16(qw, qx),
+                };
+                mins[t] += m * xb.s;
+                let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb.d), f, acc[t]);
+            }
+        }
+        [
+            hsum(acc[0]) + mins[0],
+            hsum(acc[1]) + mins[1],
+            hsum(acc[2]) + mins[2],
+            hsum(acc[3]) + mins[3],
+        ]
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot_many(
         ty: QType,
@@ -337,8 +385,15 @@ mod avx2 {
         nb: usize,
         out: &mut [f32],
     ) {
-        for (t, o) in out.iter_mut().enumerate() {
-            *o = dot(ty, row, &xs[t * nb..(t + 1) * nb]);
+        let n = out.len();
+        let mut t = 0;
+        while t + 4 <= n {
+            let r = dot4(ty, row, &xs[t * nb..(t + 4) * nb], nb);
+            out[t..t + 4].copy_from_slice(&r);
+            t += 4;
+        }
+        for (k, o) in out[t..].iter_mut().enumerate() {
+            *o = dot(ty, row, &xs[(t + k) * nb..(t + k + 1) * nb]);
         }
     }
 }
@@ -398,6 +453,13 @@ mod tests {
             let scalar = dot_scalar(ty, &row, &xq);
             assert!((scalar - want).abs() < 1e-3 * want.abs().max(1.0), "{ty:?} {scalar} {want}");
             if has_avx2() {
+                // Six copies of x: one tile of four plus two singles in `dot_many`.
+                let xs: Vec<BlockQ8> = (0..6).flat_map(|_| xq.iter().copied()).collect();
+                let mut many = vec![0.0f32; 6];
+                matmul_rows(ty, &row, row.len(), 0, &xs, nb, &mut many, true);
+                for v in many {
+                    assert!((v - scalar).abs() < 1e-3 * scalar.abs().max(1.0), "{ty:?} tile");
+                }
                 let mut out = [0.0f32; 1];
                 matvec_rows(ty, &row, row.len(), 0, &xq, &mut out, true);
                 assert!((out[0] - scalar).abs() < 1e-3 * scalar.abs().max(1.0), "{ty:?}");
