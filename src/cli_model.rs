@@ -41,7 +41,11 @@ pub struct ModelArgs {
     /// Forward-pass threads (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Fill each mask after the forward pass instead of while it runs.
+    /// Fill each mask while the forward pass runs (default: only when --threads leaves a core
+    /// free; see docs/model.md).
+    #[arg(long, conflicts_with = "no_overlap")]
+    pub overlap: bool,
+    /// Fill each mask after the forward pass (sample-then-check), never during it.
     #[arg(long)]
     pub no_overlap: bool,
 }
@@ -141,7 +145,10 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
         Some(e) => Some(e.as_mut()),
         None => None,
     };
-    let gen = if m.no_overlap {
+    // Overlap hides the mask only on a core the forward pass leaves idle.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let overlap = m.overlap || (!m.no_overlap && config.threads() < cores);
+    let gen = if !overlap {
         decode(&mut model, &vocab, engine_ref, &dc)
     } else {
         decode_overlapped(&mut model, &vocab, engine_ref, &dc)
@@ -168,6 +175,7 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
                 "prompt_tokens": prompt.len(),
                 "mask_us": summary.to_json(),
                 "masks_skipped": gen.counters.masks_skipped,
+                "overlap": overlap,
                 "timing": {
                     "prefill_ms": r2(prefill.as_secs_f64() * 1e3),
                     "forward_ms_mean": r2(forward_ms_mean),

@@ -79,6 +79,8 @@
 //! - `mlx` (off): GPU masked argmax through `mlx-rs` (see `docs/gpu.md`); on Linux it builds
 //!   against MLX's CPU library through `../shared/mlx-linux`.
 //! - `mlx-metal` (off, macOS only): `mlx` plus MLX's Metal backend and Accelerate.
+//! - `model` (on): [`model`], a GGUF `llama` backend on the CPU (KV cache, prefill, rollback),
+//!   `Vocabulary::from_gguf` and Jinja chat templates; costs rayon and minijinja, no C code.
 
 pub mod automaton;
 pub mod bench;

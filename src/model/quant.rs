@@ -153,9 +153,9 @@ pub(crate) fn dot_scalar(ty: QType, row: &[u8], x: &[BlockQ8]) -> f32 {
                     (-8.0 * d, &blk[2..18])
                 };
                 let mut isum = 0i32;
-                for j in 0..16 {
-                    isum += i32::from(qs[j] & 0x0F) * i32::from(xb.qs[j]);
-                    isum += i32::from(qs[j] >> 4) * i32::from(xb.qs[j + 16]);
+                for (j, &q) in qs.iter().enumerate() {
+                    isum += i32::from(q & 0x0F) * i32::from(xb.qs[j]);
+                    isum += i32::from(q >> 4) * i32::from(xb.qs[j + 16]);
                 }
                 acc += d * xb.d * isum as f32 + m * xb.s;
             }
@@ -441,8 +441,8 @@ mod tests {
         quantize_q8(&x, &mut xq);
         let mut xd = vec![0.0f32; nb * QK];
         for (b, o) in xq.iter().zip(xd.chunks_exact_mut(QK)) {
-            for j in 0..QK {
-                o[j] = b.d * f32::from(b.qs[j]);
+            for (v, &q) in o.iter_mut().zip(&b.qs) {
+                *v = b.d * f32::from(q);
             }
         }
         for ty in [QType::Q4_0, QType::Q4_1, QType::Q8_0] {
