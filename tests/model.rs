@@ -399,6 +399,63 @@ fn gguf_from_hf(path: &std::path::Path, pre: &str) -> Vec<u8> {
         .to_bytes()
 }
 
+/// A SentencePiece `tokenizer.json` (Llama-2) as GGUF `llama` tokenizer metadata.
+fn gguf_from_hf_spm(path: &std::path::Path) -> Vec<u8> {
+    let hf: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let vocab = hf["model"]["vocab"].as_object().unwrap();
+    let mut tokens = vec![String::new(); vocab.len()];
+    for (k, v) in vocab {
+        tokens[v.as_u64().unwrap() as usize] = k.clone();
+    }
+    let ids: std::collections::HashMap<&str, usize> =
+        tokens.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let mut scores = vec![0.0f32; tokens.len()];
+    let mut seen = vec![false; tokens.len()];
+    for (rank, m) in hf["model"]["merges"].as_array().unwrap().iter().enumerate() {
+        let (a, b) = match m {
+            serde_json::Value::String(s) => {
+                let (a, b) = s.split_once(' ').unwrap();
+                (a.to_string(), b.to_string())
+            }
+            a => (a[0].as_str().unwrap().to_string(), a[1].as_str().unwrap().to_string()),
+        };
+        if let Some(&id) = ids.get(format!("{a}{b}").as_str()) {
+            if !seen[id] {
+                seen[id] = true;
+                scores[id] = -(rank as f32) - 1.0;
+            }
+        }
+    }
+    let mut types = vec![1i32; tokens.len()];
+    for (i, t) in tokens.iter().enumerate() {
+        if t.starts_with("<0x") && t.len() == 6 {
+            types[i] = 6;
+        }
+    }
+    for a in hf["added_tokens"].as_array().unwrap() {
+        let id = a["id"].as_u64().unwrap() as usize;
+        types[id] = if id == 0 { 2 } else { 3 };
+    }
+    GgufWriter::new()
+        .kv("tokenizer.ggml.model", GgufValue::String("llama".into()))
+        .kv(
+            "tokenizer.ggml.tokens",
+            GgufValue::Array(tokens.into_iter().map(GgufValue::String).collect()),
+        )
+        .kv(
+            "tokenizer.ggml.scores",
+            GgufValue::Array(scores.into_iter().map(GgufValue::F32).collect()),
+        )
+        .kv(
+            "tokenizer.ggml.token_type",
+            GgufValue::Array(types.into_iter().map(GgufValue::I32).collect()),
+        )
+        .kv("tokenizer.ggml.unknown_token_id", GgufValue::U32(0))
+        .kv("tokenizer.ggml.bos_token_id", GgufValue::U32(1))
+        .kv("tokenizer.ggml.eos_token_id", GgufValue::U32(2))
+        .to_bytes()
+}
+
 const CORPUS: &[&str] = &[
     "Hello, world! The quick brown fox jumps over the lazy dog.",
     "{\"name\": \"Ada\", \"age\": 36, \"tags\": [\"math\", \"engines\"]}",
@@ -430,6 +487,26 @@ fn gguf_vocabulary_matches_tokenizers_on_shared_tokenizers() {
                 ours.encode(text).unwrap(),
                 reference.encode(text).unwrap(),
                 "{name}: {text:?}"
+            );
+        }
+    }
+    // SentencePiece (`llama`): GGUF keeps scores, not merges. Scores are made from the Hugging
+    // Face merge ranks (a merged piece scores minus the rank of its first merge), and the merges
+    // we derive from them must tokenize as the original does.
+    let path = dir.join("llama2.json");
+    if path.is_file() {
+        let reference = Vocabulary::from_file(&path).unwrap();
+        let ours = Vocabulary::from_gguf_bytes(&gguf_from_hf_spm(&path)).unwrap();
+        assert_eq!(ours.n_tokens(), reference.n_tokens());
+        for i in 0..reference.n_tokens() {
+            let t = TokenId::from_index(i);
+            assert_eq!(ours.token_bytes(t), reference.token_bytes(t), "llama2 token {i}");
+        }
+        for text in CORPUS {
+            assert_eq!(
+                ours.encode(text).unwrap(),
+                reference.encode(text).unwrap(),
+                "llama2: {text:?}"
             );
         }
     }

@@ -15,8 +15,8 @@
 //!   the vocabulary is a merge, ranked by the merged piece's score (ties by the halves' ids).
 //!   The normaliser prepends `▁` and maps spaces to `▁`; byte fallback is on.
 //!
-//! Control tokens (type 3) become special added tokens, user-defined ones (type 4) plain
-//! added tokens; EOS is `eos_token_id` plus `eot_token_id`/`eom_token_id` when present.
+//! Control and unknown tokens (types 3, 2) become special added tokens, user-defined ones
+//! (type 4) plain added tokens; EOS is `eos_token_id` plus `eot_token_id`/`eom_token_id` when present.
 
 use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{GgufFile, GgufValue};
@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// GGUF token types (llama.cpp `llama_token_type`).
+const TYPE_UNKNOWN: i64 = 2;
 const TYPE_CONTROL: i64 = 3;
 const TYPE_USER_DEFINED: i64 = 4;
 
@@ -122,9 +123,9 @@ impl GgufTokenizer {
         let content = |i: u64| Value::String(tokens[i as usize].to_string());
         let mut added = Vec::new();
         for (i, (&t, &ty)) in tokens.iter().zip(&types).enumerate() {
-            if ty == TYPE_CONTROL || ty == TYPE_USER_DEFINED {
+            if ty == TYPE_CONTROL || ty == TYPE_UNKNOWN || ty == TYPE_USER_DEFINED {
                 added.push(json!({"id": i, "content": t, "single_word": false, "lstrip": false,
-                    "rstrip": false, "normalized": false, "special": ty == TYPE_CONTROL}));
+                    "rstrip": false, "normalized": false, "special": ty != TYPE_USER_DEFINED}));
             }
         }
         let vocab: serde_json::Map<String, Value> =
