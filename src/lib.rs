@@ -98,9 +98,10 @@
 //! | `embedded-tokenizer` | via `cli` | [`Vocabulary::embedded`]: Qwen3's tokenizer, 2 MB gzipped |
 //! | `mlx` | off | `gpu`: masked argmax through `mlx-rs` (`docs/gpu.md`; on Linux against MLX's CPU library through `../shared/mlx-linux`) |
 //! | `mlx-metal` | off | `mlx` plus MLX's Metal backend and Accelerate (macOS only) |
+//! | `model` | via `cli` | [`model`](mod@model): a GGUF `llama` backend on the CPU (KV cache, prefill, rollback), `Vocabulary::from_gguf`, Jinja chat templates; rayon and minijinja, no C code |
 //!
 //! With `default-features = false` the library compiles no clap, no harness, no embedded
-//! tokenizer.
+//! tokenizer, no model backend.
 
 #[macro_use]
 mod builder;
@@ -117,6 +118,8 @@ pub mod gpu;
 pub mod harness;
 pub mod json;
 pub mod mask;
+#[cfg(feature = "model")]
+pub mod model;
 pub mod recognizer;
 pub mod regex;
 pub mod sampler;

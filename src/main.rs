@@ -164,6 +164,9 @@ struct GenerateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    #[cfg(feature = "model")]
+    #[command(flatten)]
+    model: cli_model::ModelArgs,
 }
 
 #[derive(Args)]
@@ -189,6 +192,9 @@ macro_rules! say {
         let _ = writeln!(std::io::stdout().lock(), $($arg)*);
     }};
 }
+
+#[cfg(feature = "model")]
+mod cli_model;
 
 fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     match &args.tokenizer {
@@ -260,6 +266,10 @@ fn check(args: CheckArgs) -> CliResult<()> {
 }
 
 fn generate(args: GenerateArgs) -> CliResult<()> {
+    #[cfg(feature = "model")]
+    if let Some(path) = args.model.model.clone() {
+        return cli_model::generate(&args, &path);
+    }
     let vocab = load_vocab(&args.vocab)?;
     let mut engine = build_engine(&vocab, &args.constraint)?;
     let mut model = RandomLogits::new(&vocab, args.seed);
@@ -285,8 +295,13 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
     if std::env::var_os("GRAMMASK_SAMPLING_REJECTION").is_some_and(|v| v == "0") {
         config.sampler.filter_algorithm = grammask::sampler::FilterAlgorithm::Sort;
     }
-    let gen =
-        decode(&mut model, &vocab, Some(engine.as_mut()), &config).map_err(|e| e.to_string())?;
+    #[cfg(feature = "model")]
+    let unconstrained = args.model.no_constraint;
+    #[cfg(not(feature = "model"))]
+    let unconstrained = false;
+    let engine: Option<&mut dyn ConstraintEngine> =
+        if unconstrained { None } else { Some(engine.as_mut()) };
+    let gen = decode(&mut model, &vocab, engine, &config).map_err(|e| e.to_string())?;
     let summary = Summary::of(&gen.mask_us);
     let skipped = gen.counters.masks_skipped;
     match args.format {
@@ -397,7 +412,17 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Some(c) => c,
         // No subcommand: the README's main job, `generate --json` on the embedded tokenizer.
-        None => Command::Generate(GenerateArgs::parse_from(["generate", "--json"])),
+        // With the real model when one is found (see `cli_model::find_model`).
+        None => {
+            #[allow(unused_mut)]
+            let mut args = GenerateArgs::parse_from(["generate", "--json"]);
+            #[cfg(feature = "model")]
+            match cli_model::find_model() {
+                Some(p) => args.model.model = Some(p),
+                None => eprintln!("{}", cli_model::NO_MODEL_HINT),
+            }
+            Command::Generate(args)
+        }
     };
     let result = match command {
         Command::Generate(a) => generate(a),

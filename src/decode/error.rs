@@ -48,6 +48,13 @@ pub enum DecodeErrorKind {
     Config(String),
     /// The vocabulary has no `<think>`/`</think>` tokens but thinking was requested.
     NoThinkMarkers,
+    /// The model failed to produce logits ([`LogitsSource::try_logits`](super::LogitsSource::try_logits)).
+    Model {
+        /// The step.
+        step: usize,
+        /// The model's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A model config file (EOS ids) could not be read or understood.
     EosConfig {
         /// The file.
@@ -92,6 +99,9 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::NoThinkMarkers => {
                 write!(f, "thinking requested but the vocabulary has no <think>/</think> tokens")
             }
+            DecodeErrorKind::Model { step, source } => {
+                write!(f, "the model failed at step {step}: {source}")
+            }
             DecodeErrorKind::EosConfig { file, reason } => {
                 write!(f, "cannot read EOS ids from {file}: {reason}")
             }
@@ -104,6 +114,7 @@ impl std::error::Error for DecodeError {
         match &self.kind {
             DecodeErrorKind::Engine(e) => Some(e),
             DecodeErrorKind::Sample(e) => Some(e),
+            DecodeErrorKind::Model { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

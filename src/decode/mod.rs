@@ -56,7 +56,7 @@ pub use config::{DecodeConfig, DecodeConfigBuilder, ThinkConfig};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use forward::FastForward;
 pub use models::{LogitsSource, RandomLogits, ReplayModel};
-pub use run::{decode, generate_greedy};
+pub use run::{decode, decode_overlapped, generate_greedy};
 pub use think::{ThinkGate, ThinkMarkers, ThinkSplitter};
 
 use crate::mask::TokenMask;

@@ -28,6 +28,22 @@ pub trait LogitsSource {
     fn n_vocab(&self) -> usize;
     /// Write the logits for the next token after `tokens` into `out` (`out.len() == n_vocab()`).
     fn logits(&mut self, tokens: &[TokenId], out: &mut [f32]);
+
+    /// [`LogitsSource::logits`] for models that can fail (a real model: context full, a bad
+    /// token id). The decode loop calls this one and stops with
+    /// [`DecodeErrorKind::Model`](super::DecodeErrorKind::Model) on an error. The default
+    /// calls `logits` and never fails, so infallible models implement only `logits`.
+    ///
+    /// # Errors
+    /// The model's own error.
+    fn try_logits(
+        &mut self,
+        tokens: &[TokenId],
+        out: &mut [f32],
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.logits(tokens, out);
+        Ok(())
+    }
 }
 
 /// The seeded random-logit model with a closing bias (see the module docs).

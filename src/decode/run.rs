@@ -113,6 +113,70 @@ fn micros(t0: Instant) -> f64 {
 pub fn decode(
     model: &mut dyn LogitsSource,
     vocab: &Vocabulary,
+    engine: Option<&mut dyn ConstraintEngine>,
+    config: &DecodeConfig,
+) -> Result<Generation, DecodeError> {
+    decode_with(ModelRef::Plain(model), vocab, engine, config)
+}
+
+/// [`decode`] with the mask computed while the model runs: at a constrained step the forward
+/// pass runs on a second thread while this one fills the full mask (the mask depends only on
+/// the engine's state, known before the logits). The step then samples exactly as [`decode`]
+/// does, with the mask's bit test in place of the engine's `allows` (the two agree by the
+/// engine contract), so for the same config the tokens are identical to [`decode`]'s.
+///
+/// Timing: `mask_us` has every fill; a step's `constraint_us` is only the part not hidden,
+/// the time the step waited for the mask after the model was done (thread hand-over
+/// included). It pays when the forward pass is longer than a mask fill — a real model — and
+/// costs a thread spawn per constrained step otherwise.
+///
+/// # Errors
+/// As [`decode`].
+///
+/// # Example
+/// ```
+/// use grammask::decode::{decode, decode_overlapped, DecodeConfig, RandomLogits};
+/// use grammask::{JsonConfig, JsonObjectConstraint, Vocabulary};
+/// let vocab = Vocabulary::embedded()?;
+/// let config = DecodeConfig::greedy(40);
+/// let mut a = JsonObjectConstraint::new(&vocab, &JsonConfig::default())?;
+/// let seq = decode(&mut RandomLogits::new(&vocab, 5), &vocab, Some(&mut a), &config)?;
+/// let mut b = JsonObjectConstraint::new(&vocab, &JsonConfig::default())?;
+/// let ovl = decode_overlapped(&mut RandomLogits::new(&vocab, 5), &vocab, Some(&mut b), &config)?;
+/// assert_eq!(seq.tokens, ovl.tokens);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn decode_overlapped(
+    model: &mut (dyn LogitsSource + Send),
+    vocab: &Vocabulary,
+    engine: Option<&mut dyn ConstraintEngine>,
+    config: &DecodeConfig,
+) -> Result<Generation, DecodeError> {
+    decode_with(ModelRef::Overlap(model), vocab, engine, config)
+}
+
+/// The model as the loop holds it: overlapping needs it `Send`.
+enum ModelRef<'a> {
+    Plain(&'a mut dyn LogitsSource),
+    Overlap(&'a mut (dyn LogitsSource + Send)),
+}
+
+impl ModelRef<'_> {
+    fn n_vocab(&self) -> usize {
+        match self {
+            ModelRef::Plain(m) => m.n_vocab(),
+            ModelRef::Overlap(m) => m.n_vocab(),
+        }
+    }
+}
+
+fn model_error(step: usize) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> DecodeError {
+    move |source| DecodeError::new(DecodeErrorKind::Model { step, source })
+}
+
+fn decode_with(
+    mut model: ModelRef<'_>,
+    vocab: &Vocabulary,
     mut engine: Option<&mut dyn ConstraintEngine>,
     config: &DecodeConfig,
 ) -> Result<Generation, DecodeError> {
@@ -202,10 +266,46 @@ pub fn decode(
             }
             None => {
                 // 2. Logits.
-                model.logits(&out.tokens, &mut logits);
+                let constrained = engine.as_deref().is_some_and(|e| e.wants_mask());
+                // With overlap, a constrained step fills the mask while the model runs;
+                // `premasked` then holds that fill's result.
+                let mut premasked = false;
+                match &mut model {
+                    ModelRef::Overlap(m) if constrained => {
+                        let e = engine.as_deref_mut().expect("constrained implies an engine");
+                        let (forward, fill, fill_us) = std::thread::scope(|scope| {
+                            let tokens = &out.tokens;
+                            let logits = &mut logits;
+                            let h = scope.spawn(move || {
+                                let r = m.try_logits(tokens, logits);
+                                (r, Instant::now())
+                            });
+                            let t1 = Instant::now();
+                            let fill = e.fill_mask(&mut mask);
+                            let fill_us = micros(t1);
+                            (h.join(), fill, fill_us)
+                        });
+                        let (forward, model_done) = match forward {
+                            Ok(r) => r,
+                            Err(panic) => std::panic::resume_unwind(panic),
+                        };
+                        forward.map_err(model_error(step))?;
+                        fill?;
+                        // Only the wait past the model's end is constraint time.
+                        timing.constraint_us = model_done.elapsed().as_secs_f64() * 1e6;
+                        out.mask_us.push(fill_us);
+                        out.counters.masks_filled += 1;
+                        premasked = true;
+                    }
+                    ModelRef::Overlap(m) => {
+                        m.try_logits(&out.tokens, &mut logits).map_err(model_error(step))?
+                    }
+                    ModelRef::Plain(m) => {
+                        m.try_logits(&out.tokens, &mut logits).map_err(model_error(step))?
+                    }
+                }
                 out.counters.model_calls += 1;
                 // 3. Sample.
-                let constrained = engine.as_deref().is_some_and(|e| e.wants_mask());
                 let t = if !constrained {
                     out.counters.unconstrained_steps += 1;
                     let t0 = Instant::now();
@@ -240,8 +340,8 @@ pub fn decode(
                         timing.sample_us = micros(t0);
                         if let Some(t) = draw {
                             let t1 = Instant::now();
-                            let ok = e.allows(t);
-                            timing.constraint_us = micros(t1);
+                            let ok = if premasked { mask.contains(t) } else { e.allows(t) };
+                            timing.constraint_us += micros(t1);
                             if ok {
                                 out.counters.masks_skipped += 1;
                                 first = Some(t);
@@ -255,12 +355,14 @@ pub fn decode(
                     match first {
                         Some(t) => t,
                         None => {
-                            let t1 = Instant::now();
-                            e.fill_mask(&mut mask)?;
-                            let us = micros(t1);
-                            out.mask_us.push(us);
-                            timing.constraint_us += us;
-                            out.counters.masks_filled += 1;
+                            if !premasked {
+                                let t1 = Instant::now();
+                                e.fill_mask(&mut mask)?;
+                                let us = micros(t1);
+                                out.mask_us.push(us);
+                                timing.constraint_us += us;
+                                out.counters.masks_filled += 1;
+                            }
                             if mask.is_none_allowed() {
                                 return Err(DecodeError::new(DecodeErrorKind::DeadEnd { step }));
                             }

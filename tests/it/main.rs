@@ -23,6 +23,7 @@ mod json_cases;
 mod json_props;
 mod json_schema_suite;
 mod maskbench_sample;
+mod model;
 mod regex_lazy;
 mod regex_oracle;
 mod sampler_alloc;

@@ -1,0 +1,565 @@
+//! The Llama forward pass over GGUF weights: embeddings, 𝑛 pre-norm blocks (RMSNorm →
+//! grouped-query attention with rotary positions → RMSNorm → SwiGLU), final norm, output
+//! projection (Touvron et al. 2023 §2.2; GQA: Ainslie et al. 2023; SwiGLU: Shazeer 2020).
+//!
+//! GGUF conventions this follows (llama.cpp `llama-model.cpp`, `LLM_ARCH_LLAMA`): a matrix
+//! tensor `[cols, rows]` is `rows` rows of `cols` weights, so `y = W x` is one dot per row; the
+//! converter permutes the Q and K projections so that the rotation pairs adjacent elements
+//! `(x₂ᵢ, x₂ᵢ₊₁)` of each head ("normal" RoPE, Su et al. 2021 §3.4.2) with angle
+//! `pos · base^(−2i/head_dim)`; `output.weight` absent means the output projection is tied to
+//! `token_embd.weight`.
+//!
+//! The KV cache holds, per layer, the keys and values of every position fed so far; truncating
+//! it to a prefix is how the model rolls back. A batch of new tokens (the prompt: prefill)
+//! runs layer by layer with every weight row reused across the batch while it is in cache; a
+//! single token (decode) is a matrix-vector product per weight. Rows are split over a rayon
+//! pool the model owns (sized by [`ModelConfig`](super::ModelConfig)); the whole forward runs
+//! inside the pool, so no step pays for handing work across to it. Buffers live in
+//! [`Scratch`], sized once: a decode step allocates nothing.
+
+use super::error::{ModelError, ModelErrorKind};
+use super::gguf::{type_name, GgufFile, TensorInfo};
+use super::quant::{
+    dequantize_row, dot_f32, f16_to_f32, matmul_rows, matvec_rows, quantize_q8, BlockQ8, QType, QK,
+};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// The hyper-parameters read from `llama.*` metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlamaParams {
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Embedding width.
+    pub d_model: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads (grouped-query attention when fewer than `n_head`).
+    pub n_kv_head: usize,
+    /// Width of the feed-forward hidden layer.
+    pub d_ff: usize,
+    /// Output width (tokens).
+    pub n_vocab: usize,
+    /// Context the model was trained for.
+    pub context_train: usize,
+    /// RMSNorm epsilon.
+    pub rms_eps: f32,
+    /// RoPE frequency base.
+    pub rope_base: f32,
+}
+
+impl LlamaParams {
+    /// Width of one head.
+    pub fn head_dim(&self) -> usize {
+        self.d_model / self.n_head
+    }
+
+    /// Width of the keys (and values) of all KV heads.
+    pub fn kv_dim(&self) -> usize {
+        self.head_dim() * self.n_kv_head
+    }
+}
+
+/// A weight matrix: quantised blocks in the file's bytes, or widened to f32.
+#[derive(Debug)]
+enum Weight {
+    Quant { ty: QType, range: Range<usize>, row_bytes: usize },
+    F32(Vec<f32>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Matrix {
+    w: Weight,
+    rows: usize,
+    cols: usize,
+}
+
+#[derive(Debug)]
+struct Layer {
+    attn_norm: Vec<f32>,
+    wq: Matrix,
+    wk: Matrix,
+    wv: Matrix,
+    wo: Matrix,
+    ffn_norm: Vec<f32>,
+    w_gate: Matrix,
+    w_up: Matrix,
+    w_down: Matrix,
+}
+
+/// Reusable buffers of the forward pass, sized for `cap` tokens in one batch.
+#[derive(Debug, Default)]
+struct Scratch {
+    cap: usize,
+    x: Vec<f32>,
+    xn: Vec<f32>,
+    xq: Vec<BlockQ8>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    hq: Vec<BlockQ8>,
+    tmp: Vec<f32>,
+    /// Attention scores, one row of `context` per token of the batch.
+    scores: Vec<f32>,
+    /// `cos, sin` per position of the batch and rotation pair.
+    rope: Vec<(f32, f32)>,
+}
+
+/// Loaded weights plus the KV cache: the state of one sequence.
+#[derive(Debug)]
+pub(crate) struct Llama {
+    pub params: LlamaParams,
+    /// The whole file: quantised tensors are ranges into it.
+    bytes: Vec<u8>,
+    tok_embd: Matrix,
+    layers: Vec<Layer>,
+    out_norm: Vec<f32>,
+    output: Option<Matrix>,
+    inv_freq: Vec<f32>,
+    /// Per layer: keys and values, `[position][kv_dim]`.
+    kv: Vec<(Vec<f32>, Vec<f32>)>,
+    n_cached: usize,
+    context: usize,
+    scratch: Scratch,
+    simd: bool,
+}
+
+fn meta_usize(f: &GgufFile, key: &str) -> Result<usize, ModelError> {
+    f.get_u64(key)
+        .map(|v| v as usize)
+        .ok_or_else(|| ModelError::new(ModelErrorKind::MissingKey { key: key.into() }))
+}
+
+fn bad(name: &str, why: String) -> ModelError {
+    ModelError::new(ModelErrorKind::BadTensor { name: name.into(), why })
+}
+
+fn find<'a>(f: &'a GgufFile, name: &str) -> Result<&'a TensorInfo, ModelError> {
+    f.tensor(name).ok_or_else(|| bad(name, "missing".into()))
+}
+
+fn f32_values(bytes: &[u8], t: &TensorInfo) -> Result<Vec<f32>, ModelError> {
+    let b = &bytes[t.range.clone()];
+    match t.ggml_type {
+        0 => Ok(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        1 => Ok(b.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect()),
+        other => Err(ModelError::new(ModelErrorKind::UnsupportedQuantization {
+            tensor: t.name.clone(),
+            ggml_type: type_name(other).into(),
+        })),
+    }
+}
+
+fn vector(f: &GgufFile, bytes: &[u8], name: &str, len: usize) -> Result<Vec<f32>, ModelError> {
+    let t = find(f, name)?;
+    if t.n_elements() != len as u64 {
+        return Err(bad(name, format!("has {} elements, expected {len}", t.n_elements())));
+    }
+    f32_values(bytes, t)
+}
+
+fn matrix(
+    f: &GgufFile,
+    bytes: &[u8],
+    name: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<Matrix, ModelError> {
+    let t = find(f, name)?;
+    if t.dims.len() != 2 || t.dims[0] != cols as u64 || t.dims[1] != rows as u64 {
+        return Err(bad(name, format!("has dims {:?}, expected [{cols}, {rows}]", t.dims)));
+    }
+    let w = match QType::from_ggml(t.ggml_type) {
+        Some(ty) => {
+            Weight::Quant { ty, range: t.range.clone(), row_bytes: cols / QK * ty.block_bytes() }
+        }
+        None => Weight::F32(f32_values(bytes, t)?),
+    };
+    Ok(Matrix { w, rows, cols })
+}
+
+impl Llama {
+    /// Read the hyper-parameters and locate every tensor of a `llama` GGUF file.
+    pub fn new(
+        f: &GgufFile,
+        file: Vec<u8>,
+        context: usize,
+        simd: bool,
+    ) -> Result<Llama, ModelError> {
+        let bytes = &file[..];
+        let arch = f.get_str("general.architecture").unwrap_or("");
+        if arch != "llama" {
+            return Err(ModelError::new(ModelErrorKind::UnsupportedArchitecture(arch.into())));
+        }
+        let d_model = meta_usize(f, "llama.embedding_length")?;
+        let n_head = meta_usize(f, "llama.attention.head_count")?;
+        let tok = find(f, "token_embd.weight")?;
+        let n_vocab = tok.dims.get(1).copied().unwrap_or(0) as usize;
+        let params = LlamaParams {
+            n_layer: meta_usize(f, "llama.block_count")?,
+            d_model,
+            n_head,
+            n_kv_head: f.get_u64("llama.attention.head_count_kv").map_or(n_head, |v| v as usize),
+            d_ff: meta_usize(f, "llama.feed_forward_length")?,
+            n_vocab,
+            context_train: meta_usize(f, "llama.context_length")?,
+            rms_eps: f.get_f64("llama.attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f32,
+            rope_base: f.get_f64("llama.rope.freq_base").unwrap_or(10_000.0) as f32,
+        };
+        let p = &params;
+        if n_head == 0
+            || p.n_kv_head == 0
+            || d_model % n_head != 0
+            || n_head % p.n_kv_head != 0
+            || d_model % QK != 0
+            || p.d_ff % QK != 0
+            || p.head_dim() % 2 != 0
+        {
+            return Err(ModelError::new(ModelErrorKind::Malformed(format!(
+                "unusable llama shape: d_model {d_model}, heads {n_head}/{}, d_ff {}",
+                p.n_kv_head, p.d_ff
+            ))));
+        }
+        if let Some(rd) = f.get_u64("llama.rope.dimension_count") {
+            if rd as usize != p.head_dim() {
+                return Err(ModelError::new(ModelErrorKind::Malformed(format!(
+                    "partial rotary embeddings ({rd} of {} dims) are not supported",
+                    p.head_dim()
+                ))));
+            }
+        }
+        let (d, kvd, ff) = (d_model, p.kv_dim(), p.d_ff);
+        let mut layers = Vec::with_capacity(p.n_layer);
+        for i in 0..p.n_layer {
+            let n = |s: &str| format!("blk.{i}.{s}.weight");
+            layers.push(Layer {
+                attn_norm: vector(f, bytes, &n("attn_norm"), d)?,
+                wq: matrix(f, bytes, &n("attn_q"), d, d)?,
+                wk: matrix(f, bytes, &n("attn_k"), kvd, d)?,
+                wv: matrix(f, bytes, &n("attn_v"), kvd, d)?,
+                wo: matrix(f, bytes, &n("attn_output"), d, d)?,
+                ffn_norm: vector(f, bytes, &n("ffn_norm"), d)?,
+                w_gate: matrix(f, bytes, &n("ffn_gate"), ff, d)?,
+                w_up: matrix(f, bytes, &n("ffn_up"), ff, d)?,
+                w_down: matrix(f, bytes, &n("ffn_down"), d, ff)?,
+            });
+        }
+        let tok_embd = matrix(f, bytes, "token_embd.weight", n_vocab, d)?;
+        let output = match f.tensor("output.weight") {
+            Some(_) => Some(matrix(f, bytes, "output.weight", n_vocab, d)?),
+            None => None,
+        };
+        let hd = p.head_dim();
+        let inv_freq = (0..hd / 2).map(|i| p.rope_base.powf(-2.0 * i as f32 / hd as f32)).collect();
+        let kv = (0..p.n_layer).map(|_| (Vec::new(), Vec::new())).collect();
+        Ok(Llama {
+            out_norm: vector(f, bytes, "output_norm.weight", d)?,
+            bytes: file,
+            params,
+            tok_embd,
+            layers,
+            output,
+            inv_freq,
+            kv,
+            n_cached: 0,
+            context,
+            scratch: Scratch::default(),
+            simd,
+        })
+    }
+
+    /// True when the AVX2 kernels run.
+    pub fn simd(&self) -> bool {
+        self.simd
+    }
+
+    /// The context window (positions the cache may hold).
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// Forget every position from `n` on (rollback).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.n_cached {
+            let kvd = self.params.kv_dim();
+            for (k, v) in &mut self.kv {
+                k.truncate(n * kvd);
+                v.truncate(n * kvd);
+            }
+            self.n_cached = n;
+        }
+    }
+
+    fn ensure_scratch(&mut self, n: usize) {
+        if self.scratch.cap >= n {
+            return;
+        }
+        let p = &self.params;
+        let s = &mut self.scratch;
+        let (d, kvd, ff) = (p.d_model, p.kv_dim(), p.d_ff);
+        s.cap = n;
+        s.x.resize(n * d, 0.0);
+        s.xn.resize(n * d, 0.0);
+        s.xq.resize(n * d / QK, BlockQ8::default());
+        s.q.resize(n * d, 0.0);
+        s.k.resize(n * kvd, 0.0);
+        s.v.resize(n * kvd, 0.0);
+        s.att.resize(n * d, 0.0);
+        s.gate.resize(n * ff, 0.0);
+        s.up.resize(n * ff, 0.0);
+        s.hq.resize(n * ff / QK, BlockQ8::default());
+        s.tmp.resize(n * ff.max(d), 0.0);
+        s.scores.resize(n * self.context, 0.0);
+        s.rope.resize(n * p.head_dim() / 2, (0.0, 0.0));
+    }
+
+    /// Run `tokens` at positions `n_cached..`, append them to the cache, and write the logits
+    /// after the last one into `logits` (`n_vocab` wide).
+    ///
+    /// # Errors
+    /// [`ModelErrorKind::ContextFull`] when the cache would outgrow the context,
+    /// [`ModelErrorKind::TokenOutOfRange`] for an id past the vocabulary.
+    pub fn forward(&mut self, tokens: &[u32], logits: &mut [f32]) -> Result<(), ModelError> {
+        let n = tokens.len();
+        let p0 = self.n_cached;
+        if p0 + n > self.context {
+            return Err(ModelError::new(ModelErrorKind::ContextFull {
+                tokens: p0 + n,
+                context: self.context,
+            }));
+        }
+        let nv = self.params.n_vocab;
+        if let Some(&id) = tokens.iter().find(|&&t| t as usize >= nv) {
+            return Err(ModelError::new(ModelErrorKind::TokenOutOfRange { id, n_vocab: nv }));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.ensure_scratch(n);
+        let d = self.params.d_model;
+        // Embeddings.
+        for (i, &t) in tokens.iter().enumerate() {
+            let row = &mut self.scratch.x[i * d..(i + 1) * d];
+            self.tok_embd.row(&self.bytes, t as usize, row);
+        }
+        // Rotation angles for the batch's positions, shared by every head and layer.
+        let half = self.params.head_dim() / 2;
+        for i in 0..n {
+            let pos = (p0 + i) as f32;
+            for (j, &f) in self.inv_freq.iter().enumerate() {
+                let (s, c) = (pos * f).sin_cos();
+                self.scratch.rope[i * half + j] = (c, s);
+            }
+        }
+        for l in 0..self.layers.len() {
+            self.layer(l, n, p0);
+        }
+        self.n_cached = p0 + n;
+        // The output projection for the last token only.
+        let eps = self.params.rms_eps;
+        let bytes = &self.bytes[..];
+        let s = &mut self.scratch;
+        let last = &s.x[(n - 1) * d..n * d];
+        rms_norm(last, &self.out_norm, eps, &mut s.xn[..d]);
+        quantize_q8(&s.xn[..d], &mut s.xq[..d / QK]);
+        let out = self.output.as_ref().unwrap_or(&self.tok_embd);
+        out.matmul(bytes, &s.xn[..d], &s.xq[..d / QK], 1, &mut logits[..nv], &mut s.tmp, self.simd);
+        Ok(())
+    }
+
+    fn layer(&mut self, l: usize, n: usize, p0: usize) {
+        let p = &self.params;
+        let (d, kvd, ff, hd) = (p.d_model, p.kv_dim(), p.d_ff, p.head_dim());
+        let (n_head, group) = (p.n_head, p.n_head / p.n_kv_head);
+        let eps = p.rms_eps;
+        let simd = self.simd;
+        let layer = &self.layers[l];
+        let bytes = &self.bytes[..];
+        let s = &mut self.scratch;
+        // Attention block.
+        for i in 0..n {
+            rms_norm(
+                &s.x[i * d..(i + 1) * d],
+                &layer.attn_norm,
+                eps,
+                &mut s.xn[i * d..(i + 1) * d],
+            );
+        }
+        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK]);
+        let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
+        layer.wq.matmul(bytes, xn, xq, n, &mut s.q[..n * d], &mut s.tmp, simd);
+        layer.wk.matmul(bytes, xn, xq, n, &mut s.k[..n * kvd], &mut s.tmp, simd);
+        layer.wv.matmul(bytes, xn, xq, n, &mut s.v[..n * kvd], &mut s.tmp, simd);
+        let half = hd / 2;
+        for i in 0..n {
+            let rope = &s.rope[i * half..(i + 1) * half];
+            for h in s.q[i * d..(i + 1) * d].chunks_exact_mut(hd) {
+                rotate(h, rope);
+            }
+            for h in s.k[i * kvd..(i + 1) * kvd].chunks_exact_mut(hd) {
+                rotate(h, rope);
+            }
+        }
+        let (kc, vc) = &mut self.kv[l];
+        kc.extend_from_slice(&s.k[..n * kvd]);
+        vc.extend_from_slice(&s.v[..n * kvd]);
+        let (kc, vc) = (&kc[..], &vc[..]);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let ctx = self.context;
+        let q = &s.q[..n * d];
+        let attend = |i: usize, out: &mut [f32], scores: &mut [f32]| {
+            let len = p0 + i + 1;
+            for h in 0..n_head {
+                let qh = &q[i * d + h * hd..i * d + (h + 1) * hd];
+                let kvh = (h / group) * hd;
+                let sc = &mut scores[..len];
+                let mut max = f32::NEG_INFINITY;
+                for (j, v) in sc.iter_mut().enumerate() {
+                    *v = dot_f32(qh, &kc[j * kvd + kvh..j * kvd + kvh + hd]) * scale;
+                    max = max.max(*v);
+                }
+                let mut sum = 0.0;
+                for v in sc.iter_mut() {
+                    *v = (*v - max).exp();
+                    sum += *v;
+                }
+                let o = &mut out[h * hd..(h + 1) * hd];
+                o.fill(0.0);
+                for (j, &w) in sc.iter().enumerate() {
+                    let w = w / sum;
+                    for (a, &b) in o.iter_mut().zip(&vc[j * kvd + kvh..j * kvd + kvh + hd]) {
+                        *a += w * b;
+                    }
+                }
+            }
+        };
+        if n == 1 {
+            attend(0, &mut s.att[..d], &mut s.scores[..ctx]);
+        } else {
+            s.att[..n * d]
+                .par_chunks_mut(d)
+                .zip(s.scores[..n * ctx].par_chunks_mut(ctx))
+                .enumerate()
+                .for_each(|(i, (out, sc))| attend(i, out, sc));
+        }
+        quantize_q8(&s.att[..n * d], &mut s.xq[..n * d / QK]);
+        layer.wo.matmul(
+            bytes,
+            &s.att[..n * d],
+            &s.xq[..n * d / QK],
+            n,
+            &mut s.xn[..n * d],
+            &mut s.tmp,
+            simd,
+        );
+        for (x, a) in s.x[..n * d].iter_mut().zip(&s.xn[..n * d]) {
+            *x += a;
+        }
+        // Feed-forward block.
+        for i in 0..n {
+            rms_norm(&s.x[i * d..(i + 1) * d], &layer.ffn_norm, eps, &mut s.xn[i * d..(i + 1) * d]);
+        }
+        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK]);
+        let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
+        layer.w_gate.matmul(bytes, xn, xq, n, &mut s.gate[..n * ff], &mut s.tmp, simd);
+        layer.w_up.matmul(bytes, xn, xq, n, &mut s.up[..n * ff], &mut s.tmp, simd);
+        for (g, &u) in s.gate[..n * ff].iter_mut().zip(&s.up[..n * ff]) {
+            // SiLU(g) · u.
+            *g = *g / (1.0 + (-*g).exp()) * u;
+        }
+        quantize_q8(&s.gate[..n * ff], &mut s.hq[..n * ff / QK]);
+        layer.w_down.matmul(
+            bytes,
+            &s.gate[..n * ff],
+            &s.hq[..n * ff / QK],
+            n,
+            &mut s.xn[..n * d],
+            &mut s.tmp,
+            simd,
+        );
+        for (x, a) in s.x[..n * d].iter_mut().zip(&s.xn[..n * d]) {
+            *x += a;
+        }
+    }
+}
+
+/// Rows per parallel task: small enough for two threads to share a 576-row matrix and to
+/// rebalance when one of them is descheduled on a busy machine.
+const ROWS_PER_TASK: usize = 32;
+
+impl Matrix {
+    /// Row `r` as f32 (embedding lookup).
+    fn row(&self, bytes: &[u8], r: usize, out: &mut [f32]) {
+        match &self.w {
+            Weight::Quant { ty, range, row_bytes } => {
+                let data = &bytes[range.clone()];
+                dequantize_row(*ty, &data[r * row_bytes..(r + 1) * row_bytes], out);
+            }
+            Weight::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
+        }
+    }
+
+    /// `out[t][r] = row_r · x_t` for the `n` vectors of the batch (`x` in f32, `xq` quantised).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul(
+        &self,
+        bytes: &[u8],
+        x: &[f32],
+        xq: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+        tmp: &mut [f32],
+        simd: bool,
+    ) {
+        let (rows, cols) = (self.rows, self.cols);
+        debug_assert_eq!(out.len(), n * rows);
+        match &self.w {
+            Weight::Quant { ty, range, row_bytes } => {
+                let data = &bytes[range.clone()];
+                let nb = cols / QK;
+                if n == 1 {
+                    out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| {
+                        matvec_rows(*ty, data, *row_bytes, c * ROWS_PER_TASK, xq, o, simd)
+                    });
+                } else {
+                    let tmp = &mut tmp[..n * rows];
+                    tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
+                        matmul_rows(*ty, data, *row_bytes, c * ROWS_PER_TASK, xq, nb, o, simd)
+                    });
+                    for r in 0..rows {
+                        for t in 0..n {
+                            out[t * rows + r] = tmp[r * n + t];
+                        }
+                    }
+                }
+            }
+            Weight::F32(w) => {
+                for t in 0..n {
+                    let xt = &x[t * cols..(t + 1) * cols];
+                    out[t * rows..(t + 1) * rows].par_iter_mut().enumerate().for_each(|(r, o)| {
+                        *o = dot_f32(&w[r * cols..(r + 1) * cols], xt);
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    let ms = dot_f32(x, x) / x.len() as f32;
+    let k = 1.0 / (ms + eps).sqrt();
+    for ((o, &a), &b) in out.iter_mut().zip(x).zip(w) {
+        *o = a * k * b;
+    }
+}
+
+fn rotate(h: &mut [f32], rope: &[(f32, f32)]) {
+    for (pair, &(c, s)) in h.chunks_exact_mut(2).zip(rope) {
+        let (a, b) = (pair[0], pair[1]);
+        pair[0] = a * c - b * s;
+        pair[1] = a * s + b * c;
+    }
+}
