@@ -27,6 +27,7 @@
 //! ```
 
 pub mod lexer;
+pub(crate) mod syntax;
 
 pub use lexer::{JsonGrammar, JsonState, TopLevel, Whitespace, MAX_DEPTH_LIMIT};
 

@@ -41,6 +41,10 @@ use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
 use crate::history::History;
+use crate::json::syntax::{
+    escape_char, hex_val, is_ws, literal_index, surrogate_pair, HIGH_SURROGATES, LITERALS,
+    LOW_SURROGATES,
+};
 use crate::mask::TokenMask;
 use crate::mask_cache::MaskCache;
 use crate::recognizer::Recognizer;
@@ -157,22 +161,6 @@ struct Rt<'a> {
     st: &'a mut St,
     log: &'a mut Vec<Undo>,
     graves: &'a mut Graves,
-}
-
-const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
-
-#[inline]
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-fn hex_val(b: u8) -> Option<u16> {
-    match b {
-        b'0'..=b'9' => Some(u16::from(b - b'0')),
-        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
-        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
-        _ => None,
-    }
 }
 
 fn utf8(cp: u32, out: &mut [u8; 4]) -> &[u8] {
@@ -791,14 +779,7 @@ impl<'a> Rt<'a> {
         };
         let buf = self.st.buf.len() as u32;
         let (phase, ws) = match kind {
-            Kind::Lit => (
-                match b {
-                    b't' => 0,
-                    b'f' => 1,
-                    _ => 2,
-                },
-                1,
-            ),
+            Kind::Lit => (literal_index(b).expect("a literal's first byte"), 1),
             _ => (0, 0),
         };
         self.st.frames.push(Frame {
@@ -1027,7 +1008,7 @@ impl<'a> Rt<'a> {
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
-        let lit = LITS[f.phase as usize];
+        let lit = LITERALS[f.phase as usize];
         if lit[f.ws as usize] != b {
             return false;
         }
@@ -1140,27 +1121,17 @@ impl<'a> Rt<'a> {
                 _ => self.feed(fi, b),
             },
             E_BS => {
-                let cp = match b {
-                    b'"' => 0x22,
-                    b'\\' => 0x5C,
-                    b'/' => 0x2F,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => 0x0A,
-                    b'r' => 0x0D,
-                    b't' => 0x09,
-                    b'u' => {
-                        self.set_frame(fi, Frame { esc: E_HEX, hexn: 0, hexv: 0, ..f });
-                        return true;
-                    }
-                    _ => return false,
-                };
+                if b == b'u' {
+                    self.set_frame(fi, Frame { esc: E_HEX, hexn: 0, hexv: 0, ..f });
+                    return true;
+                }
+                let Some(c) = escape_char(b) else { return false };
                 self.set_frame(fi, Frame { esc: E_NORMAL, ..f });
-                self.feed_cp(fi, cp)
+                self.feed_cp(fi, u32::from(c))
             }
             E_HEX | E_HEX_LOW => {
                 let Some(d) = hex_val(b) else { return false };
-                let v = (f.hexv << 4) | d;
+                let v = (f.hexv << 4) | u16::from(d);
                 let n = f.hexn + 1;
                 let low = f.esc == E_HEX_LOW;
                 if n < 4 {
@@ -1180,14 +1151,14 @@ impl<'a> Rt<'a> {
                 }
                 let v = u32::from(v);
                 if low {
-                    if !(0xDC00..0xE000).contains(&v) {
+                    if !LOW_SURROGATES.contains(&v) {
                         return false;
                     }
-                    let cp = 0x10000 + ((u32::from(f.high) - 0xD800) << 10) + (v - 0xDC00);
+                    let cp = surrogate_pair(u32::from(f.high), v);
                     self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, high: 0, ..f });
                     return self.feed_cp(fi, cp);
                 }
-                if (0xD800..0xDC00).contains(&v) {
+                if HIGH_SURROGATES.contains(&v) {
                     if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
                         return false;
                     }
@@ -1197,7 +1168,7 @@ impl<'a> Rt<'a> {
                     );
                     return true;
                 }
-                if (0xDC00..0xE000).contains(&v) {
+                if LOW_SURROGATES.contains(&v) {
                     return false;
                 }
                 self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, ..f });
@@ -1226,18 +1197,13 @@ impl<'a> Rt<'a> {
             return true;
         }
         let (a, b) = (lo.max(0xD800), hi.min(0xDBFF));
-        a <= b
-            && self.range_live(
-                fi,
-                0x10000 + ((a - 0xD800) << 10),
-                0x10000 + ((b - 0xD800) << 10) + 0x3FF,
-            )
+        a <= b && self.range_live(fi, surrogate_pair(a, 0xDC00), surrogate_pair(b, 0xDFFF))
     }
 
     fn low_range_live(&self, fi: usize, high: u16, lo: u32, hi: u32) -> bool {
         let (a, b) = (lo.max(0xDC00), hi.min(0xDFFF));
-        let base = 0x10000 + ((u32::from(high) - 0xD800) << 10);
-        a <= b && self.range_live(fi, base + (a - 0xDC00), base + (b - 0xDC00))
+        let high = u32::from(high);
+        a <= b && self.range_live(fi, surrogate_pair(high, a), surrogate_pair(high, b))
     }
 
     /// Can some code point in `lo..=hi` continue the string/key in frame `fi`?
@@ -1550,7 +1516,7 @@ impl Recognizer for Rt<'_> {
         match f.kind {
             Kind::Root | Kind::Obj | Kind::Arr => STRUCTURE,
             Kind::Num => NUMBER,
-            Kind::Lit => crate::recognizer::byte_set(&[LITS[f.phase as usize][f.ws as usize]]),
+            Kind::Lit => crate::recognizer::byte_set(&[LITERALS[f.phase as usize][f.ws as usize]]),
             Kind::Str | Kind::Key => [u64::MAX; 4],
         }
     }

@@ -115,7 +115,7 @@ pub(crate) fn canonical(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 }
 
 fn skip_ws(s: &[u8], mut i: usize) -> usize {
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r') {
+    while i < s.len() && crate::json::syntax::is_ws(s[i]) {
         i += 1;
     }
     i
