@@ -1,0 +1,391 @@
+//! Finalisation: normalise everything reachable from the root, lay cores out in their
+//! runtime form, compute satisfiability as a least fixpoint, and build the [`Program`].
+
+use super::*;
+use crate::schema::unique;
+
+impl<'a> Compiler<'a> {
+    /// Normalise everything reachable from `root`, compute satisfiability, and lay out the
+    /// runtime program.
+    pub(crate) fn finish(mut self, root: ExprId) -> Result<(Program, Vec<String>), SchemaError> {
+        // Stage 2: normalise every reachable expression; finalise cores into runtime form.
+        let mut rt_cores: FxHashMap<CoreId, u32> = FxHashMap::default();
+        let mut out_cores: Vec<CoreRt> = Vec::new();
+        let mut core_src: Vec<CoreId> = Vec::new();
+        let mut todo: Vec<ExprId> = vec![root];
+        let mut seen_expr: FxHashMap<ExprId, ()> = FxHashMap::default();
+        let mut order: Vec<ExprId> = Vec::new();
+        while let Some(e) = todo.pop() {
+            if seen_expr.insert(e, ()).is_some() {
+                continue;
+            }
+            order.push(e);
+            let cs = self.normalize(e, "")?;
+            for c in cs {
+                if rt_cores.contains_key(&c) {
+                    continue;
+                }
+                let rt = self.finalize_core(c)?;
+                match &rt {
+                    CoreRt::Array { prefix, items, contains, .. } => {
+                        todo.extend(prefix.iter().copied());
+                        todo.push(*items);
+                        if let Some(c) = contains {
+                            todo.extend(c.yes.iter().chain(&c.no).copied());
+                        }
+                    }
+                    CoreRt::Object(o) => {
+                        todo.extend(o.props.iter().map(|p| p.node));
+                        if let Some(x) = &o.extra {
+                            todo.extend(x.combos.iter().copied());
+                        }
+                    }
+                    _ => {}
+                }
+                rt_cores.insert(c, out_cores.len() as u32);
+                out_cores.push(rt);
+                core_src.push(c);
+                if out_cores.len() > self.limits.max_nodes {
+                    return Err(SchemaError::limit("nodes", self.limits.max_nodes));
+                }
+            }
+        }
+        // Nodes in runtime numbering (indexed by ExprId; unreachable ones empty).
+        let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); self.exprs.len()];
+        for &e in &order {
+            nodes[e as usize] = self.norm[e as usize]
+                .as_ref()
+                .expect("normalised")
+                .iter()
+                .map(|c| rt_cores[c])
+                .collect();
+        }
+        // Stage 3: least fixpoint of satisfiability.
+        let n = out_cores.len();
+        let mut sat = vec![false; n];
+        let node_sat = |nodes: &Vec<Vec<u32>>, sat: &Vec<bool>, e: ExprId| {
+            nodes[e as usize].iter().any(|&c| sat[c as usize])
+        };
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if sat[i] {
+                    continue;
+                }
+                let ok = match &out_cores[i] {
+                    CoreRt::Null => true,
+                    CoreRt::Bool(b) => *b != 0,
+                    CoreRt::Number(c) => c.live(b""),
+                    CoreRt::String { dfa, min, max, .. } => {
+                        let d = &self.dfas[*dfa as usize];
+                        !d.is_empty() && min <= max && d.short(d.start()) <= *max
+                    }
+                    CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
+                        min <= max
+                            && (0..*min as usize).all(|k| {
+                                node_sat(&nodes, &sat, prefix.get(k).copied().unwrap_or(*items))
+                            })
+                    }
+                    CoreRt::Array { min, max, contains: Some(c), .. } => {
+                        let cap = |i: usize| {
+                            (node_sat(&nodes, &sat, c.yes[i]), node_sat(&nodes, &sat, c.no[i]))
+                        };
+                        contains_feasible(cap, c.yes.len() - 1, *min, *max, c, 0, 0, false)
+                    }
+                    CoreRt::Object(o) => {
+                        o.required.iter().all(|&r| node_sat(&nodes, &sat, o.props[r as usize].node))
+                            && (o.n_required <= o.max)
+                            && {
+                                let avail = o
+                                    .props
+                                    .iter()
+                                    .filter(|p| node_sat(&nodes, &sat, p.node))
+                                    .count() as u64;
+                                let extra_inf = o.extra.as_ref().is_some_and(|x| {
+                                    self.dfas[x.dfa as usize]
+                                        .finite_count(self.dfas[x.dfa as usize].start())
+                                        .is_none_or(|c| c > 0)
+                                });
+                                let extra_n = o.extra.as_ref().map_or(0, |x| {
+                                    let d = &self.dfas[x.dfa as usize];
+                                    u64::from(d.finite_count(d.start()).unwrap_or(u32::MAX))
+                                });
+                                extra_inf
+                                    || avail + extra_n >= u64::from(o.min)
+                                    || avail >= u64::from(o.min)
+                            }
+                    }
+                };
+                if ok {
+                    sat[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Keep satisfiable cores only.
+        for ns in nodes.iter_mut() {
+            ns.retain(|&c| sat[c as usize]);
+        }
+        // Declared names whose node is empty can never appear: mark them forbidden (they stay
+        // declared, so the runtime never reads them as undeclared keys), and so are names
+        // whose dependencies are forbidden.
+        for c in out_cores.iter_mut() {
+            if let CoreRt::Object(o) = c {
+                for p in o.props.iter_mut() {
+                    p.forbidden = nodes[p.node as usize].is_empty();
+                }
+                loop {
+                    let mut changed = false;
+                    for i in 0..o.props.len() {
+                        if !o.props[i].forbidden
+                            && o.props[i].deps.iter().any(|&d| o.props[d as usize].forbidden)
+                        {
+                            o.props[i].forbidden = true;
+                            changed = true;
+                        }
+                    }
+                    if !changed {
+                        break;
+                    }
+                }
+                o.has_deps = o.props.iter().any(|p| !p.deps.is_empty());
+                if let Some(x) = &o.extra {
+                    if x.combos.iter().all(|&n| nodes[n as usize].is_empty()) {
+                        o.extra = None;
+                    }
+                }
+            }
+        }
+        // `uniqueItems` only where the runtime decides it exactly (see `unique`).
+        for i in 0..out_cores.len() {
+            let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &out_cores[i]
+            else {
+                continue;
+            };
+            // (node, optional position: at or after minItems, no contains)
+            let mut item_nodes: Vec<(ExprId, bool)> = prefix
+                .iter()
+                .enumerate()
+                .map(|(k, &e)| (e, k as u32 >= *min && contains.is_none()))
+                .collect();
+            item_nodes.push((*items, prefix.len() as u32 >= *min && contains.is_none()));
+            if let Some(c) = contains {
+                item_nodes.extend(c.yes.iter().chain(&c.no).map(|&e| (e, false)));
+            }
+            let ok = item_nodes.iter().all(|&(e, optional)| {
+                unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e, optional)
+            });
+            if !ok {
+                let ptr = match &self.cores[core_src[i] as usize] {
+                    Core::Array(a) => a.unique.clone().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                self.unsupported("uniqueItems", &ptr)?;
+                if let CoreRt::Array { unique, .. } = &mut out_cores[i] {
+                    *unique = false;
+                }
+            }
+        }
+        if nodes[root as usize].is_empty() {
+            return Err(SchemaError::unsat("", "no instance satisfies the schema"));
+        }
+        let any_dfa = self.any_dfa;
+        let ignored = std::mem::take(&mut self.ignored);
+        Ok((Program { nodes, cores: out_cores, dfas: self.dfas, root, any_dfa }, ignored))
+    }
+
+    pub(super) fn finalize_core(&mut self, c: CoreId) -> Result<CoreRt, SchemaError> {
+        Ok(match self.cores[c as usize].clone() {
+            Core::Null => CoreRt::Null,
+            Core::Bool(b) => CoreRt::Bool(b),
+            Core::Number(n) => CoreRt::Number(n),
+            Core::String(s) => {
+                if s.dfa.is_none() {
+                    CoreRt::String { dfa: self.any_dfa, min: s.min, max: s.max }
+                } else {
+                    // `minLength` folded into the automaton, `maxLength` counted beside it
+                    // (a product with a length counter multiplies the states by the bound:
+                    // `format: email` with `maxLength: 1024` would be a million cells).
+                    let d = self.fold_str(&StrC { max: u32::MAX, ..s.clone() }, "")?;
+                    CoreRt::String { dfa: d, min: 0, max: s.max }
+                }
+            }
+            Core::Array(a) => {
+                let contains = match &a.contains {
+                    None => None,
+                    Some(c) => {
+                        let (mut yes, mut no) = (Vec::new(), Vec::new());
+                        for i in 0..=a.prefix.len() {
+                            let node = a.prefix.get(i).copied().unwrap_or(a.items);
+                            yes.push(self.and(vec![node, c.schema]));
+                            no.push(match c.neg {
+                                Some(n) if c.max != u32::MAX => self.and(vec![node, n]),
+                                _ => node,
+                            });
+                        }
+                        Some(Box::new(ContainsRt { min: c.min, max: c.max, yes, no }))
+                    }
+                };
+                CoreRt::Array {
+                    prefix: a.prefix,
+                    items: a.items,
+                    min: a.min,
+                    max: a.max,
+                    contains,
+                    unique: a.unique.is_some(),
+                }
+            }
+            Core::Object(o) => CoreRt::Object(self.finalize_obj(&o)?),
+        })
+    }
+
+    pub(super) fn finalize_obj(&mut self, o: &ObjC) -> Result<ObjRt, SchemaError> {
+        // Declared names: every name in any group's properties, in `required`, in deps.
+        let mut order_names: Vec<String> = Vec::new();
+        for g in &o.groups {
+            for (n, _) in &g.props {
+                if !order_names.contains(n) {
+                    order_names.push(n.clone());
+                }
+            }
+        }
+        for n in o
+            .required
+            .iter()
+            .chain(o.deps.iter().flat_map(|(k, v)| std::iter::once(k).chain(v.iter())))
+        {
+            if !order_names.contains(n) {
+                order_names.push(n.clone());
+            }
+        }
+        let mut entries: Vec<(Vec<u8>, PropRt)> = Vec::new();
+        for (i, n) in order_names.iter().enumerate() {
+            let node = self.key_value(o, n);
+            entries.push((
+                n.as_bytes().to_vec(),
+                PropRt {
+                    node,
+                    forbidden: false,
+                    required: o.required.contains(n),
+                    order: i as u32,
+                    deps: Vec::new(),
+                },
+            ));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let idx = |name: &str, entries: &Vec<(Vec<u8>, PropRt)>| {
+            entries.iter().position(|e| e.0 == name.as_bytes()).expect("declared") as u32
+        };
+        for (k, v) in &o.deps {
+            let ki = idx(k, &entries);
+            for d in v {
+                let di = idx(d, &entries);
+                if !entries[ki as usize].1.deps.contains(&di) && di != ki {
+                    entries[ki as usize].1.deps.push(di);
+                }
+            }
+        }
+        let required: Vec<u32> = o.required.iter().map(|r| idx(r, &entries)).collect();
+        // Undeclared keys.
+        let pats: Vec<(u32, usize, ExprId)> = o
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| g.patterns.iter().map(move |&(d, e)| (d, gi, e)))
+            .collect();
+        if pats.len() > 4 {
+            return Err(SchemaError::unsupported("patternProperties", ""));
+        }
+        let mut combos = Vec::new();
+        let mut lang: Option<u32> = None;
+        if pats.is_empty() && o.names.is_none() {
+            // The common case: undeclared keys are any string but the declared names (the
+            // runtime reads a declared name as declared, never as undeclared), so no automaton
+            // product is needed.
+            let parts: Vec<ExprId> = o.groups.iter().map(|g| g.additional).collect();
+            let node = self.and(parts);
+            let cs = self.normalize(node, "")?;
+            let extra = (!cs.is_empty()).then_some(ExtraRt {
+                dfa: self.any_dfa,
+                patterns: Vec::new(),
+                combos: vec![node],
+            });
+            let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
+                entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
+            return Ok(ObjRt {
+                names,
+                props,
+                extra,
+                min: o.min,
+                max: o.max,
+                n_required: required.len() as u32,
+                required,
+                has_deps: !o.deps.is_empty(),
+            });
+        }
+        for mask in 0..(1usize << pats.len()) {
+            let mut parts = Vec::new();
+            for (gi, g) in o.groups.iter().enumerate() {
+                let mine: Vec<usize> =
+                    (0..pats.len()).filter(|&i| pats[i].1 == gi && mask & (1 << i) != 0).collect();
+                if mine.is_empty() {
+                    parts.push(g.additional);
+                } else {
+                    parts.extend(mine.iter().map(|&i| pats[i].2));
+                }
+            }
+            let node = self.and(parts);
+            combos.push(node);
+            let cs = self.normalize(node, "")?;
+            if cs.is_empty() {
+                continue;
+            }
+            // Language of exactly this combination.
+            let mut d = self.any_dfa;
+            for (i, p) in pats.iter().enumerate() {
+                let op = if mask & (1 << i) != 0 { Op::And } else { Op::AndNot };
+                d = self.dfa_product(d, p.0, op, "patternProperties", "")?;
+            }
+            lang = Some(match lang {
+                None => d,
+                Some(l) => self.dfa_product(l, d, Op::Or, "patternProperties", "")?,
+            });
+        }
+        let extra = match lang {
+            None => None,
+            Some(mut l) => {
+                if let Some(nd) = o.names {
+                    l = self.dfa_product(l, nd, Op::And, "propertyNames", "")?;
+                }
+                if !order_names.is_empty() {
+                    let lit = self.regex_dfa(
+                        &string::literals_regex(order_names.iter().map(String::as_str)),
+                        "properties",
+                        "",
+                    )?;
+                    l = self.dfa_product(l, lit, Op::AndNot, "properties", "")?;
+                }
+                if self.dfas[l as usize].is_empty() {
+                    None
+                } else {
+                    Some(ExtraRt { dfa: l, patterns: pats.iter().map(|p| p.0).collect(), combos })
+                }
+            }
+        };
+        let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
+            entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
+        Ok(ObjRt {
+            names,
+            props,
+            extra,
+            min: o.min,
+            max: o.max,
+            n_required: required.len() as u32,
+            required,
+            has_deps: !o.deps.is_empty(),
+        })
+    }
+}

@@ -1,0 +1,430 @@
+//! The normal form: every expression as a union of typed cores (disjunctive normal form).
+//!
+//! `And` intersects cores pairwise ([`Compiler::merge`]: bounds merged, automaton products,
+//! children merged into new memoised `And` expressions so recursive merges terminate); `Or`
+//! concatenates; `oneOf` is a union once its branches are shown disjoint
+//! ([`Compiler::disjoint`]); `unevaluated*` is applied per alternative when that is exact
+//! ([`Compiler::check_exclusive`]).
+
+use super::*;
+
+impl<'a> Compiler<'a> {
+    /// Normal form of an expression: its union of cores.
+    pub(crate) fn normalize(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        if let Some(n) = &self.norm[e as usize] {
+            return Ok(n.clone());
+        }
+        if self.in_progress[e as usize] {
+            return Err(SchemaError::unsupported("$ref", ptr));
+        }
+        self.in_progress[e as usize] = true;
+        self.check_size()?;
+        let r = match self.exprs[e as usize].clone() {
+            Expr::Pending => return Err(SchemaError::unsupported("$ref", ptr)),
+            Expr::Cores(c) => c,
+            Expr::Or(a) => {
+                let mut out = Vec::new();
+                for x in a {
+                    out.extend(self.normalize(x, ptr)?);
+                }
+                out
+            }
+            Expr::And(a) => {
+                let mut acc: Option<Vec<CoreId>> = None;
+                for x in a {
+                    let cs = self.normalize(x, ptr)?;
+                    acc = Some(match acc {
+                        None => cs,
+                        Some(prev) => {
+                            let mut out = Vec::new();
+                            for &p in &prev {
+                                for &q in &cs {
+                                    if let Some(m) = self.merge(p, q, ptr)? {
+                                        out.push(m);
+                                    }
+                                }
+                                if out.len() > self.limits.max_alternatives * 4 {
+                                    return Err(SchemaError::limit(
+                                        "alternatives",
+                                        self.limits.max_alternatives,
+                                    ));
+                                }
+                            }
+                            out
+                        }
+                    });
+                }
+                acc.unwrap_or_default()
+            }
+            Expr::Uneval { base, props, items, ptr: p } => {
+                let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
+                if let Err(err) = self.check_exclusive(base, kw, &p) {
+                    self.in_progress[e as usize] = false;
+                    if !self.opts.lenient {
+                        return Err(err);
+                    }
+                    self.ignored
+                        .push(format!("{kw} at {}", if p.is_empty() { "(root)" } else { &p }));
+                    let cs = self.normalize(base, &p)?;
+                    self.in_progress[e as usize] = true;
+                    cs
+                } else {
+                    let cs = self.normalize(base, &p)?;
+                    cs.into_iter().map(|c| self.apply_uneval(c, props, items)).collect()
+                }
+            }
+            Expr::OneOf(a, p, negs) => {
+                let mut branches = Vec::new();
+                for &x in &a {
+                    branches.push(self.normalize(x, &p)?);
+                }
+                let mut disjoint = true;
+                'outer: for i in 0..branches.len() {
+                    for j in i + 1..branches.len() {
+                        for &ci in &branches[i] {
+                            for &cj in &branches[j] {
+                                if !self.disjoint(ci, cj, 0) {
+                                    disjoint = false;
+                                    break 'outer;
+                                }
+                            }
+                        }
+                    }
+                }
+                if disjoint {
+                    branches.concat()
+                } else if let Some(negs) = negs {
+                    let mut out = Vec::new();
+                    for i in 0..a.len() {
+                        let mut parts = vec![a[i]];
+                        parts.extend((0..a.len()).filter(|&j| j != i).map(|j| negs[j]));
+                        let e2 = self.and(parts);
+                        out.extend(self.normalize(e2, &p)?);
+                    }
+                    out
+                } else if self.opts.lenient {
+                    self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
+                    branches.concat()
+                } else {
+                    self.in_progress[e as usize] = false;
+                    return Err(SchemaError::unsupported("oneOf", &p));
+                }
+            }
+        };
+        let r = self.simplify(r);
+        if r.len() > self.limits.max_alternatives {
+            return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
+        }
+        self.in_progress[e as usize] = false;
+        self.norm[e as usize] = Some(r.clone());
+        Ok(r)
+    }
+
+    /// Drop duplicate trivial cores (several `null` cores, equal number cores).
+    pub(super) fn simplify(&self, cs: Vec<CoreId>) -> Vec<CoreId> {
+        let mut out: Vec<CoreId> = Vec::new();
+        for c in cs {
+            let dup =
+                out.iter().any(|&o| match (&self.cores[o as usize], &self.cores[c as usize]) {
+                    (Core::Null, Core::Null) => true,
+                    (Core::Bool(x), Core::Bool(y)) => x == y,
+                    (Core::Number(x), Core::Number(y)) => x == y,
+                    _ => o == c,
+                });
+            if !dup {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
+    pub(super) fn disjoint(&mut self, a: CoreId, b: CoreId, depth: usize) -> bool {
+        let (ca, cb) = (self.cores[a as usize].clone(), self.cores[b as usize].clone());
+        if ca.type_bit() != cb.type_bit() {
+            return true;
+        }
+        match (&ca, &cb) {
+            (Core::Bool(x), Core::Bool(y)) => x & y == 0,
+            (Core::Number(x), Core::Number(y)) => match x.merge(y) {
+                Ok(m) => !m.live(b""),
+                Err(()) => false,
+            },
+            (Core::String(x), Core::String(y)) => {
+                let (dx, dy) = (x.dfa.unwrap_or(self.any_dfa), y.dfa.unwrap_or(self.any_dfa));
+                string::intersect_nonempty(
+                    &self.dfas[dx as usize],
+                    &self.dfas[dy as usize],
+                    x.min.max(y.min),
+                    x.max.min(y.max),
+                    self.limits.max_dfa_states.saturating_mul(4),
+                ) == Some(false)
+            }
+            (Core::Array(x), Core::Array(y)) => x.max < y.min || y.max < x.min,
+            (Core::Object(x), Core::Object(y)) => {
+                if depth > 4 {
+                    return false;
+                }
+                // A key required by one whose values cannot agree, or that the other forbids.
+                for (p, q) in [(&x, &y), (&y, &x)] {
+                    for r in &p.required {
+                        let vp = self.key_value(p, r);
+                        let vq = self.key_value(q, r);
+                        let (Ok(np), Ok(nq)) = (self.normalize(vp, ""), self.normalize(vq, ""))
+                        else {
+                            return false;
+                        };
+                        if nq.is_empty() {
+                            return true;
+                        }
+                        {
+                            let all = np
+                                .iter()
+                                .all(|&i| nq.iter().all(|&j| self.disjoint(i, j, depth + 1)));
+                            if all && !np.is_empty() {
+                                // p requires r with values disjoint from what q allows for r
+                                return true;
+                            }
+                        }
+                    }
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// The value schema an object constraint gives key `k` (ignoring `propertyNames`).
+    pub(super) fn key_value(&mut self, o: &ObjC, k: &str) -> ExprId {
+        let mut parts = Vec::new();
+        for g in &o.groups {
+            let mut matched = false;
+            if let Some((_, e)) = g.props.iter().find(|(n, _)| n == k) {
+                parts.push(*e);
+                matched = true;
+            }
+            for &(d, e) in &g.patterns {
+                if self.dfas[d as usize].matches(k.as_bytes()) {
+                    parts.push(e);
+                    matched = true;
+                }
+            }
+            if !matched {
+                parts.push(g.additional);
+            }
+        }
+        if let Some(d) = o.names {
+            if !self.dfas[d as usize].matches(k.as_bytes()) {
+                return self.false_e;
+            }
+        }
+        self.and(parts)
+    }
+
+    /// Intersection of two cores (`None` when of different types or empty for sure).
+    pub(super) fn merge(
+        &mut self,
+        a: CoreId,
+        b: CoreId,
+        ptr: &str,
+    ) -> Result<Option<CoreId>, SchemaError> {
+        let (ca, cb) = (&self.cores[a as usize], &self.cores[b as usize]);
+        if ca.type_bit() != cb.type_bit() {
+            return Ok(None);
+        }
+        let merged = match (ca.clone(), cb.clone()) {
+            (Core::Null, Core::Null) => return Ok(Some(a)),
+            (Core::Bool(x), Core::Bool(y)) => {
+                if x & y == 0 {
+                    return Ok(None);
+                }
+                Core::Bool(x & y)
+            }
+            (Core::Number(x), Core::Number(y)) => match x.merge(&y) {
+                Ok(m) => {
+                    if !m.multiple_supported() {
+                        self.unsupported("multipleOf", ptr)?;
+                        return Ok(Some(a));
+                    }
+                    Core::Number(m)
+                }
+                Err(()) => {
+                    self.unsupported("multipleOf", ptr)?;
+                    return Ok(Some(a));
+                }
+            },
+            (Core::String(x), Core::String(y)) => {
+                let dfa = match (x.dfa, y.dfa) {
+                    (None, d) | (d, None) => d,
+                    (Some(p), Some(q)) => Some(self.dfa_product(p, q, Op::And, "pattern", ptr)?),
+                };
+                Core::String(StrC { dfa, min: x.min.max(y.min), max: x.max.min(y.max) })
+            }
+            (Core::Array(x), Core::Array(y)) => {
+                let n = x.prefix.len().max(y.prefix.len());
+                let mut prefix = Vec::with_capacity(n);
+                for i in 0..n {
+                    let pa = x.prefix.get(i).copied().unwrap_or(x.items);
+                    let pb = y.prefix.get(i).copied().unwrap_or(y.items);
+                    prefix.push(self.and(vec![pa, pb]));
+                }
+                let items = self.and(vec![x.items, y.items]);
+                let contains = match (&x.contains, &y.contains) {
+                    (None, c) | (c, None) => c.clone(),
+                    (Some(p), Some(q)) if p.schema == q.schema => Some(ContainsC {
+                        min: p.min.max(q.min),
+                        max: p.max.min(q.max),
+                        ..p.clone()
+                    }),
+                    (Some(p), Some(_)) => {
+                        // Two different `contains` counts would need a counter per schema.
+                        self.unsupported("contains", ptr)?;
+                        Some(p.clone())
+                    }
+                };
+                Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    contains,
+                    unique: x.unique.clone().or_else(|| y.unique.clone()),
+                    annot_len: x.annot_len.max(y.annot_len),
+                    annot_all: x.annot_all || y.annot_all,
+                })
+            }
+            (Core::Object(x), Core::Object(y)) => {
+                let mut groups = x.groups.clone();
+                groups.extend(y.groups.iter().cloned());
+                let mut required = x.required.clone();
+                for r in &y.required {
+                    if !required.contains(r) {
+                        required.push(r.clone());
+                    }
+                }
+                let mut deps = x.deps.clone();
+                deps.extend(y.deps.iter().cloned());
+                let names = match (x.names, y.names) {
+                    (None, d) | (d, None) => d,
+                    (Some(p), Some(q)) => {
+                        Some(self.dfa_product(p, q, Op::And, "propertyNames", ptr)?)
+                    }
+                };
+                Core::Object(Box::new(ObjC {
+                    groups,
+                    required,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    deps,
+                    names,
+                }))
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(self.core(merged)))
+    }
+
+    /// `unevaluated*` is decided per normal-form alternative, which is exact when an instance
+    /// matches at most one alternative with given annotations: every `anyOf` below `e` (through
+    /// in-place applicators) must have pairwise disjoint branches, and no annotations may come
+    /// from inside a double `not`.
+    pub(super) fn check_exclusive(
+        &mut self,
+        e: ExprId,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<(), SchemaError> {
+        let mut stack = vec![e];
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if self.unannotated.contains(&x) {
+                return Err(SchemaError::unsupported(kw, ptr));
+            }
+            match self.exprs[x as usize].clone() {
+                Expr::And(a) => stack.extend(a),
+                Expr::Or(a) => {
+                    if self.anyof.contains(&x) {
+                        let mut branches = Vec::new();
+                        for &b in &a {
+                            branches.push(self.normalize(b, ptr)?);
+                        }
+                        for i in 0..branches.len() {
+                            for j in i + 1..branches.len() {
+                                for &ci in &branches[i] {
+                                    for &cj in &branches[j] {
+                                        if !self.disjoint(ci, cj, 0) {
+                                            return Err(SchemaError::unsupported(kw, ptr));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    stack.extend(a);
+                }
+                Expr::OneOf(a, _, negs) => {
+                    stack.extend(a);
+                    stack.extend(negs.into_iter().flatten());
+                }
+                Expr::Uneval { base, .. } => stack.push(base),
+                Expr::Cores(_) | Expr::Pending => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Core `c` with `unevaluatedProperties: props` / `unevaluatedItems: items` applied to
+    /// what its own annotations leave unevaluated.
+    pub(super) fn apply_uneval(
+        &mut self,
+        c: CoreId,
+        props: Option<ExprId>,
+        items: Option<ExprId>,
+    ) -> CoreId {
+        let tr = self.true_e;
+        match self.cores[c as usize].clone() {
+            Core::Object(o) if props.is_some() && !o.groups.iter().any(|g| g.annot_all) => {
+                let mut names: Vec<(String, ExprId)> = Vec::new();
+                let mut patterns: Vec<(u32, ExprId)> = Vec::new();
+                for g in o.groups.iter().filter(|g| g.annot) {
+                    for (n, _) in &g.props {
+                        if !names.iter().any(|(m, _)| m == n) {
+                            names.push((n.clone(), tr));
+                        }
+                    }
+                    for &(d, _) in &g.patterns {
+                        if !patterns.iter().any(|&(x, _)| x == d) {
+                            patterns.push((d, tr));
+                        }
+                    }
+                }
+                let mut o = *o;
+                o.groups.push(KeyGroup {
+                    props: names,
+                    patterns,
+                    additional: props.expect("checked"),
+                    annot: true,
+                    annot_all: true,
+                });
+                self.core(Core::Object(Box::new(o)))
+            }
+            Core::Array(mut a) if items.is_some() && !a.annot_all => {
+                let mut u = items.expect("checked");
+                if let Some(cn) = &a.contains {
+                    // Items that match `contains` are evaluated by it.
+                    u = self.push(Expr::Or(vec![cn.schema, u]));
+                }
+                for i in a.annot_len as usize..a.prefix.len() {
+                    a.prefix[i] = self.and(vec![a.prefix[i], u]);
+                }
+                a.items = self.and(vec![a.items, u]);
+                a.annot_all = true;
+                self.core(Core::Array(a))
+            }
+            _ => c,
+        }
+    }
+}
