@@ -5,9 +5,11 @@
 
 use super::refs::esc_ptr;
 use super::*;
-use crate::schema::error::SchemaErrorKind;
+use serde_json::Map;
 
 impl<'a> Compiler<'a> {
+    /// The expression of the schema `v` at `ptr`: the conjunction of its references, its
+    /// typed shape, its literals and its applicators (wrapped for `unevaluated*`).
     pub(super) fn schema(&mut self, v: &'a Value, ptr: &str) -> Result<ExprId, SchemaError> {
         let m = match v {
             Value::Bool(true) => return Ok(self.true_e),
@@ -16,21 +18,52 @@ impl<'a> Compiler<'a> {
             _ => return Err(SchemaError::invalid(ptr, "a schema must be an object or a boolean")),
         };
         let mut parts: Vec<ExprId> = Vec::new();
-        // `$ref` (siblings ignored before 2019-09).
+        if self.references(m, ptr, &mut parts)? {
+            // `$ref` siblings are ignored before 2019-09.
+            return Ok(self.and(parts));
+        }
+        let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
+        let shape = self.shape(m, ptr)?;
+        parts.push(shape);
+        self.literals(m, ptr, &mut parts)?;
+        self.all_any_one(m, ptr, &mut parts)?;
+        if let Some(x) = m.get("not") {
+            let not = self.negate(x, &format!("{ptr}/not"), 0);
+            parts.extend(self.or_unsupported(not, "not", ptr)?);
+        }
+        self.conditional(m, ptr, uneval, &mut parts)?;
+        self.dependent_schemas(m, ptr, &mut parts)?;
+        let base = self.and(parts);
+        if !uneval {
+            return Ok(base);
+        }
+        let props = match m.get("unevaluatedProperties") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedProperties"))?),
+            None => None,
+        };
+        let items = match m.get("unevaluatedItems") {
+            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedItems"))?),
+            None => None,
+        };
+        Ok(self.push(Expr::Uneval { base, props, items, ptr: ptr.to_string() }))
+    }
+
+    /// `$ref`, `$dynamicRef` and `$recursiveRef` onto `parts`. `true` when the draft ignores
+    /// a `$ref`'s siblings (draft-07 and earlier), so the schema is its reference alone.
+    fn references(
+        &mut self,
+        m: &'a Map<String, Value>,
+        ptr: &str,
+        parts: &mut Vec<ExprId>,
+    ) -> Result<bool, SchemaError> {
         if let Some(r) = m.get("$ref") {
             let r = r.as_str().ok_or_else(|| SchemaError::invalid(ptr, "$ref must be a string"))?;
-            match self.refs.resolve_ref(r, ptr) {
-                Ok(target) => parts.push(self.follow_ref(&target)?),
-                Err(e) => {
-                    if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) {
-                        self.unsupported("$ref", ptr)?;
-                    } else {
-                        return Err(e);
-                    }
-                }
+            let target = self.refs.resolve_ref(r, ptr);
+            if let Some(target) = self.or_unsupported(target, "$ref", ptr)? {
+                parts.push(self.follow_ref(&target)?);
             }
             if self.legacy_ref {
-                return Ok(self.and(parts));
+                return Ok(true);
             }
         }
         for kw in ["$dynamicRef", "$recursiveRef"] {
@@ -43,21 +76,24 @@ impl<'a> Compiler<'a> {
             } else {
                 self.refs.resolve_recursive(r, ptr)
             };
-            match target {
-                Ok(target) => parts.push(self.follow_ref(&target)?),
-                Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => {
-                    self.unsupported(kw, ptr)?
-                }
-                Err(e) => return Err(e),
+            if let Some(target) = self.or_unsupported(target, kw, ptr)? {
+                parts.push(self.follow_ref(&target)?);
             }
         }
-        let uneval = m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems");
-        let shape = self.shape(m, ptr)?;
-        parts.push(shape);
+        Ok(false)
+    }
+
+    /// `enum` and `const` onto `parts`. An enum's string members become one automaton (one
+    /// alternative, however many members).
+    fn literals(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        parts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
         if let Some(x) = m.get("enum") {
             let a =
                 x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "enum must be an array"))?;
-            // String members become one automaton (one alternative, however many members).
             let strs: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
             let mut cs = Vec::new();
             if !strs.is_empty() {
@@ -73,86 +109,103 @@ impl<'a> Compiler<'a> {
             let cs = self.literal(x, ptr)?;
             parts.push(self.push(Expr::Cores(cs)));
         }
+        Ok(())
+    }
+
+    /// The subschemas of the array keyword `kw` (`allOf`, `anyOf`, `oneOf`).
+    fn branches(&mut self, x: &Value, kw: &str, ptr: &str) -> Result<Vec<ExprId>, SchemaError> {
+        let a = x
+            .as_array()
+            .ok_or_else(|| SchemaError::invalid(ptr, format!("{kw} must be an array")))?;
+        (0..a.len()).map(|i| self.schema_at(&format!("{ptr}/{kw}/{i}"))).collect()
+    }
+
+    /// `allOf` (conjuncts), `anyOf` (a union) and `oneOf` onto `parts`.
+    fn all_any_one(
+        &mut self,
+        m: &'a Map<String, Value>,
+        ptr: &str,
+        parts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
         if let Some(x) = m.get("allOf") {
-            let a =
-                x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "allOf must be an array"))?;
-            for i in 0..a.len() {
-                parts.push(self.schema_at(&format!("{ptr}/allOf/{i}"))?);
-            }
+            let all = self.branches(x, "allOf", ptr)?;
+            parts.extend(all);
         }
         if let Some(x) = m.get("anyOf") {
-            let a =
-                x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "anyOf must be an array"))?;
-            let mut alts = Vec::new();
-            for i in 0..a.len() {
-                alts.push(self.schema_at(&format!("{ptr}/anyOf/{i}"))?);
-            }
+            let alts = self.branches(x, "anyOf", ptr)?;
             let e = self.push(Expr::Or(alts));
             self.anyof.insert(e);
             parts.push(e);
         }
         if let Some(x) = m.get("oneOf") {
-            let a =
-                x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "oneOf must be an array"))?;
-            let mut alts = Vec::new();
-            for i in 0..a.len() {
-                alts.push(self.schema_at(&format!("{ptr}/oneOf/{i}"))?);
-            }
-            let mut negs = Some(Vec::new());
-            if a.len() <= 16 {
-                for (i, b) in a.iter().enumerate() {
-                    match self.negate(b, &format!("{ptr}/oneOf/{i}"), 0) {
-                        Ok(n) => negs.as_mut().expect("some").push(n),
-                        Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => {
-                            negs = None;
-                            break;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-            } else {
-                negs = None;
-            }
+            let alts = self.branches(x, "oneOf", ptr)?;
+            let negs = self.one_of_negations(x, ptr)?;
             parts.push(self.push(Expr::OneOf(alts, ptr.to_string(), negs)));
         }
-        if let Some(x) = m.get("not") {
-            match self.negate(x, &format!("{ptr}/not"), 0) {
-                Ok(e) => parts.push(e),
-                Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => {
-                    self.unsupported("not", ptr)?
-                }
-                Err(e) => return Err(e),
+        Ok(())
+    }
+
+    /// The negation of every `oneOf` branch, for `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when the
+    /// branches overlap; `None` when one cannot be negated or there are more than 16.
+    fn one_of_negations(
+        &mut self,
+        x: &'a Value,
+        ptr: &str,
+    ) -> Result<Option<Vec<ExprId>>, SchemaError> {
+        let a = x.as_array().expect("checked by branches");
+        if a.len() > 16 {
+            return Ok(None);
+        }
+        let mut negs = Vec::new();
+        for (i, b) in a.iter().enumerate() {
+            match unless_unsupported(self.negate(b, &format!("{ptr}/oneOf/{i}"), 0))? {
+                Some(n) => negs.push(n),
+                None => return Ok(None),
             }
         }
-        // `if`/`then`/`else` arrived in draft-07: older drafts ignore them.
-        if let Some(c) = m.get("if").filter(|_| !self.pre_draft7) {
-            let then = m.get("then");
-            let els = m.get("else");
-            // A lone `if` constrains nothing, but its annotations count for `unevaluated*`.
-            if then.is_some() || els.is_some() || uneval {
-                match self.negate(c, &format!("{ptr}/if"), 0) {
-                    Ok(not_if) => {
-                        let if_e = self.schema_at(&format!("{ptr}/if"))?;
-                        let then_e = match then {
-                            Some(_) => self.schema_at(&format!("{ptr}/then"))?,
-                            None => self.true_e,
-                        };
-                        let else_e = match els {
-                            Some(_) => self.schema_at(&format!("{ptr}/else"))?,
-                            None => self.true_e,
-                        };
-                        let a = self.and(vec![if_e, then_e]);
-                        let b = self.and(vec![not_if, else_e]);
-                        parts.push(self.push(Expr::Or(vec![a, b])));
-                    }
-                    Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => {
-                        self.unsupported("if", ptr)?
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        Ok(Some(negs))
+    }
+
+    /// `if`/`then`/`else` onto `parts` as `(if ∧ then) ∨ (¬if ∧ else)`. Draft-07 introduced
+    /// them: older drafts ignore them. A lone `if` constrains nothing, but its annotations
+    /// count for `unevaluated*`.
+    fn conditional(
+        &mut self,
+        m: &'a Map<String, Value>,
+        ptr: &str,
+        uneval: bool,
+        parts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
+        let Some(c) = m.get("if").filter(|_| !self.pre_draft7) else { return Ok(()) };
+        let (then, els) = (m.get("then"), m.get("else"));
+        if then.is_none() && els.is_none() && !uneval {
+            return Ok(());
         }
-        // dependentSchemas / dependencies (schema form).
+        let not_if = self.negate(c, &format!("{ptr}/if"), 0);
+        let Some(not_if) = self.or_unsupported(not_if, "if", ptr)? else { return Ok(()) };
+        let if_e = self.schema_at(&format!("{ptr}/if"))?;
+        let then_e = match then {
+            Some(_) => self.schema_at(&format!("{ptr}/then"))?,
+            None => self.true_e,
+        };
+        let else_e = match els {
+            Some(_) => self.schema_at(&format!("{ptr}/else"))?,
+            None => self.true_e,
+        };
+        let a = self.and(vec![if_e, then_e]);
+        let b = self.and(vec![not_if, else_e]);
+        parts.push(self.push(Expr::Or(vec![a, b])));
+        Ok(())
+    }
+
+    /// `dependentSchemas` (and `dependencies` in schema form) onto `parts`: per key,
+    /// `non-object ∨ key absent ∨ (key present ∧ schema)`.
+    fn dependent_schemas(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        parts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
         let mut dep_schemas: Vec<(String, String)> = Vec::new();
         if let Some(d) = m.get("dependentSchemas") {
             let d = d
@@ -178,18 +231,6 @@ impl<'a> Compiler<'a> {
             let with = self.and(vec![present, s]);
             parts.push(self.push(Expr::Or(vec![non_obj, absent, with])));
         }
-        let base = self.and(parts);
-        if !uneval {
-            return Ok(base);
-        }
-        let props = match m.get("unevaluatedProperties") {
-            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedProperties"))?),
-            None => None,
-        };
-        let items = match m.get("unevaluatedItems") {
-            Some(_) => Some(self.schema_at(&format!("{ptr}/unevaluatedItems"))?),
-            None => None,
-        };
-        Ok(self.push(Expr::Uneval { base, props, items, ptr: ptr.to_string() }))
+        Ok(())
     }
 }

@@ -4,120 +4,120 @@
 use super::*;
 use crate::schema::unique;
 
-impl<'a> Compiler<'a> {
-    /// Normalise everything reachable from `root`, compute satisfiability, and lay out the
-    /// runtime program.
-    pub(crate) fn finish(mut self, root: ExprId) -> Result<(Program, Vec<String>), SchemaError> {
-        // Stage 2: normalise every reachable expression; finalise cores into runtime form.
-        let mut rt_cores: FxHashMap<CoreId, u32> = FxHashMap::default();
-        let mut out_cores: Vec<CoreRt> = Vec::new();
-        let mut core_src: Vec<CoreId> = Vec::new();
-        let mut todo: Vec<ExprId> = vec![root];
-        let mut seen_expr: FxHashMap<ExprId, ()> = FxHashMap::default();
-        let mut order: Vec<ExprId> = Vec::new();
-        while let Some(e) = todo.pop() {
-            if seen_expr.insert(e, ()).is_some() {
-                continue;
-            }
-            order.push(e);
-            let cs = self.normalize(e, "")?;
-            for c in cs {
-                if rt_cores.contains_key(&c) {
-                    continue;
-                }
-                let rt = self.finalize_core(c)?;
-                match &rt {
-                    CoreRt::Array { prefix, items, contains, .. } => {
-                        todo.extend(prefix.iter().copied());
-                        todo.push(*items);
-                        if let Some(c) = contains {
-                            todo.extend(c.yes.iter().chain(&c.no).copied());
-                        }
-                    }
-                    CoreRt::Object(o) => {
-                        todo.extend(o.props.iter().map(|p| p.node));
-                        if let Some(x) = &o.extra {
-                            todo.extend(x.combos.iter().copied());
-                        }
-                    }
-                    _ => {}
-                }
-                rt_cores.insert(c, out_cores.len() as u32);
-                out_cores.push(rt);
-                core_src.push(c);
-                if out_cores.len() > self.limits.max_nodes {
-                    return Err(SchemaError::limit("nodes", self.limits.max_nodes));
+/// The finalised cores reachable from the root.
+#[derive(Default)]
+struct Reachable {
+    /// Runtime cores, in discovery order.
+    cores: Vec<CoreRt>,
+    /// Per runtime core, the compiler core it came from.
+    sources: Vec<CoreId>,
+    /// Runtime number of each compiler core.
+    numbers: FxHashMap<CoreId, u32>,
+    /// The reachable expressions.
+    order: Vec<ExprId>,
+}
+
+impl CoreRt {
+    /// Push the nodes this core's values hold (items, property values, undeclared keys).
+    fn children(&self, out: &mut Vec<ExprId>) {
+        match self {
+            CoreRt::Array { prefix, items, contains, .. } => {
+                out.extend(prefix.iter().copied());
+                out.push(*items);
+                if let Some(c) = contains {
+                    out.extend(c.yes.iter().chain(&c.no).copied());
                 }
             }
+            CoreRt::Object(o) => {
+                out.extend(o.props.iter().map(|p| p.node));
+                if let Some(x) = &o.extra {
+                    out.extend(x.combos.iter().copied());
+                }
+            }
+            _ => {}
         }
-        // Nodes in runtime numbering (indexed by ExprId; unreachable ones empty).
-        let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); self.exprs.len()];
-        for &e in &order {
-            nodes[e as usize] = self.norm[e as usize]
-                .as_ref()
-                .expect("normalised")
-                .iter()
-                .map(|c| rt_cores[c])
-                .collect();
+    }
+}
+
+/// Does some core of node `e` have a finite instance (by `sat` so far)?
+fn node_sat(nodes: &[Vec<u32>], sat: &[bool], e: ExprId) -> bool {
+    nodes[e as usize].iter().any(|&c| sat[c as usize])
+}
+
+/// Satisfiability of every core: the least fixpoint of "has a finite instance", so a core
+/// that only recurses into itself without a way out stays unsatisfiable.
+fn satisfiable(cores: &[CoreRt], nodes: &[Vec<u32>], dfas: &[ByteDfa]) -> Vec<bool> {
+    let mut sat = vec![false; cores.len()];
+    loop {
+        let mut changed = false;
+        for i in 0..cores.len() {
+            if !sat[i] && core_sat(&cores[i], nodes, &sat, dfas) {
+                sat[i] = true;
+                changed = true;
+            }
         }
-        // Stage 3: least fixpoint of satisfiability.
-        let n = out_cores.len();
-        let mut sat = vec![false; n];
-        let node_sat = |nodes: &Vec<Vec<u32>>, sat: &Vec<bool>, e: ExprId| {
-            nodes[e as usize].iter().any(|&c| sat[c as usize])
-        };
+        if !changed {
+            return sat;
+        }
+    }
+}
+
+/// Has `core` a finite instance, given which cores are known to (`sat`)?
+fn core_sat(core: &CoreRt, nodes: &[Vec<u32>], sat: &[bool], dfas: &[ByteDfa]) -> bool {
+    match core {
+        CoreRt::Null => true,
+        CoreRt::Bool(b) => *b != 0,
+        CoreRt::Number(c) => c.live(b""),
+        CoreRt::String { dfa, min, max, .. } => {
+            let d = &dfas[*dfa as usize];
+            !d.is_empty() && min <= max && d.short(d.start()) <= *max
+        }
+        CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
+            min <= max
+                && (0..*min as usize)
+                    .all(|k| node_sat(nodes, sat, prefix.get(k).copied().unwrap_or(*items)))
+        }
+        CoreRt::Array { min, max, contains: Some(c), .. } => {
+            let cap = |i: usize| (node_sat(nodes, sat, c.yes[i]), node_sat(nodes, sat, c.no[i]));
+            contains_feasible(cap, c.yes.len() - 1, *min, *max, c, 0, 0, false)
+        }
+        CoreRt::Object(o) => {
+            o.required.iter().all(|&r| node_sat(nodes, sat, o.props[r as usize].node))
+                && (o.n_required <= o.max)
+                && {
+                    let avail =
+                        o.props.iter().filter(|p| node_sat(nodes, sat, p.node)).count() as u64;
+                    let extra_inf = o.extra.as_ref().is_some_and(|x| {
+                        dfas[x.dfa as usize]
+                            .finite_count(dfas[x.dfa as usize].start())
+                            .is_none_or(|c| c > 0)
+                    });
+                    let extra_n = o.extra.as_ref().map_or(0, |x| {
+                        let d = &dfas[x.dfa as usize];
+                        u64::from(d.finite_count(d.start()).unwrap_or(u32::MAX))
+                    });
+                    extra_inf || avail + extra_n >= u64::from(o.min) || avail >= u64::from(o.min)
+                }
+        }
+    }
+}
+
+/// Declared names whose node is empty can never appear: mark them forbidden (they stay
+/// declared, so the runtime never reads them as undeclared keys), and so are names whose
+/// dependencies are forbidden. Undeclared keys whose every node is empty are dropped.
+fn forbid_dead_keys(cores: &mut [CoreRt], nodes: &[Vec<u32>]) {
+    for c in cores.iter_mut() {
+        let CoreRt::Object(o) = c else { continue };
+        for p in o.props.iter_mut() {
+            p.forbidden = nodes[p.node as usize].is_empty();
+        }
         loop {
             let mut changed = false;
-            for i in 0..n {
-                if sat[i] {
-                    continue;
-                }
-                let ok = match &out_cores[i] {
-                    CoreRt::Null => true,
-                    CoreRt::Bool(b) => *b != 0,
-                    CoreRt::Number(c) => c.live(b""),
-                    CoreRt::String { dfa, min, max, .. } => {
-                        let d = &self.dfas[*dfa as usize];
-                        !d.is_empty() && min <= max && d.short(d.start()) <= *max
-                    }
-                    CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
-                        min <= max
-                            && (0..*min as usize).all(|k| {
-                                node_sat(&nodes, &sat, prefix.get(k).copied().unwrap_or(*items))
-                            })
-                    }
-                    CoreRt::Array { min, max, contains: Some(c), .. } => {
-                        let cap = |i: usize| {
-                            (node_sat(&nodes, &sat, c.yes[i]), node_sat(&nodes, &sat, c.no[i]))
-                        };
-                        contains_feasible(cap, c.yes.len() - 1, *min, *max, c, 0, 0, false)
-                    }
-                    CoreRt::Object(o) => {
-                        o.required.iter().all(|&r| node_sat(&nodes, &sat, o.props[r as usize].node))
-                            && (o.n_required <= o.max)
-                            && {
-                                let avail = o
-                                    .props
-                                    .iter()
-                                    .filter(|p| node_sat(&nodes, &sat, p.node))
-                                    .count() as u64;
-                                let extra_inf = o.extra.as_ref().is_some_and(|x| {
-                                    self.dfas[x.dfa as usize]
-                                        .finite_count(self.dfas[x.dfa as usize].start())
-                                        .is_none_or(|c| c > 0)
-                                });
-                                let extra_n = o.extra.as_ref().map_or(0, |x| {
-                                    let d = &self.dfas[x.dfa as usize];
-                                    u64::from(d.finite_count(d.start()).unwrap_or(u32::MAX))
-                                });
-                                extra_inf
-                                    || avail + extra_n >= u64::from(o.min)
-                                    || avail >= u64::from(o.min)
-                            }
-                    }
-                };
-                if ok {
-                    sat[i] = true;
+            for i in 0..o.props.len() {
+                if !o.props[i].forbidden
+                    && o.props[i].deps.iter().any(|&d| o.props[d as usize].forbidden)
+                {
+                    o.props[i].forbidden = true;
                     changed = true;
                 }
             }
@@ -125,44 +125,91 @@ impl<'a> Compiler<'a> {
                 break;
             }
         }
-        // Keep satisfiable cores only.
+        o.has_deps = o.props.iter().any(|p| !p.deps.is_empty());
+        if let Some(x) = &o.extra {
+            if x.combos.iter().all(|&n| nodes[n as usize].is_empty()) {
+                o.extra = None;
+            }
+        }
+    }
+}
+
+impl<'a> Compiler<'a> {
+    /// Normalise everything reachable from `root`, compute satisfiability, and lay out the
+    /// runtime program.
+    pub(crate) fn finish(mut self, root: ExprId) -> Result<(Program, Vec<String>), SchemaError> {
+        // Stage 2: normalise every reachable expression; finalise cores into runtime form.
+        let reach = self.finalize_reachable(root)?;
+        let mut nodes = self.runtime_nodes(&reach);
+        let mut cores = reach.cores;
+        // Stage 3: keep satisfiable cores only.
+        let sat = satisfiable(&cores, &nodes, &self.dfas);
         for ns in nodes.iter_mut() {
             ns.retain(|&c| sat[c as usize]);
         }
-        // Declared names whose node is empty can never appear: mark them forbidden (they stay
-        // declared, so the runtime never reads them as undeclared keys), and so are names
-        // whose dependencies are forbidden.
-        for c in out_cores.iter_mut() {
-            if let CoreRt::Object(o) = c {
-                for p in o.props.iter_mut() {
-                    p.forbidden = nodes[p.node as usize].is_empty();
+        forbid_dead_keys(&mut cores, &nodes);
+        self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
+        if nodes[root as usize].is_empty() {
+            return Err(SchemaError::unsat("", "no instance satisfies the schema"));
+        }
+        let any_dfa = self.any_dfa;
+        let ignored = std::mem::take(&mut self.ignored);
+        Ok((Program { nodes, cores, dfas: self.dfas, root, any_dfa }, ignored))
+    }
+
+    /// Every expression reachable from `root` through the finalised cores' children,
+    /// normalised, and its cores finalised (each once, numbered in discovery order).
+    fn finalize_reachable(&mut self, root: ExprId) -> Result<Reachable, SchemaError> {
+        let mut r = Reachable::default();
+        let mut todo: Vec<ExprId> = vec![root];
+        let mut seen_expr: FxHashSet<ExprId> = FxHashSet::default();
+        while let Some(e) = todo.pop() {
+            if !seen_expr.insert(e) {
+                continue;
+            }
+            r.order.push(e);
+            let cs = self.normalize(e, "")?;
+            for c in cs {
+                if r.numbers.contains_key(&c) {
+                    continue;
                 }
-                loop {
-                    let mut changed = false;
-                    for i in 0..o.props.len() {
-                        if !o.props[i].forbidden
-                            && o.props[i].deps.iter().any(|&d| o.props[d as usize].forbidden)
-                        {
-                            o.props[i].forbidden = true;
-                            changed = true;
-                        }
-                    }
-                    if !changed {
-                        break;
-                    }
-                }
-                o.has_deps = o.props.iter().any(|p| !p.deps.is_empty());
-                if let Some(x) = &o.extra {
-                    if x.combos.iter().all(|&n| nodes[n as usize].is_empty()) {
-                        o.extra = None;
-                    }
+                let rt = self.finalize_core(c)?;
+                rt.children(&mut todo);
+                r.numbers.insert(c, r.cores.len() as u32);
+                r.cores.push(rt);
+                r.sources.push(c);
+                if r.cores.len() > self.limits.max_nodes {
+                    return Err(SchemaError::limit("nodes", self.limits.max_nodes));
                 }
             }
         }
-        // `uniqueItems` only where the runtime decides it exactly (see `unique`).
-        for i in 0..out_cores.len() {
-            let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &out_cores[i]
-            else {
+        Ok(r)
+    }
+
+    /// Nodes in runtime numbering (indexed by [`ExprId`]; unreachable ones empty).
+    fn runtime_nodes(&self, r: &Reachable) -> Vec<Vec<u32>> {
+        let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); self.exprs.len()];
+        for &e in &r.order {
+            nodes[e as usize] = self.norm[e as usize]
+                .as_ref()
+                .expect("normalised")
+                .iter()
+                .map(|c| r.numbers[c])
+                .collect();
+        }
+        nodes
+    }
+
+    /// `uniqueItems` only where the runtime decides it exactly (see [`unique`]); elsewhere
+    /// it is unsupported (dropped in lenient mode).
+    fn restrict_unique(
+        &mut self,
+        cores: &mut [CoreRt],
+        nodes: &[Vec<u32>],
+        sources: &[CoreId],
+    ) -> Result<(), SchemaError> {
+        for i in 0..cores.len() {
+            let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &cores[i] else {
                 continue;
             };
             // (node, optional position: at or after minItems, no contains)
@@ -176,25 +223,20 @@ impl<'a> Compiler<'a> {
                 item_nodes.extend(c.yes.iter().chain(&c.no).map(|&e| (e, false)));
             }
             let ok = item_nodes.iter().all(|&(e, optional)| {
-                unique::node_ok(&out_cores, &nodes, &self.dfas, self.any_dfa, e, optional)
+                unique::node_ok(cores, nodes, &self.dfas, self.any_dfa, e, optional)
             });
             if !ok {
-                let ptr = match &self.cores[core_src[i] as usize] {
+                let ptr = match &self.cores[sources[i] as usize] {
                     Core::Array(a) => a.unique.clone().unwrap_or_default(),
                     _ => String::new(),
                 };
                 self.unsupported("uniqueItems", &ptr)?;
-                if let CoreRt::Array { unique, .. } = &mut out_cores[i] {
+                if let CoreRt::Array { unique, .. } = &mut cores[i] {
                     *unique = false;
                 }
             }
         }
-        if nodes[root as usize].is_empty() {
-            return Err(SchemaError::unsat("", "no instance satisfies the schema"));
-        }
-        let any_dfa = self.any_dfa;
-        let ignored = std::mem::take(&mut self.ignored);
-        Ok((Program { nodes, cores: out_cores, dfas: self.dfas, root, any_dfa }, ignored))
+        Ok(())
     }
 
     pub(super) fn finalize_core(&mut self, c: CoreId) -> Result<CoreRt, SchemaError> {

@@ -49,6 +49,33 @@ pub(crate) struct ObjC {
     pub names: Option<u32>,
 }
 
+impl ObjC {
+    /// Objects whose keys in `props` match their schemas and whose other keys match
+    /// `additional`, with these `required` keys and at least `min` members (no annotations, no
+    /// other object keyword).
+    pub(crate) fn new(
+        props: Vec<(String, ExprId)>,
+        additional: ExprId,
+        required: Vec<String>,
+        min: u32,
+    ) -> ObjC {
+        ObjC {
+            groups: vec![KeyGroup {
+                props,
+                patterns: Vec::new(),
+                additional,
+                annot: false,
+                annot_all: false,
+            }],
+            required,
+            min,
+            max: u32::MAX,
+            deps: Vec::new(),
+            names: None,
+        }
+    }
+}
+
 /// Array constraint.
 #[derive(Clone, Debug)]
 pub(crate) struct ArrC {

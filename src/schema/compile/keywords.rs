@@ -5,7 +5,6 @@
 
 use super::refs::esc_ptr;
 use super::*;
-use crate::schema::error::SchemaErrorKind;
 use crate::schema::number::Dec;
 use crate::schema::FormatMode;
 use serde_json::Map;
@@ -164,13 +163,12 @@ impl<'a> Compiler<'a> {
             let p =
                 v.as_str().ok_or_else(|| SchemaError::invalid(ptr, "pattern must be a string"))?;
             match string::translate_ecma(p) {
-                Ok(re) => match self.regex_dfa(&re, "pattern", ptr) {
-                    Ok(d) => s.dfa = Some(d),
-                    Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => {
-                        self.unsupported("pattern", ptr)?
+                Ok(re) => {
+                    let d = self.regex_dfa(&re, "pattern", ptr);
+                    if let Some(d) = self.or_unsupported(d, "pattern", ptr)? {
+                        s.dfa = Some(d);
                     }
-                    Err(e) => return Err(e),
-                },
+                }
                 Err(msg) => {
                     if msg.contains("not supported") {
                         self.unsupported("pattern", ptr)?;
@@ -259,11 +257,7 @@ impl<'a> Compiler<'a> {
                 Some(v) => Self::get_u32(v, ptr, "maxContains")?,
                 None => u32::MAX,
             };
-            let neg = match self.negate(c, &cp, 0) {
-                Ok(n) => Some(n),
-                Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => None,
-                Err(e) => return Err(e),
-            };
+            let neg = unless_unsupported(self.negate(c, &cp, 0))?;
             if max != u32::MAX && neg.is_none() {
                 // Refusing a further match needs the items that do *not* match.
                 self.unsupported("maxContains", ptr)?;
@@ -441,20 +435,8 @@ impl<'a> Compiler<'a> {
                     props.push((k.clone(), self.push(Expr::Cores(cs))));
                 }
                 let additional = self.false_e;
-                vec![self.core(Core::Object(Box::new(ObjC {
-                    groups: vec![KeyGroup {
-                        props,
-                        patterns: Vec::new(),
-                        additional,
-                        annot: false,
-                        annot_all: false,
-                    }],
-                    required: m.keys().cloned().collect(),
-                    min: 0,
-                    max: u32::MAX,
-                    deps: Vec::new(),
-                    names: None,
-                })))]
+                let required = m.keys().cloned().collect();
+                vec![self.core(Core::Object(Box::new(ObjC::new(props, additional, required, 0))))]
             }
         })
     }

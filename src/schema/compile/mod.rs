@@ -42,7 +42,7 @@ mod refs;
 pub(crate) use ir::*;
 pub(crate) use program::*;
 
-use super::error::SchemaError;
+use super::error::{SchemaError, SchemaErrorKind};
 use super::number::NumCore;
 use super::string::{self, ByteDfa, DfaError, Op};
 use super::{SchemaLimits, SchemaOptions};
@@ -82,6 +82,15 @@ pub(crate) struct Compiler<'a> {
     anyof: FxHashSet<ExprId>,
     /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
     unannotated: FxHashSet<ExprId>,
+}
+
+/// `r` with an [`SchemaErrorKind::Unsupported`] error as `None` (other errors passed on).
+fn unless_unsupported<T>(r: Result<T, SchemaError>) -> Result<Option<T>, SchemaError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn dfa_err(e: DfaError, kw: &str, ptr: &str, limits: &SchemaLimits) -> SchemaError {
@@ -213,20 +222,12 @@ impl<'a> Compiler<'a> {
         }
         if t & T_OBJ != 0 {
             let additional = self.true_e;
-            v.push(self.core(Core::Object(Box::new(ObjC {
-                groups: vec![KeyGroup {
-                    props: Vec::new(),
-                    patterns: Vec::new(),
-                    additional,
-                    annot: false,
-                    annot_all: false,
-                }],
-                required: Vec::new(),
-                min: 0,
-                max: u32::MAX,
-                deps: Vec::new(),
-                names: None,
-            }))));
+            v.push(self.core(Core::Object(Box::new(ObjC::new(
+                Vec::new(),
+                additional,
+                Vec::new(),
+                0,
+            )))));
         }
         v
     }
@@ -263,6 +264,8 @@ impl<'a> Compiler<'a> {
         Ok(id)
     }
 
+    /// Keyword `kw` at `ptr` cannot be compiled exactly: an error, or in lenient mode a
+    /// note in [`Compiler::ignored`].
     fn unsupported(&mut self, kw: &str, ptr: &str) -> Result<(), SchemaError> {
         if self.opts.lenient {
             self.ignored.push(format!("{kw} at {}", if ptr.is_empty() { "(root)" } else { ptr }));
@@ -272,23 +275,24 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// `r`, with an [`SchemaErrorKind::Unsupported`] error reported as keyword `kw` at `ptr`
+    /// ([`Compiler::unsupported`]) and then `None`.
+    fn or_unsupported<T>(
+        &mut self,
+        r: Result<T, SchemaError>,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<Option<T>, SchemaError> {
+        let r = unless_unsupported(r)?;
+        if r.is_none() {
+            self.unsupported(kw, ptr)?;
+        }
+        Ok(r)
+    }
+
     /// An expression: non-objects, or objects with `required` and property schemas.
     fn obj_with(&mut self, required: &[String], props: &[(String, ExprId)]) -> ExprId {
-        let additional = self.true_e;
-        let c = self.core(Core::Object(Box::new(ObjC {
-            groups: vec![KeyGroup {
-                props: props.to_vec(),
-                patterns: Vec::new(),
-                additional,
-                annot: false,
-                annot_all: false,
-            }],
-            required: required.to_vec(),
-            min: 0,
-            max: u32::MAX,
-            deps: Vec::new(),
-            names: None,
-        })));
+        let c = self.obj_core(props.to_vec(), required.to_vec(), 0);
         let mut cs = self.type_cores(T_ALL & !T_OBJ);
         cs.push(c);
         self.push(Expr::Cores(cs))
@@ -331,19 +335,6 @@ impl<'a> Compiler<'a> {
         min: u32,
     ) -> CoreId {
         let additional = self.true_e;
-        self.core(Core::Object(Box::new(ObjC {
-            groups: vec![KeyGroup {
-                props,
-                patterns: Vec::new(),
-                additional,
-                annot: false,
-                annot_all: false,
-            }],
-            required,
-            min,
-            max: u32::MAX,
-            deps: Vec::new(),
-            names: None,
-        })))
+        self.core(Core::Object(Box::new(ObjC::new(props, additional, required, min))))
     }
 }

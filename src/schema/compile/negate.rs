@@ -26,13 +26,9 @@ impl<'a> Compiler<'a> {
         r
     }
 
-    /// [`Compiler::negate`] inside the dynamic scope of `ptr`.
-    pub(super) fn negate_in(
-        &mut self,
-        v: &'a Value,
-        ptr: &str,
-        depth: usize,
-    ) -> Result<ExprId, SchemaError> {
+    /// [`Compiler::negate`] inside the dynamic scope of `ptr`: the union of the negations of
+    /// the schema object's keywords.
+    fn negate_in(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Result<ExprId, SchemaError> {
         if depth > 32 {
             return Err(SchemaError::unsupported("not", ptr));
         }
@@ -42,304 +38,321 @@ impl<'a> Compiler<'a> {
             Value::Object(m) => m,
             _ => return Err(SchemaError::invalid(ptr, "a schema must be an object or a boolean")),
         };
-        // ¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …. A type-specific keyword holds vacuously for other
-        // types, so its negation only admits values of its own type.
         let mut alts: Vec<ExprId> = Vec::new();
         for (k, x) in m {
             let kp = format!("{ptr}/{}", esc_ptr(k));
-            match k.as_str() {
-                // An asserted format would need the complement of its automaton.
-                "format"
-                    if self.opts.formats == FormatMode::Assert
-                        && x.as_str().is_some_and(|f| {
-                            string::format_regex(f).is_some()
-                                || string::UNSUPPORTED_FORMATS.contains(&f)
-                        }) =>
-                {
-                    return Err(SchemaError::unsupported("not", ptr));
-                }
-                "title" | "description" | "default" | "examples" | "$comment" | "$id"
-                | "$schema" | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly"
-                | "deprecated" | "format" => {}
-                _ if k.starts_with("x-") => {}
-                "type" => {
-                    let mut s = T_ALL;
-                    let sub: Map<String, Value> =
-                        [("type".to_string(), x.clone())].into_iter().collect();
-                    let _ = sub;
-                    let names: Vec<&str> = match x {
-                        Value::String(s) => vec![s.as_str()],
-                        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-                        _ => return Err(SchemaError::invalid(ptr, "bad type")),
-                    };
-                    let mut has_int_only = false;
-                    let mut has_num = false;
-                    for n in &names {
-                        s &= !match *n {
-                            "null" => T_NULL,
-                            "boolean" => T_BOOL,
-                            "integer" => {
-                                has_int_only = true;
-                                T_INT
-                            }
-                            "number" => {
-                                has_num = true;
-                                T_NUM | T_INT
-                            }
-                            "string" => T_STR,
-                            "array" => T_ARR,
-                            "object" => T_OBJ,
-                            _ => return Err(SchemaError::invalid(ptr, "unknown type")),
-                        };
-                    }
-                    let cs = if has_int_only && !has_num {
-                        // Not an integer: the other types, and numbers with a fraction.
-                        let mut cs = self.type_cores(s & !(T_INT | T_NUM));
-                        let mut n = NumCore::any();
-                        n.frac = true;
-                        cs.push(self.core(Core::Number(n)));
-                        cs
-                    } else {
-                        self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 })
-                    };
-                    alts.push(self.push(Expr::Cores(cs)));
-                }
-                "const" | "enum" => {
-                    let vals: Vec<&Value> = if k == "const" {
-                        vec![x]
-                    } else {
-                        x.as_array()
-                            .ok_or_else(|| SchemaError::invalid(ptr, "enum must be an array"))?
-                            .iter()
-                            .collect()
-                    };
-                    alts.push(self.not_literals(&vals, ptr)?);
-                }
-                "required" => {
-                    let r = x
-                        .as_array()
-                        .ok_or_else(|| SchemaError::invalid(ptr, "required must be an array"))?;
-                    for n in r {
-                        let n = n.as_str().ok_or_else(|| {
-                            SchemaError::invalid(ptr, "required must hold strings")
-                        })?;
-                        let f = self.false_e;
-                        let c = self.core(Core::Object(Box::new(ObjC {
-                            groups: vec![KeyGroup {
-                                props: vec![(n.to_string(), f)],
-                                patterns: Vec::new(),
-                                additional: self.true_e,
-                                annot: false,
-                                annot_all: false,
-                            }],
-                            required: Vec::new(),
-                            min: 0,
-                            max: u32::MAX,
-                            deps: Vec::new(),
-                            names: None,
-                        })));
-                        alts.push(self.push(Expr::Cores(vec![c])));
-                    }
-                }
-                "properties" => {
-                    let p = x
-                        .as_object()
-                        .ok_or_else(|| SchemaError::invalid(ptr, "properties must be an object"))?;
-                    for (name, sub) in p {
-                        let ns = self.negate(sub, &format!("{kp}/{}", esc_ptr(name)), depth + 1)?;
-                        let c = self.core(Core::Object(Box::new(ObjC {
-                            groups: vec![KeyGroup {
-                                props: vec![(name.clone(), ns)],
-                                patterns: Vec::new(),
-                                additional: self.true_e,
-                                annot: false,
-                                annot_all: false,
-                            }],
-                            required: vec![name.clone()],
-                            min: 0,
-                            max: u32::MAX,
-                            deps: Vec::new(),
-                            names: None,
-                        })));
-                        alts.push(self.push(Expr::Cores(vec![c])));
-                    }
-                }
-                "anyOf" | "allOf" | "oneOf" => {
-                    let a = x
-                        .as_array()
-                        .ok_or_else(|| SchemaError::invalid(ptr, "must be an array"))?;
-                    if k == "oneOf" && a.len() > 1 {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
-                    let mut negs = Vec::new();
-                    for (i, sub) in a.iter().enumerate() {
-                        negs.push(self.negate(sub, &format!("{kp}/{i}"), depth + 1)?);
-                    }
-                    if k == "allOf" {
-                        alts.push(self.push(Expr::Or(negs)));
-                    } else {
-                        alts.push(self.and(negs));
-                    }
-                }
-                "not" => {
-                    let e = self.schema_at(&kp)?;
-                    self.unannotated.insert(e);
-                    alts.push(e);
-                }
-                "$ref" | "$dynamicRef" | "$recursiveRef" => {
-                    let r = x.as_str().ok_or_else(|| {
-                        SchemaError::invalid(ptr, format!("{k} must be a string"))
-                    })?;
-                    let t = match k.as_str() {
-                        "$ref" => self.refs.resolve_ref(r, ptr)?,
-                        "$dynamicRef" => self.refs.resolve_dynamic(r, ptr)?,
-                        _ => self.refs.resolve_recursive(r, ptr)?,
-                    };
-                    let tv = self.refs.lookup(&t).expect("resolved");
-                    alts.push(self.negate(tv, &t, depth + 1)?);
-                }
-                "multipleOf" => {
-                    // Numbers that are not multiples (other types pass `multipleOf`).
-                    let q = Self::get_dec(x, ptr, k)?;
-                    if q.is_zero() || q < Dec::zero() {
-                        return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
-                    }
-                    let n = NumCore { not_multiples: vec![q], ..NumCore::any() };
-                    if !n.multiple_supported() {
-                        return Err(SchemaError::unsupported("not", ptr));
-                    }
-                    let cs = vec![self.core(Core::Number(n))];
-                    alts.push(self.push(Expr::Cores(cs)));
-                }
-                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-                    let d = Self::get_dec(x, ptr, k)?;
-                    let mut n = NumCore::any();
-                    match k.as_str() {
-                        "minimum" => n.hi = Some((d, true)),
-                        "maximum" => n.lo = Some((d, true)),
-                        "exclusiveMinimum" => n.hi = Some((d, false)),
-                        _ => n.lo = Some((d, false)),
-                    }
-                    let cs = vec![self.core(Core::Number(n))];
-                    alts.push(self.push(Expr::Cores(cs)));
-                }
-                "minProperties" | "maxProperties" | "minItems" | "maxItems" => {
-                    let n = Self::get_u32(x, ptr, k)?;
-                    let (lo, hi) = if k.starts_with("min") {
-                        if n == 0 {
-                            continue; // `≥ 0` holds for every value of the type
-                        }
-                        (0, n - 1)
-                    } else {
-                        (n.saturating_add(1), u32::MAX)
-                    };
-                    let c = if k.ends_with("Items") {
-                        let tr = self.true_e;
-                        self.arr_core(Vec::new(), tr, lo, hi)
-                    } else {
-                        let c = self.obj_core(Vec::new(), Vec::new(), lo);
-                        if let Core::Object(o) = &mut self.cores[c as usize] {
-                            o.max = hi;
-                        }
-                        c
-                    };
-                    alts.push(self.push(Expr::Cores(vec![c])));
-                }
-                "items" | "prefixItems" if x.is_array() => {
-                    // Some listed position holds a non-matching item (`additionalItems`, if
-                    // any, is negated on its own below).
-                    let a = x.as_array().expect("array");
-                    let tr = self.true_e;
-                    for (i, sub) in a.iter().enumerate() {
-                        let ni = self.negate(sub, &format!("{kp}/{i}"), depth + 1)?;
-                        let mut prefix = vec![tr; i];
-                        prefix.push(ni);
-                        let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
-                        alts.push(self.push(Expr::Cores(vec![c])));
-                    }
-                }
-                "items" | "contains"
-                    if !(m.contains_key("prefixItems")
-                        || m.contains_key("minContains")
-                        || m.contains_key("maxContains")
-                        || (k == "items" && m.contains_key("additionalItems"))) =>
-                {
-                    // ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`);
-                    // ¬(some item ∈ C) = every item ∈ ¬C.
-                    let pos = self.schema_at(&kp)?;
-                    let neg = self.negate(x, &kp, depth + 1)?;
-                    let tr = self.true_e;
-                    let c = if k == "items" {
-                        let contains =
-                            Some(ContainsC { schema: neg, neg: Some(pos), min: 1, max: u32::MAX });
-                        self.core(Core::Array(ArrC {
-                            contains,
-                            ..ArrC::new(Vec::new(), tr, 0, u32::MAX)
-                        }))
-                    } else {
-                        self.arr_core(Vec::new(), neg, 0, u32::MAX)
-                    };
-                    alts.push(self.push(Expr::Cores(vec![c])));
-                }
-                "minLength" | "maxLength" | "pattern" => {
-                    let mut s = StrC { dfa: None, min: 0, max: u32::MAX };
-                    match k.as_str() {
-                        "minLength" => {
-                            let n = Self::get_u32(x, ptr, k)?;
-                            if n == 0 {
-                                continue;
-                            }
-                            s.max = n - 1;
-                        }
-                        "maxLength" => {
-                            s.min = Self::get_u32(x, ptr, k)?.saturating_add(1);
-                        }
-                        _ => {
-                            let p = x.as_str().ok_or_else(|| {
-                                SchemaError::invalid(ptr, "pattern must be a string")
-                            })?;
-                            let re = string::translate_ecma(p)
-                                .map_err(|_| SchemaError::unsupported("not", ptr))?;
-                            let d = self.regex_dfa(&re, "pattern", ptr)?;
-                            let c = string::complement(
-                                &self.dfas[d as usize],
-                                self.limits.max_dfa_states,
-                            )
-                            .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
-                            s.dfa = Some(self.add_dfa(c));
-                        }
-                    }
-                    let cs = vec![self.core(Core::String(s))];
-                    alts.push(self.push(Expr::Cores(cs)));
-                }
-                // Keywords the engine knows but cannot negate (or only in the forms above).
-                "additionalProperties"
-                | "patternProperties"
-                | "propertyNames"
-                | "dependencies"
-                | "dependentRequired"
-                | "dependentSchemas"
-                | "if"
-                | "additionalItems"
-                | "minContains"
-                | "maxContains"
-                | "items"
-                | "prefixItems"
-                | "contains"
-                | "unevaluatedProperties"
-                | "unevaluatedItems" => return Err(SchemaError::unsupported("not", ptr)),
-                "uniqueItems" if x != &Value::Bool(false) => {
-                    return Err(SchemaError::unsupported("not", ptr))
-                }
-                "nullable" if x == &Value::Bool(true) => {
-                    return Err(SchemaError::unsupported("not", ptr))
-                }
-                // Anything else constrains nothing on the positive side either (unknown
-                // keywords, `then`/`else` without `if`, `content*`, anchors): nothing to negate.
-                _ => {}
-            }
+            self.negate_keyword(m, k, x, ptr, &kp, depth, &mut alts)?;
         }
         Ok(self.push(Expr::Or(alts)))
+    }
+
+    /// Push onto `alts` the expressions whose union is the complement of keyword `k: x` of the
+    /// schema object `m` at `ptr` (`kp` is the keyword's own pointer). Nothing for keywords
+    /// that constrain nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn negate_keyword(
+        &mut self,
+        m: &'a Map<String, Value>,
+        k: &str,
+        x: &'a Value,
+        ptr: &str,
+        kp: &str,
+        depth: usize,
+        alts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
+        let cores = |c: &mut Self, cs: Vec<CoreId>| c.push(Expr::Cores(cs));
+        match k {
+            // An asserted format would need the complement of its automaton.
+            "format"
+                if self.opts.formats == FormatMode::Assert
+                    && x.as_str().is_some_and(|f| {
+                        string::format_regex(f).is_some()
+                            || string::UNSUPPORTED_FORMATS.contains(&f)
+                    }) =>
+            {
+                return Err(SchemaError::unsupported("not", ptr));
+            }
+            "title" | "description" | "default" | "examples" | "$comment" | "$id" | "$schema"
+            | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly" | "deprecated"
+            | "format" => {}
+            _ if k.starts_with("x-") => {}
+            "type" => {
+                let cs = self.not_type(x, ptr)?;
+                alts.push(cores(self, cs));
+            }
+            "const" | "enum" => {
+                let vals: Vec<&Value> = if k == "const" {
+                    vec![x]
+                } else {
+                    x.as_array()
+                        .ok_or_else(|| SchemaError::invalid(ptr, "enum must be an array"))?
+                        .iter()
+                        .collect()
+                };
+                alts.push(self.not_literals(&vals, ptr)?);
+            }
+            "required" => {
+                // Objects without one of the keys.
+                let r = x
+                    .as_array()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "required must be an array"))?;
+                for n in r {
+                    let n = n
+                        .as_str()
+                        .ok_or_else(|| SchemaError::invalid(ptr, "required must hold strings"))?;
+                    let c = self.obj_core(vec![(n.to_string(), self.false_e)], Vec::new(), 0);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "properties" => {
+                // Objects with one of the keys, whose value does not match.
+                let p = x
+                    .as_object()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "properties must be an object"))?;
+                for (name, sub) in p {
+                    let ns = self.negate(sub, &format!("{kp}/{}", esc_ptr(name)), depth + 1)?;
+                    let c = self.obj_core(vec![(name.clone(), ns)], vec![name.clone()], 0);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "anyOf" | "allOf" | "oneOf" => alts.push(self.not_applicator(k, x, ptr, kp, depth)?),
+            "not" => {
+                let e = self.schema_at(kp)?;
+                self.unannotated.insert(e);
+                alts.push(e);
+            }
+            "$ref" | "$dynamicRef" | "$recursiveRef" => {
+                let r = x
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid(ptr, format!("{k} must be a string")))?;
+                let t = match k {
+                    "$ref" => self.refs.resolve_ref(r, ptr)?,
+                    "$dynamicRef" => self.refs.resolve_dynamic(r, ptr)?,
+                    _ => self.refs.resolve_recursive(r, ptr)?,
+                };
+                let tv = self.refs.lookup(&t).expect("resolved");
+                alts.push(self.negate(tv, &t, depth + 1)?);
+            }
+            "multipleOf" | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                let n = self.not_numeric(k, x, ptr)?;
+                let c = self.core(Core::Number(n));
+                alts.push(cores(self, vec![c]));
+            }
+            "minProperties" | "maxProperties" | "minItems" | "maxItems" => {
+                if let Some(c) = self.not_size(k, x, ptr)? {
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "items" | "prefixItems" if x.is_array() => {
+                // Some listed position holds a non-matching item (`additionalItems`, if any,
+                // is negated on its own).
+                let a = x.as_array().expect("array");
+                let tr = self.true_e;
+                for (i, sub) in a.iter().enumerate() {
+                    let ni = self.negate(sub, &format!("{kp}/{i}"), depth + 1)?;
+                    let mut prefix = vec![tr; i];
+                    prefix.push(ni);
+                    let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "items" | "contains"
+                if !(m.contains_key("prefixItems")
+                    || m.contains_key("minContains")
+                    || m.contains_key("maxContains")
+                    || (k == "items" && m.contains_key("additionalItems"))) =>
+            {
+                let c = self.not_items_or_contains(k, x, kp, depth)?;
+                alts.push(cores(self, vec![c]));
+            }
+            "minLength" | "maxLength" | "pattern" => {
+                if let Some(s) = self.not_string(k, x, ptr)? {
+                    let c = self.core(Core::String(s));
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            // Keywords the engine knows but cannot negate (or only in the forms above).
+            "additionalProperties"
+            | "patternProperties"
+            | "propertyNames"
+            | "dependencies"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "if"
+            | "additionalItems"
+            | "minContains"
+            | "maxContains"
+            | "items"
+            | "prefixItems"
+            | "contains"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => return Err(SchemaError::unsupported("not", ptr)),
+            "uniqueItems" if x != &Value::Bool(false) => {
+                return Err(SchemaError::unsupported("not", ptr))
+            }
+            "nullable" if x == &Value::Bool(true) => {
+                return Err(SchemaError::unsupported("not", ptr))
+            }
+            // Anything else constrains nothing on the positive side either (unknown keywords,
+            // `then`/`else` without `if`, `content*`, anchors): nothing to negate.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `¬type`: the cores of the other types. `¬integer` also keeps numbers with a fraction.
+    fn not_type(&mut self, x: &Value, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        let names: Vec<&str> = match x {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => return Err(SchemaError::invalid(ptr, "bad type")),
+        };
+        let mut s = T_ALL;
+        let mut has_int_only = false;
+        let mut has_num = false;
+        for n in &names {
+            s &= !match *n {
+                "null" => T_NULL,
+                "boolean" => T_BOOL,
+                "integer" => {
+                    has_int_only = true;
+                    T_INT
+                }
+                "number" => {
+                    has_num = true;
+                    T_NUM | T_INT
+                }
+                "string" => T_STR,
+                "array" => T_ARR,
+                "object" => T_OBJ,
+                _ => return Err(SchemaError::invalid(ptr, "unknown type")),
+            };
+        }
+        Ok(if has_int_only && !has_num {
+            // Not an integer: the other types, and numbers with a fraction.
+            let mut cs = self.type_cores(s & !(T_INT | T_NUM));
+            let mut n = NumCore::any();
+            n.frac = true;
+            cs.push(self.core(Core::Number(n)));
+            cs
+        } else {
+            self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 })
+        })
+    }
+
+    /// `¬anyOf` = every branch negated; `¬allOf` = some branch negated; `¬oneOf` only with
+    /// one branch.
+    fn not_applicator(
+        &mut self,
+        k: &str,
+        x: &'a Value,
+        ptr: &str,
+        kp: &str,
+        depth: usize,
+    ) -> Result<ExprId, SchemaError> {
+        let a = x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "must be an array"))?;
+        if k == "oneOf" && a.len() > 1 {
+            return Err(SchemaError::unsupported("not", ptr));
+        }
+        let mut negs = Vec::new();
+        for (i, sub) in a.iter().enumerate() {
+            negs.push(self.negate(sub, &format!("{kp}/{i}"), depth + 1)?);
+        }
+        Ok(if k == "allOf" { self.push(Expr::Or(negs)) } else { self.and(negs) })
+    }
+
+    /// The numbers that fail one numeric keyword (other types pass it).
+    fn not_numeric(&mut self, k: &str, x: &Value, ptr: &str) -> Result<NumCore, SchemaError> {
+        let d = Self::get_dec(x, ptr, k)?;
+        let mut n = NumCore::any();
+        match k {
+            "multipleOf" => {
+                if d.is_zero() || d < Dec::zero() {
+                    return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
+                }
+                n.not_multiples = vec![d];
+                if !n.multiple_supported() {
+                    return Err(SchemaError::unsupported("not", ptr));
+                }
+            }
+            "minimum" => n.hi = Some((d, true)),
+            "maximum" => n.lo = Some((d, true)),
+            "exclusiveMinimum" => n.hi = Some((d, false)),
+            _ => n.lo = Some((d, false)),
+        }
+        Ok(n)
+    }
+
+    /// The objects or arrays whose size fails one size keyword; `None` for `min…: 0`, which
+    /// every value of the type passes.
+    fn not_size(&mut self, k: &str, x: &Value, ptr: &str) -> Result<Option<CoreId>, SchemaError> {
+        let n = Self::get_u32(x, ptr, k)?;
+        let (lo, hi) = if k.starts_with("min") {
+            if n == 0 {
+                return Ok(None);
+            }
+            (0, n - 1)
+        } else {
+            (n.saturating_add(1), u32::MAX)
+        };
+        Ok(Some(if k.ends_with("Items") {
+            let tr = self.true_e;
+            self.arr_core(Vec::new(), tr, lo, hi)
+        } else {
+            let c = self.obj_core(Vec::new(), Vec::new(), lo);
+            if let Core::Object(o) = &mut self.cores[c as usize] {
+                o.max = hi;
+            }
+            c
+        }))
+    }
+
+    /// ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`); ¬(some item ∈ C) = every item
+    /// ∈ ¬C.
+    fn not_items_or_contains(
+        &mut self,
+        k: &str,
+        x: &'a Value,
+        kp: &str,
+        depth: usize,
+    ) -> Result<CoreId, SchemaError> {
+        let pos = self.schema_at(kp)?;
+        let neg = self.negate(x, kp, depth + 1)?;
+        let tr = self.true_e;
+        Ok(if k == "items" {
+            let contains = Some(ContainsC { schema: neg, neg: Some(pos), min: 1, max: u32::MAX });
+            self.core(Core::Array(ArrC { contains, ..ArrC::new(Vec::new(), tr, 0, u32::MAX) }))
+        } else {
+            self.arr_core(Vec::new(), neg, 0, u32::MAX)
+        })
+    }
+
+    /// The strings that fail one string keyword (a `pattern`'s complement automaton); `None`
+    /// for `minLength: 0`.
+    fn not_string(&mut self, k: &str, x: &Value, ptr: &str) -> Result<Option<StrC>, SchemaError> {
+        let mut s = StrC { dfa: None, min: 0, max: u32::MAX };
+        match k {
+            "minLength" => {
+                let n = Self::get_u32(x, ptr, k)?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                s.max = n - 1;
+            }
+            "maxLength" => s.min = Self::get_u32(x, ptr, k)?.saturating_add(1),
+            _ => {
+                let p = x
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "pattern must be a string"))?;
+                let re =
+                    string::translate_ecma(p).map_err(|_| SchemaError::unsupported("not", ptr))?;
+                let d = self.regex_dfa(&re, "pattern", ptr)?;
+                let c = string::complement(&self.dfas[d as usize], self.limits.max_dfa_states)
+                    .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
+                s.dfa = Some(self.add_dfa(c));
+            }
+        }
+        Ok(Some(s))
     }
 
     /// Every value except the given literals (scalars only).
