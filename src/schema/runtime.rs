@@ -55,70 +55,8 @@ use std::sync::Arc;
 
 mod fast;
 pub(crate) use fast::SharedOpen;
-
-const NONE: u32 = u32::MAX;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Alt {
-    core: u32,
-    parents: u64,
-    a: u32,
-    b: u32,
-    c: u32,
-    d: u32,
-    alive: bool,
-    /// An item alternative from `item ∧ contains`: its survival counts a match.
-    tag: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Kind {
-    Root,
-    Obj,
-    Arr,
-    Str,
-    Key,
-    Num,
-    Lit,
-}
-
-// String escape modes.
-const E_NORMAL: u8 = 0;
-const E_BS: u8 = 1;
-const E_HEX: u8 = 2;
-const E_NEED_BS: u8 = 3;
-const E_NEED_U: u8 = 4;
-const E_HEX_LOW: u8 = 5;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Frame {
-    kind: Kind,
-    phase: u8,
-    ws: u8,
-    esc: u8,
-    hexn: u8,
-    hexv: u16,
-    high: u16,
-    alts: u32,
-    buf: u32,
-    bits: u32,
-    xk: u32,
-    xtext: u32,
-    /// Offset of this frame's tail of the raw-text arena.
-    raw: u32,
-    /// Arrays with `uniqueItems`: raw-text offset where the current item started.
-    item: u32,
-    /// An array some of whose alternatives have `uniqueItems` (raw text is recorded while
-    /// such a frame is open).
-    uniq: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct XKey {
-    alt: u32,
-    start: u32,
-    len: u32,
-}
+mod state;
+use state::*;
 
 #[derive(Clone, Copy, Debug)]
 enum Undo {
@@ -313,7 +251,7 @@ impl<'a> Rt<'a> {
     }
 
     fn seen(&self, alt: &Alt, idx: usize) -> bool {
-        (self.st.bits[alt.b as usize + idx / 64] >> (idx % 64)) & 1 == 1
+        (self.st.bits[alt.obj().seen as usize + idx / 64] >> (idx % 64)) & 1 == 1
     }
 
     fn schema_order(&self) -> bool {
@@ -365,10 +303,10 @@ impl<'a> Rt<'a> {
         if !o.has_deps && o.max == u32::MAX && !schema && o.min == 0 {
             return true;
         }
-        let count = alt.a + 1;
+        let count = alt.obj().members + 1;
         let last = match choice {
             Some(i) if schema => o.props[i].order + 1,
-            _ => alt.c,
+            _ => alt.obj().next_order,
         };
         let n = o.names.len();
         let mut need: smallvec::SmallVec<[bool; 64]> = smallvec::smallvec![false; n];
@@ -436,7 +374,7 @@ impl<'a> Rt<'a> {
         let o = self.obj(alt.core);
         !o.props[idx].forbidden
             && !self.seen(&alt, idx)
-            && (!self.schema_order() || o.props[idx].order >= alt.c)
+            && (!self.schema_order() || o.props[idx].order >= alt.obj().next_order)
             && self.completable_after(fi, ai, Some(idx))
     }
 
@@ -454,7 +392,7 @@ impl<'a> Rt<'a> {
 
     fn can_close_obj(&self, alt: &Alt) -> bool {
         let o = self.obj(alt.core);
-        if alt.a < o.min || o.required.iter().any(|&r| !self.seen(alt, r as usize)) {
+        if alt.obj().members < o.min || o.required.iter().any(|&r| !self.seen(alt, r as usize)) {
             return false;
         }
         if o.has_deps {
@@ -525,8 +463,8 @@ impl<'a> Rt<'a> {
         loop {
             let fi = self.top();
             let f = self.st.frames[fi];
-            return match f.kind {
-                Kind::Root => f.phase == 0 && self.value_start(fi, b),
+            return match f.kind() {
+                Kind::Root => f.lex == Lex::Root { done: false } && self.value_start(fi, b),
                 Kind::Obj => self.obj_byte(fi, b),
                 Kind::Arr => self.arr_byte(fi, b),
                 Kind::Str | Kind::Key => self.str_byte(fi, b),
@@ -559,20 +497,22 @@ impl<'a> Rt<'a> {
             }
             if (mask >> li) & 1 == 0 {
                 self.kill(ai);
-            } else if pf.kind == Kind::Arr {
+            } else if pf.kind() == Kind::Arr {
                 let matched = u32::from((cmask >> li) & 1 == 1);
-                self.set_alt(ai, Alt { a: a.a + 1, b: a.b + matched, ..a });
+                let p = a.arr();
+                let p = ArrProgress { items: p.items + 1, matches: p.matches + matched };
+                self.set_alt(ai, a.with_arr(p));
             }
         }
-        if pf.kind == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
+        if pf.kind() == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
             return false;
         }
-        let phase = match pf.kind {
-            Kind::Obj => 4,
-            Kind::Arr => 2,
-            _ => 1,
+        let lex = match pf.lex {
+            Lex::Obj(_) => Lex::Obj(ObjPhase::After),
+            Lex::Arr(_) => Lex::Arr(ArrPhase::After),
+            _ => Lex::Root { done: true },
         };
-        self.set_frame(pi, Frame { phase, ws: 0, ..pf });
+        self.set_frame(pi, Frame { lex, ws: 0, ..pf });
         true
     }
 
@@ -627,19 +567,19 @@ impl<'a> Rt<'a> {
             return;
         };
         let Some(c) = contains else {
-            if let Some(n) = self.arr_node(pa.core, pa.a) {
+            if let Some(n) = self.arr_node(pa.core, pa.arr().items) {
                 out.push((n, false));
             }
             return;
         };
-        let k = pa.a;
+        let k = pa.arr().items;
         if k >= *max {
             return;
         }
         let live = |n: u32| !prog.nodes[n as usize].is_empty();
         let i = (k as usize).min(prefix.len());
         let node = prefix.get(i).copied().unwrap_or(*items);
-        if c.max == u32::MAX && pa.b >= c.min {
+        if c.max == u32::MAX && pa.arr().matches >= c.min {
             // Enough matches and no upper bound: matches no longer matter.
             if live(node) {
                 out.push((node, false));
@@ -649,8 +589,8 @@ impl<'a> Rt<'a> {
         let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
         let feasible =
             |count: u32| contains_feasible(cap, prefix.len(), *min, *max, c, k + 1, count, false);
-        let yes = pa.b < c.max && live(c.yes[i]) && feasible(pa.b + 1);
-        let no = live(c.no[i]) && feasible(pa.b);
+        let yes = pa.arr().matches < c.max && live(c.yes[i]) && feasible(pa.arr().matches + 1);
+        let no = live(c.no[i]) && feasible(pa.arr().matches);
         match (yes, no) {
             (true, true) => {
                 if live(node) {
@@ -672,19 +612,28 @@ impl<'a> Rt<'a> {
             CoreRt::Array { prefix, min, max, contains: Some(c), .. } => {
                 let live = |n: u32| !prog.nodes[n as usize].is_empty();
                 let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
-                contains_feasible(cap, prefix.len(), *min, *max, c, a.a, a.b, true)
+                contains_feasible(
+                    cap,
+                    prefix.len(),
+                    *min,
+                    *max,
+                    c,
+                    a.arr().items,
+                    a.arr().matches,
+                    true,
+                )
             }
             CoreRt::Array { unique: true, .. } => {
                 // A position of only `true`/`false`/`null` needs one still unused.
                 let top = self.top();
-                self.arr_node(a.core, a.a).is_some_and(|n| {
+                self.arr_node(a.core, a.arr().items).is_some_and(|n| {
                     unique::fresh_literal(&prog.cores, &prog.nodes[n as usize], |c| {
                         self.seen_item(top, c)
                     })
                     .unwrap_or(true)
                 })
             }
-            _ => self.arr_node(a.core, a.a).is_some(),
+            _ => self.arr_node(a.core, a.arr().items).is_some(),
         }
     }
 
@@ -701,7 +650,7 @@ impl<'a> Rt<'a> {
         self.note_lens();
         let start = self.st.alts.len();
         let bits0 = self.st.bits.len() as u32;
-        let pkind = self.st.frames[pi].kind;
+        let pkind = self.st.frames[pi].kind();
         let r = self.alt_range(pi);
         // A `true`/`false`/`null` item is known from its first byte: a duplicate is refused
         // here, by the alternatives with `uniqueItems`.
@@ -719,7 +668,7 @@ impl<'a> Rt<'a> {
             let mut item_nodes: smallvec::SmallVec<[(u32, bool); 2]> = smallvec::SmallVec::new();
             match pkind {
                 Kind::Root => item_nodes.push((prog.root, false)),
-                Kind::Obj => item_nodes.push((pa.d, false)),
+                Kind::Obj => item_nodes.push((pa.obj().value, false)),
                 Kind::Arr => self.item_nodes(&pa, &mut item_nodes),
                 _ => unreachable!("value in a scalar"),
             }
@@ -748,15 +697,18 @@ impl<'a> Rt<'a> {
                     e.parents |= 1 << li;
                     continue;
                 }
-                let mut alt =
-                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true, tag };
+                let mut alt = Alt::new(c, 1 << li, tag);
                 match core {
                     CoreRt::Object(o) => {
-                        alt.b = self.st.bits.len() as u32;
+                        let seen = self.st.bits.len() as u32;
+                        alt = alt.with_obj(ObjProgress { seen, ..alt.obj() });
                         let words = o.names.len().div_ceil(64).max(1);
                         self.st.bits.resize(self.st.bits.len() + words, 0);
                     }
-                    CoreRt::String { dfa, .. } => alt.a = prog.dfas[*dfa as usize].start(),
+                    CoreRt::String { dfa, .. } => {
+                        let state = prog.dfas[*dfa as usize].start();
+                        alt = alt.with_str(StrProgress { state, chars: 0 });
+                    }
                     _ => {}
                 }
                 self.st.alts.push(alt);
@@ -778,18 +730,16 @@ impl<'a> Rt<'a> {
             NONE
         };
         let buf = self.st.buf.len() as u32;
-        let (phase, ws) = match kind {
-            Kind::Lit => (literal_index(b).expect("a literal's first byte"), 1),
-            _ => (0, 0),
+        let lex = match kind {
+            Kind::Obj => Lex::Obj(ObjPhase::First),
+            Kind::Arr => Lex::Arr(ArrPhase::First),
+            Kind::Str => Lex::Str(Escape::None),
+            Kind::Num => Lex::Num,
+            _ => Lex::Lit { lit: literal_index(b).expect("a literal's first byte"), pos: 1 },
         };
         self.st.frames.push(Frame {
-            kind,
-            phase,
-            ws,
-            esc: E_NORMAL,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
+            lex,
+            ws: 0,
             alts: start as u32,
             buf,
             bits: bits0,
@@ -808,8 +758,9 @@ impl<'a> Rt<'a> {
     fn obj_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
         let w = &self.cs.ws;
-        match f.phase {
-            0 => {
+        let Lex::Obj(phase) = f.lex else { unreachable!("an object frame") };
+        match phase {
+            ObjPhase::First => {
                 if let Some(ok) = self.ws(fi, b, &[]) {
                     return ok;
                 }
@@ -819,29 +770,29 @@ impl<'a> Rt<'a> {
                     _ => false,
                 }
             }
-            1 => {
+            ObjPhase::Key => {
                 if let Some(ok) = self.ws(fi, b, &w.item_post) {
                     return ok;
                 }
                 b == b'"' && self.pad_done(fi, &w.item_post) && self.key_start(fi)
             }
-            2 => {
+            ObjPhase::Colon => {
                 if let Some(ok) = self.ws(fi, b, &w.key_pre) {
                     return ok;
                 }
                 if b == b':' && self.pad_done(fi, &w.key_pre) {
-                    self.set_frame(fi, Frame { phase: 3, ws: 0, ..f });
+                    self.set_frame(fi, Frame { lex: Lex::Obj(ObjPhase::Value), ws: 0, ..f });
                     return true;
                 }
                 false
             }
-            3 => {
+            ObjPhase::Value => {
                 if let Some(ok) = self.ws(fi, b, &w.key_post) {
                     return ok;
                 }
                 self.pad_done(fi, &w.key_post) && self.value_start(fi, b)
             }
-            _ => {
+            ObjPhase::After => {
                 if let Some(ok) = self.ws(fi, b, &w.item_pre) {
                     return ok;
                 }
@@ -858,7 +809,7 @@ impl<'a> Rt<'a> {
 
     /// A `,` in the object or array of frame `fi`: the live alternatives that `more` says can
     /// take another member stay alive, the others die; with any left, the frame expects the
-    /// next member (phase 1). Returns whether any is left.
+    /// next member. Returns whether any is left.
     fn next_member(&mut self, fi: usize, more: impl Fn(&Self, usize) -> bool) -> bool {
         let mut any = false;
         for ai in self.alt_range(fi) {
@@ -872,7 +823,12 @@ impl<'a> Rt<'a> {
             }
         }
         if any {
-            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
+            let f = self.st.frames[fi];
+            let lex = match f.lex {
+                Lex::Obj(_) => Lex::Obj(ObjPhase::Key),
+                _ => Lex::Arr(ArrPhase::Item),
+            };
+            self.set_frame(fi, Frame { lex, ws: 0, ..f });
         }
         any
     }
@@ -913,29 +869,15 @@ impl<'a> Rt<'a> {
                 self.kill(ai);
                 continue;
             }
-            // `c` holds the name range end; `d` the arena index of the object alternative.
-            self.st.alts.push(Alt {
-                core: a.core,
-                parents: 1 << li,
-                a: extra,
-                b: 0,
-                c: o.names.len() as u32,
-                d: ai as u32,
-                alive: true,
-                tag: false,
-            });
+            let k = KeyProgress { extra, lo: 0, hi: o.names.len() as u32, obj: ai as u32 };
+            self.st.alts.push(Alt::new(a.core, 1 << li, false).with_key(k));
         }
         if self.st.alts.len() == start {
             return false;
         }
         self.st.frames.push(Frame {
-            kind: Kind::Key,
-            phase: 0,
+            lex: Lex::Key(Escape::None),
             ws: 0,
-            esc: E_NORMAL,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
             alts: start as u32,
             buf: self.st.buf.len() as u32,
             bits: self.st.bits.len() as u32,
@@ -951,8 +893,9 @@ impl<'a> Rt<'a> {
     fn arr_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
         let w = &self.cs.ws;
-        match f.phase {
-            0 => {
+        let Lex::Arr(phase) = f.lex else { unreachable!("an array frame") };
+        match phase {
+            ArrPhase::First => {
                 if let Some(ok) = self.ws(fi, b, &[]) {
                     return ok;
                 }
@@ -965,13 +908,13 @@ impl<'a> Rt<'a> {
                     self.value_start(fi, b)
                 }
             }
-            1 => {
+            ArrPhase::Item => {
                 if let Some(ok) = self.ws(fi, b, &w.item_post) {
                     return ok;
                 }
                 self.pad_done(fi, &w.item_post) && self.value_start(fi, b)
             }
-            _ => {
+            ArrPhase::After => {
                 if let Some(ok) = self.ws(fi, b, &w.item_pre) {
                     return ok;
                 }
@@ -991,7 +934,10 @@ impl<'a> Rt<'a> {
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core as usize] {
-                if a.alive && a.a >= *min && contains.as_ref().is_none_or(|c| a.b >= c.min) {
+                if a.alive
+                    && a.arr().items >= *min
+                    && contains.as_ref().is_none_or(|c| a.arr().matches >= c.min)
+                {
                     mask |= a.parents;
                     if a.tag {
                         cmask |= a.parents;
@@ -1008,12 +954,13 @@ impl<'a> Rt<'a> {
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
-        let lit = LITERALS[f.phase as usize];
-        if lit[f.ws as usize] != b {
+        let Lex::Lit { lit, pos } = f.lex else { unreachable!("a literal frame") };
+        let text = LITERALS[lit as usize];
+        if text[pos as usize] != b {
             return false;
         }
-        if f.ws as usize + 1 < lit.len() {
-            self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
+        if pos as usize + 1 < text.len() {
+            self.set_frame(fi, Frame { lex: Lex::Lit { lit, pos: pos + 1 }, ..f });
             return true;
         }
         let (mut mask, mut cmask) = (0u64, 0u64);
@@ -1101,10 +1048,10 @@ impl<'a> Rt<'a> {
 
     fn str_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
-        match f.esc {
-            E_NORMAL => match b {
+        match f.lex.escape().expect("a string or key frame") {
+            Escape::None => match b {
                 b'"' => {
-                    if f.kind == Kind::Key {
+                    if f.kind() == Kind::Key {
                         self.key_close(fi)
                     } else {
                         self.str_close(fi)
@@ -1114,81 +1061,90 @@ impl<'a> Rt<'a> {
                     if !self.range_live(fi, 0, 0x10FFFF) {
                         return false;
                     }
-                    self.set_frame(fi, Frame { esc: E_BS, ..f });
+                    self.set_escape(fi, Escape::Backslash);
                     true
                 }
                 0..=0x1F => false,
                 _ => self.feed(fi, b),
             },
-            E_BS => {
+            Escape::Backslash => {
                 if b == b'u' {
-                    self.set_frame(fi, Frame { esc: E_HEX, hexn: 0, hexv: 0, ..f });
+                    self.set_escape(fi, Escape::Hex { n: 0, v: 0 });
                     return true;
                 }
                 let Some(c) = escape_char(b) else { return false };
-                self.set_frame(fi, Frame { esc: E_NORMAL, ..f });
+                self.set_escape(fi, Escape::None);
                 self.feed_cp(fi, u32::from(c))
             }
-            E_HEX | E_HEX_LOW => {
-                let Some(d) = hex_val(b) else { return false };
-                let v = (f.hexv << 4) | u16::from(d);
-                let n = f.hexn + 1;
-                let low = f.esc == E_HEX_LOW;
-                if n < 4 {
-                    let shift = 4 * (4 - u32::from(n));
-                    let lo = u32::from(v) << shift;
-                    let hi = lo + (1 << shift) - 1;
-                    let ok = if low {
-                        self.low_range_live(fi, f.high, lo, hi)
-                    } else {
-                        self.hex_range_live(fi, lo, hi)
-                    };
-                    if !ok {
-                        return false;
-                    }
-                    self.set_frame(fi, Frame { hexn: n, hexv: v, ..f });
-                    return true;
-                }
-                let v = u32::from(v);
-                if low {
-                    if !LOW_SURROGATES.contains(&v) {
-                        return false;
-                    }
-                    let cp = surrogate_pair(u32::from(f.high), v);
-                    self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, high: 0, ..f });
-                    return self.feed_cp(fi, cp);
-                }
-                if HIGH_SURROGATES.contains(&v) {
-                    if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
-                        return false;
-                    }
-                    self.set_frame(
-                        fi,
-                        Frame { esc: E_NEED_BS, hexn: 0, hexv: 0, high: v as u16, ..f },
-                    );
-                    return true;
-                }
-                if LOW_SURROGATES.contains(&v) {
-                    return false;
-                }
-                self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, ..f });
-                self.feed_cp(fi, v)
-            }
-            E_NEED_BS => {
+            Escape::Hex { n, v } => self.hex_byte(fi, None, n, v, b),
+            Escape::LowHex { high, n, v } => self.hex_byte(fi, Some(high), n, v, b),
+            Escape::NeedBackslash { high } => {
                 if b != b'\\' {
                     return false;
                 }
-                self.set_frame(fi, Frame { esc: E_NEED_U, ..f });
+                self.set_escape(fi, Escape::NeedU { high });
                 true
             }
-            _ => {
+            Escape::NeedU { high } => {
                 if b != b'u' {
                     return false;
                 }
-                self.set_frame(fi, Frame { esc: E_HEX_LOW, hexn: 0, hexv: 0, ..f });
+                self.set_escape(fi, Escape::LowHex { high, n: 0, v: 0 });
                 true
             }
         }
+    }
+
+    fn set_escape(&mut self, fi: usize, e: Escape) {
+        let f = self.st.frames[fi];
+        self.set_frame(fi, Frame { lex: f.lex.with_escape(e), ..f });
+    }
+
+    /// Hex digit `b` of a `\uXXXX` escape with `n` digits of value `v` so far (`high`: this
+    /// escape is the low half of a surrogate pair after `high`). Each prefix of the escape must
+    /// leave some code point that continues the string.
+    fn hex_byte(&mut self, fi: usize, high: Option<u16>, n: u8, v: u16, b: u8) -> bool {
+        let Some(d) = hex_val(b) else { return false };
+        let v = (v << 4) | u16::from(d);
+        let n = n + 1;
+        if n < 4 {
+            let shift = 4 * (4 - u32::from(n));
+            let lo = u32::from(v) << shift;
+            let hi = lo + (1 << shift) - 1;
+            let ok = match high {
+                Some(h) => self.low_range_live(fi, h, lo, hi),
+                None => self.hex_range_live(fi, lo, hi),
+            };
+            if !ok {
+                return false;
+            }
+            let e = match high {
+                Some(high) => Escape::LowHex { high, n, v },
+                None => Escape::Hex { n, v },
+            };
+            self.set_escape(fi, e);
+            return true;
+        }
+        let v = u32::from(v);
+        if let Some(h) = high {
+            if !LOW_SURROGATES.contains(&v) {
+                return false;
+            }
+            self.set_escape(fi, Escape::None);
+            return self.feed_cp(fi, surrogate_pair(u32::from(h), v));
+        }
+        if HIGH_SURROGATES.contains(&v) {
+            if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
+                return false;
+            }
+            self.set_escape(fi, Escape::NeedBackslash { high: v as u16 });
+            return true;
+        }
+        if LOW_SURROGATES.contains(&v) {
+            return false;
+        }
+        self.set_escape(fi, Escape::None);
+        self.feed_cp(fi, v)
     }
 
     /// A partial `\u` escape covering `lo..=hi` (BMP values; high surrogates lead on).
@@ -1218,27 +1174,31 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            if f.kind == Kind::Str {
+            if f.kind() == Kind::Str {
+                let p = a.str();
                 if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] {
-                    if a.b < *max
-                        && prog.dfas[*dfa as usize].range_live(a.a, lo, hi, *max - a.b - 1)
+                    if p.chars < *max
+                        && prog.dfas[*dfa as usize].range_live(p.state, lo, hi, *max - p.chars - 1)
                     {
                         return true;
                     }
                 }
             } else {
+                let k = a.key();
                 if let Some(x) = &self.obj(a.core).extra {
-                    if a.a != DEAD && prog.dfas[x.dfa as usize].range_live(a.a, lo, hi, u32::MAX) {
+                    if k.extra != DEAD
+                        && prog.dfas[x.dfa as usize].range_live(k.extra, lo, hi, u32::MAX)
+                    {
                         return true;
                     }
                 }
                 let o = self.obj(a.core);
                 let pos = self.st.buf.len() - f.buf as usize;
-                for i in a.b as usize..a.c as usize {
+                for i in k.lo as usize..k.hi as usize {
                     let n = &o.names[i];
                     if n.len() > pos {
                         if let Some(cp) = cp_at(n, pos) {
-                            if (lo..=hi).contains(&cp) && self.name_ok(fi - 1, a.d as usize, i) {
+                            if (lo..=hi).contains(&cp) && self.name_ok(fi - 1, k.obj as usize, i) {
                                 return true;
                             }
                         }
@@ -1264,7 +1224,7 @@ impl<'a> Rt<'a> {
         let prog = self.prog();
         let lead = b & 0xC0 != 0x80;
         let mut any = false;
-        if f.kind == Kind::Str {
+        if f.kind() == Kind::Str {
             for ai in self.alt_range(fi) {
                 let a = self.st.alts[ai];
                 if !a.alive {
@@ -1274,14 +1234,15 @@ impl<'a> Rt<'a> {
                     continue;
                 };
                 let d = &prog.dfas[*dfa as usize];
-                let n = d.next(a.a, b);
-                let count = a.b + u32::from(lead);
+                let p = a.str();
+                let n = d.next(p.state, b);
+                let count = p.chars + u32::from(lead);
                 // Live iff the fewest code points that complete it still fit under `max`.
                 if n == DEAD || count.saturating_add(d.short(n)) > *max {
                     self.kill(ai);
                 } else {
-                    if n != a.a || count != a.b {
-                        self.set_alt(ai, Alt { a: n, b: count, ..a });
+                    if n != p.state || count != p.chars {
+                        self.set_alt(ai, a.with_str(StrProgress { state: n, chars: count }));
                     }
                     any = true;
                 }
@@ -1298,14 +1259,15 @@ impl<'a> Rt<'a> {
                 continue;
             }
             let o = self.obj(a.core);
-            let names = &o.names[a.b as usize..a.c as usize];
-            let lo = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
-            let hi = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
+            let k = a.key();
+            let names = &o.names[k.lo as usize..k.hi as usize];
+            let lo = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
+            let hi = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
             let ex = match &o.extra {
-                Some(x) if a.a != DEAD => prog.dfas[x.dfa as usize].next(a.a, b),
+                Some(x) if k.extra != DEAD => prog.dfas[x.dfa as usize].next(k.extra, b),
                 _ => DEAD,
             };
-            let objai = a.d as usize;
+            let objai = k.obj as usize;
             let text = &self.st.buf[f.buf as usize..];
             let names_live = (lo..hi).any(|i| self.name_ok(fi - 1, objai, i));
             let extra_live = ex != DEAD && {
@@ -1318,7 +1280,8 @@ impl<'a> Rt<'a> {
             if !names_live && !extra_live {
                 self.kill(ai);
             } else {
-                self.set_alt(ai, Alt { a: ex, b: lo as u32, c: hi as u32, ..a });
+                let k = KeyProgress { extra: ex, lo: lo as u32, hi: hi as u32, obj: k.obj };
+                self.set_alt(ai, a.with_key(k));
                 any = true;
             }
         }
@@ -1334,7 +1297,7 @@ impl<'a> Rt<'a> {
                 continue;
             }
             if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
-                if prog.dfas[*dfa as usize].is_accept(a.a) && a.b >= *min {
+                if prog.dfas[*dfa as usize].is_accept(a.str().state) && a.str().chars >= *min {
                     mask |= a.parents;
                     if a.tag {
                         cmask |= a.parents;
@@ -1368,7 +1331,7 @@ impl<'a> Rt<'a> {
         self.alt_range(fi)
             .map(|ai| {
                 let a = self.st.alts[ai];
-                a.alive && a.a != DEAD && self.extra_ok(fi - 1, a.d as usize)
+                a.alive && a.key().extra != DEAD && self.extra_ok(fi - 1, a.key().obj as usize)
             })
             .collect()
     }
@@ -1391,8 +1354,8 @@ impl<'a> Rt<'a> {
                 continue;
             }
             let o = self.obj(a.core);
-            let objai = a.d as usize;
-            let (mut lo, mut hi) = (a.b as usize, a.c as usize);
+            let objai = a.key().obj as usize;
+            let (mut lo, mut hi) = (a.key().lo as usize, a.key().hi as usize);
             for (k, &b) in ext.iter().enumerate() {
                 let at = pos + k;
                 let r = &o.names[lo..hi];
@@ -1408,11 +1371,11 @@ impl<'a> Rt<'a> {
                 continue;
             }
             if let Some(x) = &o.extra {
-                if a.a == DEAD {
+                if a.key().extra == DEAD {
                     continue;
                 }
                 let d = &prog.dfas[x.dfa as usize];
-                let ex = d.run(a.a, ext);
+                let ex = d.run(a.key().extra, ext);
                 if ex == DEAD || !d.is_accept(ex) {
                     continue;
                 }
@@ -1462,14 +1425,14 @@ impl<'a> Rt<'a> {
         for &(ai, idx, node) in choices {
             let a = self.st.alts[ai];
             let o = self.obj(a.core);
-            let mut na = Alt { a: a.a + 1, d: node, ..a };
+            let mut p = ObjProgress { members: a.obj().members + 1, value: node, ..a.obj() };
             match idx {
                 Some(i) => {
-                    let w = a.b as usize + i / 64;
+                    let w = a.obj().seen as usize + i / 64;
                     let v = self.st.bits[w] | (1 << (i % 64));
                     self.set_bit(w, v);
                     if self.schema_order() {
-                        na.c = o.props[i].order + 1;
+                        p.next_order = o.props[i].order + 1;
                     }
                 }
                 None => {
@@ -1478,10 +1441,10 @@ impl<'a> Rt<'a> {
                     self.st.xk.push(XKey { alt: ai as u32, start, len: text.len() as u32 });
                 }
             }
-            self.set_alt(ai, na);
+            self.set_alt(ai, a.with_obj(p));
         }
         let of = self.st.frames[oi];
-        self.set_frame(oi, Frame { phase: 2, ws: 0, ..of });
+        self.set_frame(oi, Frame { lex: Lex::Obj(ObjPhase::Colon), ws: 0, ..of });
     }
 }
 
@@ -1513,11 +1476,13 @@ impl Recognizer for Rt<'_> {
         const STRUCTURE: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn");
         const NUMBER: [u64; 4] = crate::recognizer::byte_set(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
         let f = self.st.frames.last().expect("root");
-        match f.kind {
-            Kind::Root | Kind::Obj | Kind::Arr => STRUCTURE,
-            Kind::Num => NUMBER,
-            Kind::Lit => crate::recognizer::byte_set(&[LITERALS[f.phase as usize][f.ws as usize]]),
-            Kind::Str | Kind::Key => [u64::MAX; 4],
+        match f.lex {
+            Lex::Root { .. } | Lex::Obj(_) | Lex::Arr(_) => STRUCTURE,
+            Lex::Num => NUMBER,
+            Lex::Lit { lit, pos } => {
+                crate::recognizer::byte_set(&[LITERALS[lit as usize][pos as usize]])
+            }
+            Lex::Str(_) | Lex::Key(_) => [u64::MAX; 4],
         }
     }
 }
@@ -1526,13 +1491,8 @@ impl St {
     fn initial() -> St {
         let mut st = St::default();
         st.frames.push(Frame {
-            kind: Kind::Root,
-            phase: 0,
+            lex: Lex::Root { done: false },
             ws: 0,
-            esc: 0,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
             alts: 0,
             buf: 0,
             bits: 0,
@@ -1542,16 +1502,7 @@ impl St {
             item: 0,
             uniq: false,
         });
-        st.alts.push(Alt {
-            core: NONE,
-            parents: 1,
-            a: 0,
-            b: 0,
-            c: 0,
-            d: NONE,
-            alive: true,
-            tag: false,
-        });
+        st.alts.push(Alt::new(NONE, 1, false));
         st
     }
 }
@@ -1559,8 +1510,8 @@ impl St {
 /// Is the root value complete in `st` (EOS allowed)?
 fn accepting(schema: &CompiledSchema, st: &St) -> bool {
     match st.frames.len() {
-        1 => st.frames[0].phase == 1,
-        2 if st.frames[1].kind == Kind::Num => {
+        1 => st.frames[0].lex == Lex::Root { done: true },
+        2 if st.frames[1].kind() == Kind::Num => {
             let rt = Rt {
                 cs: schema,
                 st: &mut st.clone(),
@@ -1659,7 +1610,7 @@ impl SchemaConstraint {
             kinds.push_str(k);
             kinds.push(',');
         }
-        format!("{:?}/{}/esc{}/{}", f.kind, f.phase, f.esc, kinds)
+        format!("{:?}/{}", f.lex, kinds)
     }
 
     /// The compiled schema.
@@ -1765,7 +1716,7 @@ impl SchemaConstraint {
     /// mask — so `1`, `12` and `2024` share one cache entry.
     fn number_key(&self) -> Option<St> {
         let f = self.st.frames.last().expect("root");
-        if f.kind != Kind::Num || self.recording() {
+        if f.kind() != Kind::Num || self.recording() {
             return None;
         }
         let p = &self.schema.program;
@@ -1846,7 +1797,9 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     fn can_only_end(&self) -> bool {
-        !self.finished && self.st.frames.len() == 1 && self.st.frames[0].phase == 1
+        !self.finished
+            && self.st.frames.len() == 1
+            && self.st.frames[0].lex == Lex::Root { done: true }
     }
 
     /// The bytes every completion starts with (at most `FORCED_BYTES_LIMIT` = 256), stepped on a
@@ -1895,5 +1848,112 @@ impl ConstraintEngine for SchemaConstraint {
             self.finished = f;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{SchemaOptions, SchemaWhitespace};
+    use serde_json::json;
+
+    fn engine_with(schema: serde_json::Value, opts: &SchemaOptions) -> SchemaConstraint {
+        static VOCAB: std::sync::OnceLock<Vocabulary> = std::sync::OnceLock::new();
+        let vocab = VOCAB.get_or_init(|| Vocabulary::embedded().expect("vocab"));
+        SchemaConstraint::compile(&schema, vocab, opts).expect("compiles")
+    }
+
+    fn engine(schema: serde_json::Value) -> SchemaConstraint {
+        engine_with(schema, &SchemaOptions::default())
+    }
+
+    /// Is `doc` a complete, valid instance?
+    fn complete(e: &SchemaConstraint, doc: &str) -> bool {
+        let mut e2 = SchemaConstraint::new(e.schema().clone(), &e.vocab.clone());
+        e2.advance_bytes(doc.as_bytes()).is_ok() && e2.is_accepting()
+    }
+
+    #[test]
+    fn escapes_decode_into_the_string_automaton() {
+        let mut e = engine(json!({"enum": ["é😀", "\"/"]}));
+        assert!(complete(&e, r#""\u00e9\ud83d\ude00""#));
+        assert!(complete(&e, r#""\u00E9😀""#));
+        assert!(complete(&e, r#""\"\/""#));
+        // The first byte a value cannot continue with is refused, and the state is unchanged.
+        assert_eq!(e.advance_bytes(br#""\u00e8"#), Err(6));
+        assert_eq!(e.advance_bytes(br#""x"#), Err(1));
+        assert!(e.advance_bytes(b"\"").is_ok());
+        assert_eq!(e.st.frames.last().map(|f| f.lex), Some(Lex::Str(Escape::None)));
+    }
+
+    #[test]
+    fn surrogate_escapes_are_paired() {
+        let mut e = engine(json!({"type": "string"}));
+        assert!(complete(&e, r#""\ud83d\ude00""#));
+        // A lone low surrogate, a high one without its pair, a pair in the wrong order.
+        assert!(!e.accepts_bytes(br#""\udc00"#));
+        assert!(!e.accepts_bytes(br#""\ud83dx"#));
+        assert!(!e.accepts_bytes(br#""\ud83d\u0041"#));
+        assert!(e.advance_bytes(br#""\ud83d\"#).is_ok());
+        let f = e.st.frames.last().unwrap().lex;
+        assert_eq!(f, Lex::Str(Escape::NeedU { high: 0xD83D }));
+    }
+
+    #[test]
+    fn literals_and_numbers_close_on_the_byte_after() {
+        let mut e = engine(json!({"type": "array", "items": {"enum": [true, null, 12]}}));
+        assert!(complete(&e, "[true,null,12]"));
+        assert!(!complete(&e, "[false]"));
+        assert!(!complete(&e, "[1]"));
+        assert!(e.advance_bytes(b"[nu").is_ok());
+        assert_eq!(e.st.frames.last().unwrap().lex, Lex::Lit { lit: 2, pos: 2 });
+    }
+
+    #[test]
+    fn objects_walk_their_phases() {
+        let mut e = engine(json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": false
+        }));
+        let phase = |e: &SchemaConstraint| e.st.frames.last().unwrap().lex;
+        assert!(e.advance_bytes(b"{").is_ok());
+        assert_eq!(phase(&e), Lex::Obj(ObjPhase::First));
+        assert!(e.advance_bytes(b"\"a\"").is_ok());
+        assert_eq!(phase(&e), Lex::Obj(ObjPhase::Colon));
+        // The object alternative has read its key: one member, the value node chosen.
+        let obj = e.st.alts[e.st.frames[1].alts as usize].obj();
+        assert_eq!(obj.members, 1);
+        assert_ne!(obj.value, NONE);
+        assert!(e.advance_bytes(b": 1").is_ok());
+        // No key can follow: the `,` that would open one is refused (after closing the number).
+        assert_eq!(e.advance_bytes(b",\"b"), Err(0));
+        assert!(e.advance_bytes(b"}").is_ok());
+        assert!(e.is_accepting());
+        assert!(!complete(&e, "{}"));
+    }
+
+    #[test]
+    fn separators_are_exact() {
+        let opts = SchemaOptions {
+            whitespace: SchemaWhitespace::Separators { item: ", ".into(), key: ": ".into() },
+            ..SchemaOptions::default()
+        };
+        let e = engine_with(json!({"type": "array", "items": {"type": "object"}}), &opts);
+        assert!(complete(&e, r#"[{"a": 1}, {}]"#));
+        assert!(!complete(&e, r#"[{"a":1}]"#));
+        assert!(!complete(&e, r#"[{}  ,{}]"#));
+    }
+
+    #[test]
+    fn string_lengths_count_code_points() {
+        let mut e = engine(json!({"type": "string", "minLength": 2, "maxLength": 2}));
+        assert!(complete(&e, r#""éa""#));
+        assert!(!complete(&e, r#""é""#));
+        assert!(e.advance_bytes("\"é".as_bytes()).is_ok());
+        let s = e.st.alts[e.st.frames[1].alts as usize].str();
+        assert_eq!(s.chars, 1);
+        assert_eq!(e.advance_bytes(b"ab"), Err(1));
     }
 }

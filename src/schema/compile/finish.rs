@@ -431,3 +431,86 @@ impl<'a> Compiler<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::compiler;
+    use super::*;
+    use serde_json::json;
+
+    fn program(doc: Value) -> Result<Program, SchemaError> {
+        let mut c = compiler(doc);
+        let root = c.schema_at("")?;
+        c.finish(root).map(|(p, _)| p)
+    }
+
+    #[test]
+    fn recursion_without_a_finite_instance_is_unsatisfiable() {
+        // Every such array needs an item that is such an array: no finite instance.
+        let err =
+            program(json!({"type": "array", "minItems": 1, "items": {"$ref": "#"}})).unwrap_err();
+        assert!(matches!(err.kind(), SchemaErrorKind::Unsatisfiable { .. }));
+        // With `[]` as a way out it is fine.
+        let p = program(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
+        assert_eq!(p.nodes[p.root as usize].len(), 1);
+    }
+
+    #[test]
+    fn required_keys_that_cannot_appear_make_the_object_unsatisfiable() {
+        let err = program(json!({"type": "object", "properties": {"a": false}, "required": ["a"]}))
+            .unwrap_err();
+        assert!(matches!(err.kind(), SchemaErrorKind::Unsatisfiable { .. }));
+    }
+
+    #[test]
+    fn keys_that_cannot_appear_are_forbidden_with_their_dependants() {
+        let p = program(json!({
+            "type": "object",
+            "properties": {"a": false, "b": true, "c": true},
+            "dependentRequired": {"b": ["a"]}
+        }))
+        .unwrap();
+        let CoreRt::Object(o) = &p.cores[p.nodes[p.root as usize][0] as usize] else {
+            panic!("an object core")
+        };
+        let forbidden: Vec<(&[u8], bool)> =
+            o.names.iter().zip(&o.props).map(|(n, q)| (&n[..], q.forbidden)).collect();
+        assert_eq!(forbidden, [(&b"a"[..], true), (b"b", true), (b"c", false)]);
+        assert!(o.has_deps);
+    }
+
+    #[test]
+    fn unsatisfiable_alternatives_are_dropped_from_nodes() {
+        let p = program(json!({"anyOf": [{"type": "string", "minLength": 3, "maxLength": 2}, {"type": "null"}]}))
+            .unwrap();
+        let root = &p.nodes[p.root as usize];
+        assert_eq!(root.len(), 1);
+        assert!(matches!(p.cores[root[0] as usize], CoreRt::Null));
+    }
+
+    #[test]
+    fn unique_items_stay_where_the_runtime_decides_them() {
+        // Any string can always be followed by another one: decided exactly.
+        let ok =
+            program(json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}))
+                .unwrap();
+        assert!(ok.cores.iter().any(|c| matches!(c, CoreRt::Array { unique: true, .. })));
+        // Integers are not (`0` and `-0` are one value): unsupported, not a wrong mask.
+        let err =
+            program(json!({"type": "array", "uniqueItems": true, "items": {"type": "integer"}}))
+                .unwrap_err();
+        assert!(
+            matches!(err.kind(), SchemaErrorKind::Unsupported { keyword, .. } if keyword == "uniqueItems")
+        );
+    }
+
+    #[test]
+    fn core_sat_reads_bounds() {
+        let dfas = vec![crate::schema::string::any_content().clone()];
+        let bad = CoreRt::String { dfa: 0, min: 3, max: 2 };
+        let good = CoreRt::String { dfa: 0, min: 0, max: 2 };
+        assert!(!core_sat(&bad, &[], &[], &dfas));
+        assert!(core_sat(&good, &[], &[], &dfas));
+        assert!(!core_sat(&CoreRt::Bool(0), &[], &[], &dfas));
+    }
+}

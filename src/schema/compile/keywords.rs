@@ -441,3 +441,87 @@ impl<'a> Compiler<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{compiler, cores, kinds};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn type_keywords_give_one_core_per_type() {
+        let mut c = compiler(json!({"type": ["string", "null"], "minLength": 2}));
+        let e = c.schema_at("").unwrap();
+        assert_eq!(kinds(&mut c, e), ["null", "str"]);
+        let Some(Core::String(s)) = cores(&mut c, e).pop() else { panic!("a string core") };
+        assert_eq!((s.min, s.max, s.dfa), (2, u32::MAX, None));
+    }
+
+    #[test]
+    fn keywords_without_type_apply_to_their_type_only() {
+        let mut c = compiler(json!({"minimum": 1, "exclusiveMaximum": 5}));
+        let e = c.schema_at("").unwrap();
+        assert_eq!(kinds(&mut c, e), ["null", "bool", "num", "str", "arr", "obj"]);
+        let num = cores(&mut c, e).into_iter().find_map(|k| match k {
+            Core::Number(n) => Some(n),
+            _ => None,
+        });
+        let n = num.expect("a number core");
+        assert_eq!(n.lo, Some((Dec::from_json(&1.into()).unwrap(), false)));
+        assert_eq!(n.hi, Some((Dec::from_json(&5.into()).unwrap(), true)));
+        assert!(!n.integer);
+    }
+
+    #[test]
+    fn tuple_items_and_their_annotations() {
+        let mut c =
+            compiler(json!({"type": "array", "items": [{"type": "string"}], "maxItems": 3}));
+        let e = c.schema_at("").unwrap();
+        let Some(Core::Array(a)) = cores(&mut c, e).pop() else { panic!("an array core") };
+        assert_eq!((a.prefix.len(), a.annot_len, a.max, a.annot_all), (1, 1, 3, false));
+        assert_eq!(kinds(&mut c, a.prefix[0]), ["str"]);
+        assert_eq!(a.items, c.true_e);
+    }
+
+    #[test]
+    fn enum_strings_become_one_automaton() {
+        let mut c = compiler(json!({"enum": ["ab", "cd", 1, null]}));
+        let e = c.schema_at("").unwrap();
+        // In the order of the schema's own cores (null, number, string), each narrowed.
+        assert_eq!(kinds(&mut c, e), ["null", "num", "str"]);
+        let Some(Core::String(s)) = cores(&mut c, e).pop() else { panic!("a string core") };
+        let d = &c.dfas[s.dfa.expect("an automaton") as usize];
+        assert!(d.matches(b"ab") && d.matches(b"cd") && !d.matches(b"abcd"));
+    }
+
+    #[test]
+    fn object_keywords() {
+        let mut c = compiler(json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a", "a", "b"],
+            "dependentRequired": {"a": ["c"]},
+            "maxProperties": 4
+        }));
+        let e = c.schema_at("").unwrap();
+        let Some(Core::Object(o)) = cores(&mut c, e).pop() else { panic!("an object core") };
+        assert_eq!(o.required, ["a", "b"]);
+        assert_eq!(o.deps, [("a".to_string(), vec!["c".to_string()])]);
+        assert_eq!((o.min, o.max), (0, 4));
+        assert_eq!(o.groups[0].props[0].0, "a");
+    }
+
+    #[test]
+    fn bad_keyword_values_are_invalid() {
+        for bad in [
+            json!({"minLength": -1}),
+            json!({"type": "strin"}),
+            json!({"multipleOf": 0}),
+            json!({"required": "a"}),
+        ] {
+            let mut c = compiler(bad.clone());
+            let err = c.schema_at("").unwrap_err();
+            assert!(matches!(err.kind(), SchemaErrorKind::Invalid { .. }), "{bad}: {err}");
+        }
+    }
+}

@@ -428,3 +428,99 @@ impl<'a> Compiler<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{compiler, cores, kinds, validates};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn all_of_intersects_cores_of_the_same_type() {
+        let mut c = compiler(json!({"allOf": [{"minimum": 1}, {"maximum": 5, "type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        let cs = cores(&mut c, e);
+        assert_eq!(cs.len(), 1);
+        let Core::Number(n) = &cs[0] else { panic!("a number core") };
+        assert!(n.integer && n.lo.is_some() && n.hi.is_some());
+    }
+
+    #[test]
+    fn intersections_of_different_types_are_empty() {
+        let mut c = compiler(json!({"allOf": [{"type": "string"}, {"type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        assert!(kinds(&mut c, e).is_empty());
+    }
+
+    #[test]
+    fn objects_merge_their_key_groups_and_required() {
+        let mut c = compiler(json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "object", "additionalProperties": false, "required": ["a", "b"]}
+        ]}));
+        let e = c.schema_at("").unwrap();
+        let cs = cores(&mut c, e);
+        let [Core::Object(o)] = &cs[..] else { panic!("one object core") };
+        // The two branches' groups and the (empty) one of the schema holding the `allOf`.
+        assert_eq!(o.groups.len(), 3);
+        assert_eq!(o.required, ["a", "b"]);
+        // Both groups apply to every key: `b` is required but no group-2 property allows it.
+        let vb = c.key_value(o, "b");
+        assert!(kinds(&mut c, vb).is_empty());
+    }
+
+    #[test]
+    fn disjointness() {
+        let mut c = compiler(json!({"$defs": {
+            "one": {"const": 1},
+            "two": {"const": 2},
+            "s": {"type": "string"},
+            "s1": {"type": "string", "minLength": 1},
+            "p": {"type": "string", "pattern": "^a"},
+            "q": {"type": "string", "pattern": "^b"},
+            "o1": {"type": "object", "properties": {"k": {"const": "x"}}, "required": ["k"]},
+            "o2": {"type": "object", "properties": {"k": {"const": "y"}}, "required": ["k"]}
+        }}));
+        let core = |c: &mut Compiler<'static>, name: &str| {
+            let e = c.schema_at(&format!("/$defs/{name}")).unwrap();
+            c.normalize(e, "").unwrap()[0]
+        };
+        let pairs =
+            [("one", "two", true), ("s", "s1", false), ("p", "q", true), ("o1", "o2", true)];
+        for (a, b, want) in pairs {
+            let (x, y) = (core(&mut c, a), core(&mut c, b));
+            assert_eq!(c.disjoint(x, y, 0), want, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn one_of_is_a_union_when_disjoint_and_exclusive_otherwise() {
+        let mut c = compiler(json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        assert_eq!(kinds(&mut c, e), ["num", "str"]);
+        let s = json!({"oneOf": [{"minimum": 2}, {"multipleOf": 2}], "type": "integer"});
+        assert!(validates(&s, "3"));
+        assert!(validates(&s, "0"));
+        assert!(!validates(&s, "4"));
+        assert!(!validates(&s, "1"));
+    }
+
+    #[test]
+    fn unevaluated_properties_see_only_the_alternative_s_own_keys() {
+        let s = json!({
+            "anyOf": [
+                {"type": "object", "properties": {"a": true}, "required": ["a"]},
+                {
+                    "type": "object",
+                    "properties": {"b": true},
+                    "required": ["b"],
+                    "not": {"required": ["a"]}
+                }
+            ],
+            "unevaluatedProperties": false
+        });
+        assert!(validates(&s, r#"{"a":1}"#));
+        assert!(validates(&s, r#"{"b":1}"#));
+        assert!(!validates(&s, r#"{"a":1,"c":2}"#));
+    }
+}

@@ -338,3 +338,54 @@ impl<'a> Compiler<'a> {
         self.core(Core::Object(Box::new(ObjC::new(props, additional, required, min))))
     }
 }
+
+/// Helpers for the compiler's unit tests: a compiler over a literal schema, the kinds of an
+/// expression's normal form, and a validation through the runtime engine.
+#[cfg(test)]
+pub(super) mod test_util {
+    use super::*;
+    use crate::engine::ConstraintEngine;
+
+    /// A compiler over `doc` with `opts` (both leaked: tests only).
+    pub(crate) fn compiler_with(doc: Value, opts: SchemaOptions) -> Compiler<'static> {
+        let doc: &'static Value = Box::leak(Box::new(doc));
+        let opts: &'static SchemaOptions = Box::leak(Box::new(opts));
+        Compiler::new(doc, opts).expect("compiler")
+    }
+
+    /// A compiler over `doc` with default options.
+    pub(crate) fn compiler(doc: Value) -> Compiler<'static> {
+        compiler_with(doc, SchemaOptions::default())
+    }
+
+    /// The cores of `e`'s normal form, by kind, in order.
+    pub(crate) fn kinds(c: &mut Compiler<'_>, e: ExprId) -> Vec<&'static str> {
+        let cs = c.normalize(e, "").expect("normal form");
+        cs.iter()
+            .map(|&k| match &c.cores[k as usize] {
+                Core::Null => "null",
+                Core::Bool(_) => "bool",
+                Core::Number(_) => "num",
+                Core::String(_) => "str",
+                Core::Array(_) => "arr",
+                Core::Object(_) => "obj",
+            })
+            .collect()
+    }
+
+    /// The cores of `e`'s normal form.
+    pub(crate) fn cores(c: &mut Compiler<'_>, e: ExprId) -> Vec<Core> {
+        let cs = c.normalize(e, "").expect("normal form");
+        cs.iter().map(|&k| c.cores[k as usize].clone()).collect()
+    }
+
+    /// Does `instance` (JSON text) validate against `schema`, by the runtime engine?
+    pub(crate) fn validates(schema: &Value, instance: &str) -> bool {
+        static VOCAB: std::sync::OnceLock<crate::vocab::Vocabulary> = std::sync::OnceLock::new();
+        let vocab = VOCAB.get_or_init(|| crate::vocab::Vocabulary::embedded().expect("vocab"));
+        let mut e =
+            crate::schema::SchemaConstraint::compile(schema, vocab, &SchemaOptions::default())
+                .expect("compiles");
+        e.advance_bytes(instance.as_bytes()).is_ok() && e.is_accepting()
+    }
+}

@@ -456,3 +456,114 @@ impl<'a> Compiler<'a> {
         Ok(self.push(Expr::Or(alts)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{compiler, cores, kinds, validates};
+    use super::*;
+    use serde_json::json;
+
+    /// The normal form's kinds of `not` applied to `v`.
+    fn negated_kinds(v: Value) -> Vec<&'static str> {
+        let mut c = compiler(v);
+        let e = negated(&mut c).unwrap();
+        kinds(&mut c, e)
+    }
+
+    /// `not` applied to the compiler's whole document.
+    fn negated(c: &mut Compiler<'static>) -> Result<ExprId, SchemaError> {
+        let v = c.refs.lookup("").expect("the document");
+        c.negate(v, "", 0)
+    }
+
+    #[test]
+    fn not_type_keeps_the_other_types() {
+        assert_eq!(negated_kinds(json!({"type": "string"})), ["null", "bool", "num", "arr", "obj"]);
+        assert_eq!(
+            negated_kinds(json!({"type": ["object", "array", "null"]})),
+            ["bool", "num", "str"]
+        );
+        // `¬integer` keeps every number with a fraction.
+        let mut c = compiler(json!({"type": "integer"}));
+        let e = negated(&mut c).unwrap();
+        let nums: Vec<NumCore> = cores(&mut c, e)
+            .into_iter()
+            .filter_map(|k| match k {
+                Core::Number(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(nums.len(), 1);
+        assert!(nums[0].frac);
+    }
+
+    #[test]
+    fn a_type_keyword_negated_admits_only_its_own_type() {
+        assert_eq!(negated_kinds(json!({"minimum": 5})), ["num"]);
+        assert_eq!(negated_kinds(json!({"maxLength": 2})), ["str"]);
+        assert_eq!(negated_kinds(json!({"required": ["a", "b"]})), ["obj", "obj"]);
+        // `minItems: 0` holds for every array: nothing to negate, so nothing is admitted.
+        assert!(negated_kinds(json!({"minItems": 0})).is_empty());
+        // Annotations constrain nothing.
+        assert!(negated_kinds(json!({"title": "t", "x-extra": 1})).is_empty());
+        assert_eq!(negated_kinds(json!(false)), ["null", "bool", "num", "str", "arr", "obj"]);
+        assert!(negated_kinds(json!(true)).is_empty());
+    }
+
+    #[test]
+    fn negated_bounds_are_exact() {
+        let s = json!({"not": {"minimum": 5, "multipleOf": 2}});
+        assert!(validates(&s, "4.5"));
+        assert!(validates(&s, "7"));
+        assert!(!validates(&s, "6"));
+        // A string satisfies both keywords vacuously, so it fails their negation.
+        assert!(!validates(&s, "\"x\""));
+        let s = json!({"not": {"type": "string", "maxLength": 2}});
+        assert!(validates(&s, "\"abc\""));
+        assert!(!validates(&s, "\"ab\""));
+        assert!(validates(&s, "12"));
+    }
+
+    #[test]
+    fn double_negation_is_the_schema_without_annotations() {
+        let mut c = compiler(json!({"not": {"type": "string"}}));
+        let e = negated(&mut c).unwrap();
+        assert_eq!(kinds(&mut c, e), ["str"]);
+        assert_eq!(c.unannotated.len(), 1);
+    }
+
+    #[test]
+    fn what_cannot_be_negated_exactly_is_unsupported() {
+        for v in [
+            json!({"uniqueItems": true}),
+            json!({"oneOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"additionalProperties": false}),
+            json!({"format": "email"}),
+        ] {
+            let mut c = compiler(v.clone());
+            let err = negated(&mut c).unwrap_err();
+            assert!(matches!(err.kind(), SchemaErrorKind::Unsupported { .. }), "{v}");
+        }
+    }
+
+    #[test]
+    fn literals_are_negated_by_type() {
+        let s = json!({"not": {"enum": ["a", 1, null, [1, 2], {"k": true}]}});
+        for (doc, ok) in [
+            ("\"a\"", false),
+            ("\"b\"", true),
+            ("1", false),
+            ("1.5", true),
+            ("null", false),
+            ("true", true),
+            ("[1,2]", false),
+            ("[1,3]", true),
+            ("[1]", true),
+            ("{\"k\":true}", false),
+            ("{\"k\":false}", true),
+            ("{}", true),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+    }
+}

@@ -431,3 +431,129 @@ impl<'a> Refs<'a> {
         Ok(bound.map_or(target, |(_, p)| p.clone()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refs(doc: &Value) -> Refs<'_> {
+        static EMPTY: std::sync::OnceLock<BTreeMap<String, Value>> = std::sync::OnceLock::new();
+        Refs::new(doc, EMPTY.get_or_init(BTreeMap::new)).unwrap()
+    }
+
+    #[test]
+    fn uris_join_like_rfc_3986() {
+        assert_eq!(join_uri("http://a/b/c.json", "d.json"), "http://a/b/d.json");
+        assert_eq!(join_uri("http://a/b/c.json", "/x.json"), "http://a/x.json");
+        assert_eq!(join_uri("http://a/b/c.json", "urn:x://y"), "urn:x://y");
+        assert_eq!(join_uri("", "d.json"), "d.json");
+        assert_eq!(percent_decode("a%25b%2Fc%zz"), "a%b/c%zz");
+        assert_eq!(esc_ptr("a/b~c"), "a~1b~0c");
+    }
+
+    #[test]
+    fn ids_and_anchors_name_subschemas() {
+        let doc = json!({
+            "$id": "http://ex.com/root.json",
+            "$defs": {
+                "a": {"$id": "a.json", "type": "string"},
+                "b": {"$anchor": "bee", "type": "null"},
+                "c/d": {"type": "number"}
+            }
+        });
+        let r = refs(&doc);
+        assert_eq!(r.resolve_ref("a.json", "").unwrap(), "/$defs/a");
+        assert_eq!(r.resolve_ref("http://ex.com/a.json", "").unwrap(), "/$defs/a");
+        assert_eq!(r.resolve_ref("#bee", "").unwrap(), "/$defs/b");
+        // A fragment pointer is relative to the resource of the reference's base.
+        assert_eq!(r.resolve_ref("#/$defs/c~1d", "").unwrap(), "/$defs/c~1d");
+        assert_eq!(r.lookup("/$defs/c~1d"), Some(&json!({"type": "number"})));
+        // Inside `a.json` the empty reference is `a.json` itself.
+        assert_eq!(r.resolve_ref("#", "/$defs/a").unwrap(), "/$defs/a");
+    }
+
+    #[test]
+    fn unresolvable_references_are_typed_errors() {
+        let doc = json!({"$defs": {"a": true}});
+        let r = refs(&doc);
+        let dangling = r.resolve_ref("#/$defs/nope", "/x").unwrap_err();
+        assert!(
+            matches!(dangling.kind(), SchemaErrorKind::DanglingRef { pointer, .. } if pointer == "/x")
+        );
+        let anchor = r.resolve_ref("#nope", "").unwrap_err();
+        assert!(matches!(anchor.kind(), SchemaErrorKind::DanglingRef { .. }));
+        // Nothing is ever fetched.
+        let remote = r.resolve_ref("http://elsewhere.com/s.json", "").unwrap_err();
+        assert!(matches!(remote.kind(), SchemaErrorKind::Unsupported { .. }));
+    }
+
+    #[test]
+    fn draft_04_uses_plain_id() {
+        let doc = json!({
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "id": "http://ex.com/root.json",
+            "definitions": {"a": {"id": "#foo", "type": "string"}, "b": {"$id": "bar.json"}}
+        });
+        let r = refs(&doc);
+        assert_eq!(r.resolve_ref("#foo", "").unwrap(), "/definitions/a");
+        // `$id` is not an identifier in draft-04.
+        assert!(r.resolve_ref("bar.json", "").is_err());
+    }
+
+    #[test]
+    fn preloaded_documents_resolve_by_uri_and_need_absolute_uris() {
+        let doc = json!({"$ref": "http://ex.com/defs.json#/$defs/n"});
+        let mut docs = BTreeMap::new();
+        docs.insert(
+            "http://ex.com/defs.json".to_string(),
+            json!({"$defs": {"n": {"type": "number"}}}),
+        );
+        let r = Refs::new(&doc, &docs).unwrap();
+        let t = r.resolve_ref("http://ex.com/defs.json#/$defs/n", "").unwrap();
+        assert_eq!(t, "http://ex.com/defs.json#/$defs/n");
+        assert_eq!(r.lookup(&t), Some(&json!({"type": "number"})));
+        let mut bad = BTreeMap::new();
+        bad.insert("/defs.json".to_string(), json!({}));
+        assert!(Refs::new(&doc, &bad).is_err());
+    }
+
+    #[test]
+    fn dynamic_refs_follow_the_outermost_anchor_in_scope() {
+        let doc = json!({
+            "$id": "http://ex.com/root",
+            "$dynamicAnchor": "items",
+            "$defs": {
+                "list": {"$id": "list", "$dynamicAnchor": "items", "$dynamicRef": "#items"}
+            }
+        });
+        let mut r = refs(&doc);
+        // Entered from the root, the root's anchor is the outermost one.
+        r.dyn_scopes.cur = r.enter("");
+        r.dyn_scopes.cur = r.enter("/$defs/list");
+        assert_eq!(r.resolve_dynamic("#items", "/$defs/list").unwrap(), "");
+        // Entered on its own, `list` binds its own anchor.
+        r.dyn_scopes.cur = 0;
+        r.dyn_scopes.cur = r.enter("/$defs/list");
+        assert_eq!(r.resolve_dynamic("#items", "/$defs/list").unwrap(), "/$defs/list");
+        // A plain `$ref` to the same anchor is static.
+        r.dyn_scopes.cur = r.enter("");
+        assert_eq!(r.resolve_ref("#items", "/$defs/list").unwrap(), "/$defs/list");
+    }
+
+    #[test]
+    fn recursive_refs_follow_recursive_anchors() {
+        let doc = json!({
+            "$id": "http://ex.com/tree",
+            "$recursiveAnchor": true,
+            "$defs": {"node": {"$id": "node", "$recursiveAnchor": true, "$recursiveRef": "#"}}
+        });
+        let mut r = refs(&doc);
+        r.dyn_scopes.cur = r.enter("");
+        r.dyn_scopes.cur = r.enter("/$defs/node");
+        assert_eq!(r.resolve_recursive("#", "/$defs/node").unwrap(), "");
+        r.dyn_scopes.cur = 0;
+        r.dyn_scopes.cur = r.enter("/$defs/node");
+        assert_eq!(r.resolve_recursive("#", "/$defs/node").unwrap(), "/$defs/node");
+    }
+}

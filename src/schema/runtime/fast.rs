@@ -34,7 +34,7 @@
 //! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
 //! vocabulary of every short substring of the test documents.
 
-use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
+use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::number;
@@ -253,10 +253,10 @@ impl Fast<'_, '_> {
     /// string or key body at a character boundary; `false` (nothing added) otherwise.
     pub(super) fn string_mask(&mut self, classes: &StringClasses, mask: &mut TokenMask) -> bool {
         let f = *self.rt.st.frames.last().expect("root");
-        if f.esc != E_NORMAL {
+        if !f.lex.at_char_boundary() {
             return false;
         }
-        match f.kind {
+        match f.kind() {
             Kind::Str => self.fast_str(classes, mask),
             Kind::Key => self.fast_key(classes, mask),
             _ => false,
@@ -276,7 +276,7 @@ impl Fast<'_, '_> {
         mask: &mut TokenMask,
     ) -> bool {
         let f = *self.rt.st.frames.last().expect("root");
-        if f.kind != Kind::Num {
+        if f.kind() != Kind::Num {
             return false;
         }
         let cs = self.rt.cs;
@@ -383,17 +383,17 @@ impl Fast<'_, '_> {
         // A counted string far from its bound has the unbounded open set: no token is long
         // enough to reach the bound with the fewest code points any state still needs.
         let longest = classes.plain.max_depth().max(classes.escaped.max_depth()) as u32;
-        let (max, count) = if max == u32::MAX || max - a.b >= longest.saturating_add(d.max_short())
-        {
-            (u32::MAX, 0)
-        } else {
-            (max, a.b)
-        };
-        if max == u32::MAX && cs.open_sets.universal(p, dfa, a.a) {
+        let (max, count) =
+            if max == u32::MAX || max - a.str().chars >= longest.saturating_add(d.max_short()) {
+                (u32::MAX, 0)
+            } else {
+                (max, a.str().chars)
+            };
+        if max == u32::MAX && cs.open_sets.universal(p, dfa, a.str().state) {
             mask.union_with(&classes.open);
             return None;
         }
-        if dfa == p.any_dfa && a.a == d.start() && max != u32::MAX {
+        if dfa == p.any_dfa && a.str().state == d.start() && max != u32::MAX {
             let r = max - count;
             if r >= classes.open_nonsafe_max_len {
                 mask.union_with(classes.safe_at_most(r));
@@ -401,7 +401,7 @@ impl Fast<'_, '_> {
                 return None;
             }
         }
-        let key = OpenKey::Str { dfa, state: a.a, max, count };
+        let key = OpenKey::Str { dfa, state: a.str().state, max, count };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
             return None;
@@ -538,8 +538,8 @@ impl Fast<'_, '_> {
         }
         self.rt.undo_byte();
         for g in classes.groups.iter().filter(|_| closes) {
-            let s = d.run(a.a, &g.pre);
-            let n = a.b + g.chars;
+            let s = d.run(a.str().state, &g.pre);
+            let n = a.str().chars + g.chars;
             if s == DEAD || !d.is_accept(s) || n < min || n > max {
                 continue;
             }
@@ -575,18 +575,18 @@ impl Fast<'_, '_> {
         for &ai in &alive {
             let a = self.rt.st.alts[ai];
             let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
-            if a.a != DEAD {
+            if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
-                finite |= p.dfas[x.dfa as usize].finite_count(a.a).is_some();
+                finite |= p.dfas[x.dfa as usize].finite_count(a.key().extra).is_some();
             }
         }
         // An alternative whose undeclared keys live like any string takes every open token,
         // which covers what the names of all alternatives could add.
         let takes_all = alive.iter().any(|&ai| {
             let a = self.rt.st.alts[ai];
-            a.a != DEAD
+            a.key().extra != DEAD
                 && matches!(&p.cores[a.core as usize],
-                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.a)))
+                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.key().extra)))
         });
         if takes_all {
             mask.union_with(&classes.open);
@@ -594,29 +594,29 @@ impl Fast<'_, '_> {
         for &ai in alive.iter().filter(|_| !takes_all) {
             let a = self.rt.st.alts[ai];
             let CoreRt::Object(o) = &p.cores[a.core as usize] else { unreachable!() };
-            if a.a != DEAD {
+            if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("checked above");
-                self.dfa_open(x.dfa, a.a, classes, mask);
+                self.dfa_open(x.dfa, a.key().extra, classes, mask);
             }
-            if a.b < a.c {
+            if a.key().lo < a.key().hi {
                 let mut oks = std::mem::take(&mut self.fast.oks);
                 oks.clear();
                 oks.push(0);
                 let mut n = 0;
-                for i in a.b..a.c {
-                    n += u32::from(self.rt.name_ok(fi - 1, a.d as usize, i as usize));
+                for i in a.key().lo..a.key().hi {
+                    n += u32::from(self.rt.name_ok(fi - 1, a.key().obj as usize, i as usize));
                     oks.push(n);
                 }
                 if n > 0 {
                     let mut w = NameWalk {
-                        names: &o.names[a.b as usize..a.c as usize],
+                        names: &o.names[a.key().lo as usize..a.key().hi as usize],
                         oks: &oks,
                         pos,
                         stack: &mut self.fast.name_stack,
                         top: 0,
                     };
                     w.stack.clear();
-                    w.stack.push((0, a.c - a.b));
+                    w.stack.push((0, a.key().hi - a.key().lo));
                     classes.plain.walk(&mut w, mask);
                 }
                 self.fast.oks = oks;
@@ -646,7 +646,7 @@ impl Fast<'_, '_> {
         let typed = self.rt.st.buf.len() - f.buf as usize;
         let mut rests: Vec<Vec<u8>> = Vec::new();
         for &ai in alive {
-            let objai = self.rt.st.alts[ai].d;
+            let objai = self.rt.st.alts[ai].key().obj;
             for x in &self.rt.st.xk[of.xk as usize..] {
                 let key = &self.rt.st.xtext[x.start as usize..(x.start + x.len) as usize];
                 if x.alt == objai
@@ -777,8 +777,8 @@ impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
         let full = |path: &[u8]| -> smallvec::SmallVec<[u8; 32]> {
             self.base.iter().chain(path).copied().collect()
         };
-        match f.kind {
-            Kind::Str | Kind::Key if f.esc == E_NORMAL && path.last() == Some(&b'"') => {
+        match f.kind() {
+            Kind::Str | Kind::Key if f.lex.at_char_boundary() && path.last() == Some(&b'"') => {
                 let Some(classes) = self.vocab.prefix_string_classes(&full(path)) else {
                     return false;
                 };
