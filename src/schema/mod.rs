@@ -43,6 +43,7 @@
 
 mod compile;
 mod error;
+mod ids;
 mod number;
 mod runtime;
 mod string;

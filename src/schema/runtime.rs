@@ -32,7 +32,7 @@
 //! walks the plain-token trie once (~1–3 ms, then shared by all engines of the schema);
 //! object feasibility checks (`completable_after`) are linear in the declared names.
 
-use super::compile::{contains_feasible, CoreRt, ObjRt, Program};
+use super::compile::{contains_feasible, CoreRt, DfaId, ExprId, ObjRt, Program, RtCoreId};
 use super::number;
 use super::string::DEAD;
 use super::unique;
@@ -243,8 +243,8 @@ impl<'a> Rt<'a> {
         start..end
     }
 
-    fn obj(&self, core: u32) -> &'a ObjRt {
-        match &self.prog().cores[core as usize] {
+    fn obj(&self, core: RtCoreId) -> &'a ObjRt {
+        match &self.prog().cores[core] {
             CoreRt::Object(o) => o,
             _ => unreachable!("object core expected"),
         }
@@ -285,7 +285,7 @@ impl<'a> Rt<'a> {
         match &o.extra {
             None => 0,
             Some(x) => {
-                let d = &self.prog().dfas[x.dfa as usize];
+                let d = &self.prog().dfas[x.dfa];
                 match d.finite_count(d.start()) {
                     None => u32::MAX,
                     Some(n) => n.saturating_sub(self.seen_extra_with_prefix(fi, ai, &[])),
@@ -406,14 +406,14 @@ impl<'a> Rt<'a> {
         true
     }
 
-    fn arr_node(&self, core: u32, idx: u32) -> Option<u32> {
-        match &self.prog().cores[core as usize] {
+    fn arr_node(&self, core: RtCoreId, idx: u32) -> Option<ExprId> {
+        match &self.prog().cores[core] {
             CoreRt::Array { prefix, items, max, .. } => {
                 if idx >= *max {
                     return None;
                 }
                 let n = prefix.get(idx as usize).copied().unwrap_or(*items);
-                (!self.prog().nodes[n as usize].is_empty()).then_some(n)
+                (!self.prog().nodes[n].is_empty()).then_some(n)
             }
             _ => None,
         }
@@ -517,8 +517,8 @@ impl<'a> Rt<'a> {
     }
 
     /// Does the array core have `uniqueItems`?
-    fn is_unique(&self, core: u32) -> bool {
-        matches!(&self.prog().cores[core as usize], CoreRt::Array { unique: true, .. })
+    fn is_unique(&self, core: RtCoreId) -> bool {
+        matches!(&self.prog().cores[core], CoreRt::Array { unique: true, .. })
     }
 
     /// Has the `uniqueItems` array in frame `fi` already completed an item equal to the
@@ -560,10 +560,9 @@ impl<'a> Rt<'a> {
 
     /// The item nodes an array alternative offers its next item, each with whether the item's
     /// alternatives count as `contains` matches.
-    fn item_nodes(&self, pa: &Alt, out: &mut smallvec::SmallVec<[(u32, bool); 2]>) {
+    fn item_nodes(&self, pa: &Alt, out: &mut smallvec::SmallVec<[(ExprId, bool); 2]>) {
         let prog = self.prog();
-        let CoreRt::Array { prefix, items, min, max, contains, .. } = &prog.cores[pa.core as usize]
-        else {
+        let CoreRt::Array { prefix, items, min, max, contains, .. } = &prog.cores[pa.core] else {
             return;
         };
         let Some(c) = contains else {
@@ -576,7 +575,7 @@ impl<'a> Rt<'a> {
         if k >= *max {
             return;
         }
-        let live = |n: u32| !prog.nodes[n as usize].is_empty();
+        let live = |n: ExprId| !prog.nodes[n].is_empty();
         let i = (k as usize).min(prefix.len());
         let node = prefix.get(i).copied().unwrap_or(*items);
         if c.max == u32::MAX && pa.arr().matches >= c.min {
@@ -608,9 +607,9 @@ impl<'a> Rt<'a> {
     fn arr_more(&self, ai: usize) -> bool {
         let a = self.st.alts[ai];
         let prog = self.prog();
-        match &prog.cores[a.core as usize] {
+        match &prog.cores[a.core] {
             CoreRt::Array { prefix, min, max, contains: Some(c), .. } => {
-                let live = |n: u32| !prog.nodes[n as usize].is_empty();
+                let live = |n: ExprId| !prog.nodes[n].is_empty();
                 let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
                 contains_feasible(
                     cap,
@@ -627,10 +626,8 @@ impl<'a> Rt<'a> {
                 // A position of only `true`/`false`/`null` needs one still unused.
                 let top = self.top();
                 self.arr_node(a.core, a.arr().items).is_some_and(|n| {
-                    unique::fresh_literal(&prog.cores, &prog.nodes[n as usize], |c| {
-                        self.seen_item(top, c)
-                    })
-                    .unwrap_or(true)
+                    unique::fresh_literal(&prog.cores, &prog.nodes[n], |c| self.seen_item(top, c))
+                        .unwrap_or(true)
                 })
             }
             _ => self.arr_node(a.core, a.arr().items).is_some(),
@@ -665,18 +662,17 @@ impl<'a> Rt<'a> {
             if !pa.alive || li >= 64 || (lit_dup && self.is_unique(pa.core)) {
                 continue;
             }
-            let mut item_nodes: smallvec::SmallVec<[(u32, bool); 2]> = smallvec::SmallVec::new();
+            let mut item_nodes: smallvec::SmallVec<[(ExprId, bool); 2]> = smallvec::SmallVec::new();
             match pkind {
                 Kind::Root => item_nodes.push((prog.root, false)),
                 Kind::Obj => item_nodes.push((pa.obj().value, false)),
                 Kind::Arr => self.item_nodes(&pa, &mut item_nodes),
                 _ => unreachable!("value in a scalar"),
             }
-            for (tag, c) in item_nodes
-                .iter()
-                .flat_map(|&(n, t)| prog.nodes[n as usize].iter().map(move |&c| (t, c)))
+            for (tag, c) in
+                item_nodes.iter().flat_map(|&(n, t)| prog.nodes[n].iter().map(move |&c| (t, c)))
             {
-                let core = &prog.cores[c as usize];
+                let core = &prog.cores[c];
                 let ok = match (kind, core) {
                     (Kind::Obj, CoreRt::Object(_))
                     | (Kind::Arr, CoreRt::Array { .. })
@@ -706,7 +702,7 @@ impl<'a> Rt<'a> {
                         self.st.bits.resize(self.st.bits.len() + words, 0);
                     }
                     CoreRt::String { dfa, .. } => {
-                        let state = prog.dfas[*dfa as usize].start();
+                        let state = prog.dfas[*dfa].start();
                         alt = alt.with_str(StrProgress { state, chars: 0 });
                     }
                     _ => {}
@@ -861,7 +857,7 @@ impl<'a> Rt<'a> {
             }
             let o = self.obj(a.core);
             let extra = match &o.extra {
-                Some(x) if self.extra_ok(fi, ai) => self.prog().dfas[x.dfa as usize].start(),
+                Some(x) if self.extra_ok(fi, ai) => self.prog().dfas[x.dfa].start(),
                 _ => DEAD,
             };
             let names_live = (0..o.names.len()).any(|i| self.name_ok(fi, ai, i));
@@ -933,7 +929,7 @@ impl<'a> Rt<'a> {
         let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core as usize] {
+            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core] {
                 if a.alive
                     && a.arr().items >= *min
                     && contains.as_ref().is_none_or(|c| a.arr().matches >= c.min)
@@ -993,7 +989,7 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            let live = match &prog.cores[a.core as usize] {
+            let live = match &prog.cores[a.core] {
                 CoreRt::Number(n) => n.live(&self.st.buf[f.buf as usize..]),
                 _ => false,
             };
@@ -1016,7 +1012,7 @@ impl<'a> Rt<'a> {
         let mut mask = 0u64;
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
+            if let CoreRt::Number(n) = &self.prog().cores[a.core] {
                 if a.alive && n.accepts_text(text) {
                     mask |= a.parents;
                 }
@@ -1034,7 +1030,7 @@ impl<'a> Rt<'a> {
         let mut cmask = 0u64;
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
+            if let CoreRt::Number(n) = &self.prog().cores[a.core] {
                 if a.alive && a.tag && n.accepts_text(text) {
                     cmask |= a.parents;
                 }
@@ -1176,9 +1172,9 @@ impl<'a> Rt<'a> {
             }
             if f.kind() == Kind::Str {
                 let p = a.str();
-                if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] {
+                if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] {
                     if p.chars < *max
-                        && prog.dfas[*dfa as usize].range_live(p.state, lo, hi, *max - p.chars - 1)
+                        && prog.dfas[*dfa].range_live(p.state, lo, hi, *max - p.chars - 1)
                     {
                         return true;
                     }
@@ -1186,9 +1182,7 @@ impl<'a> Rt<'a> {
             } else {
                 let k = a.key();
                 if let Some(x) = &self.obj(a.core).extra {
-                    if k.extra != DEAD
-                        && prog.dfas[x.dfa as usize].range_live(k.extra, lo, hi, u32::MAX)
-                    {
+                    if k.extra != DEAD && prog.dfas[x.dfa].range_live(k.extra, lo, hi, u32::MAX) {
                         return true;
                     }
                 }
@@ -1230,10 +1224,10 @@ impl<'a> Rt<'a> {
                 if !a.alive {
                     continue;
                 }
-                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] else {
+                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] else {
                     continue;
                 };
-                let d = &prog.dfas[*dfa as usize];
+                let d = &prog.dfas[*dfa];
                 let p = a.str();
                 let n = d.next(p.state, b);
                 let count = p.chars + u32::from(lead);
@@ -1264,14 +1258,14 @@ impl<'a> Rt<'a> {
             let lo = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
             let hi = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
             let ex = match &o.extra {
-                Some(x) if k.extra != DEAD => prog.dfas[x.dfa as usize].next(k.extra, b),
+                Some(x) if k.extra != DEAD => prog.dfas[x.dfa].next(k.extra, b),
                 _ => DEAD,
             };
             let objai = k.obj as usize;
             let text = &self.st.buf[f.buf as usize..];
             let names_live = (lo..hi).any(|i| self.name_ok(fi - 1, objai, i));
             let extra_live = ex != DEAD && {
-                let d = &prog.dfas[o.extra.as_ref().expect("extra").dfa as usize];
+                let d = &prog.dfas[(o.extra.as_ref().expect("extra").dfa).index()];
                 match d.finite_count(ex) {
                     None => true,
                     Some(cnt) => cnt > self.seen_extra_with_prefix(fi - 1, objai, text),
@@ -1296,8 +1290,8 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
-                if prog.dfas[*dfa as usize].is_accept(a.str().state) && a.str().chars >= *min {
+            if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core] {
+                if prog.dfas[*dfa].is_accept(a.str().state) && a.str().chars >= *min {
                     mask |= a.parents;
                     if a.tag {
                         cmask |= a.parents;
@@ -1374,7 +1368,7 @@ impl<'a> Rt<'a> {
                 if a.key().extra == DEAD {
                     continue;
                 }
-                let d = &prog.dfas[x.dfa as usize];
+                let d = &prog.dfas[x.dfa];
                 let ex = d.run(a.key().extra, ext);
                 if ex == DEAD || !d.is_accept(ex) {
                     continue;
@@ -1397,12 +1391,12 @@ impl<'a> Rt<'a> {
                 }
                 let mut m = 0usize;
                 for (i, &p) in x.patterns.iter().enumerate() {
-                    if prog.dfas[p as usize].matches(&text) {
+                    if prog.dfas[p].matches(&text) {
                         m |= 1 << i;
                     }
                 }
                 let node = x.combos[m];
-                if !prog.nodes[node as usize].is_empty() {
+                if !prog.nodes[node].is_empty() {
                     choices.push((objai, None, node));
                 }
             }
@@ -1450,7 +1444,7 @@ impl<'a> Rt<'a> {
 
 /// Per object alternative: (arena index, declared name index or `None` for an undeclared
 /// key, value node).
-type KeyChoices = smallvec::SmallVec<[(usize, Option<usize>, u32); 8]>;
+type KeyChoices = smallvec::SmallVec<[(usize, Option<usize>, ExprId); 8]>;
 
 impl Recognizer for Rt<'_> {
     fn try_push_byte(&mut self, b: u8) -> bool {
@@ -1502,7 +1496,7 @@ impl St {
             item: 0,
             uniq: false,
         });
-        st.alts.push(Alt::new(NONE, 1, false));
+        st.alts.push(Alt::new(RtCoreId::NONE, 1, false));
         st
     }
 }
@@ -1593,7 +1587,7 @@ impl SchemaConstraint {
         let p = &self.schema.program;
         let mut kinds = String::new();
         for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            let k = match p.cores.get(a.core as usize) {
+            let k = match p.cores.get(a.core.index()) {
                 None => "root",
                 Some(CoreRt::Null) => "null",
                 Some(CoreRt::Bool(_)) => "bool",
@@ -1722,7 +1716,7 @@ impl SchemaConstraint {
         let p = &self.schema.program;
         let mut integer = false;
         for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return None };
+            let CoreRt::Number(n) = &p.cores[a.core] else { return None };
             if !n.is_unbounded() {
                 return None;
             }
@@ -1925,7 +1919,7 @@ mod tests {
         // The object alternative has read its key: one member, the value node chosen.
         let obj = e.st.alts[e.st.frames[1].alts as usize].obj();
         assert_eq!(obj.members, 1);
-        assert_ne!(obj.value, NONE);
+        assert_ne!(obj.value, ExprId::NONE);
         assert!(e.advance_bytes(b": 1").is_ok());
         // No key can follow: the `,` that would open one is refused (after closing the number).
         assert_eq!(e.advance_bytes(b",\"b"), Err(0));

@@ -12,7 +12,7 @@ struct Reachable {
     /// Per runtime core, the compiler core it came from.
     sources: Vec<CoreId>,
     /// Runtime number of each compiler core.
-    numbers: FxHashMap<CoreId, u32>,
+    numbers: FxHashMap<CoreId, RtCoreId>,
     /// The reachable expressions.
     order: Vec<ExprId>,
 }
@@ -40,13 +40,13 @@ impl CoreRt {
 }
 
 /// Does some core of node `e` have a finite instance (by `sat` so far)?
-fn node_sat(nodes: &[Vec<u32>], sat: &[bool], e: ExprId) -> bool {
-    nodes[e as usize].iter().any(|&c| sat[c as usize])
+fn node_sat(nodes: &[Vec<RtCoreId>], sat: &[bool], e: ExprId) -> bool {
+    nodes[e].iter().any(|&c| sat[c])
 }
 
 /// Satisfiability of every core: the least fixpoint of "has a finite instance", so a core
 /// that only recurses into itself without a way out stays unsatisfiable.
-fn satisfiable(cores: &[CoreRt], nodes: &[Vec<u32>], dfas: &[ByteDfa]) -> Vec<bool> {
+fn satisfiable(cores: &[CoreRt], nodes: &[Vec<RtCoreId>], dfas: &[ByteDfa]) -> Vec<bool> {
     let mut sat = vec![false; cores.len()];
     loop {
         let mut changed = false;
@@ -63,13 +63,13 @@ fn satisfiable(cores: &[CoreRt], nodes: &[Vec<u32>], dfas: &[ByteDfa]) -> Vec<bo
 }
 
 /// Has `core` a finite instance, given which cores are known to (`sat`)?
-fn core_sat(core: &CoreRt, nodes: &[Vec<u32>], sat: &[bool], dfas: &[ByteDfa]) -> bool {
+fn core_sat(core: &CoreRt, nodes: &[Vec<RtCoreId>], sat: &[bool], dfas: &[ByteDfa]) -> bool {
     match core {
         CoreRt::Null => true,
         CoreRt::Bool(b) => *b != 0,
         CoreRt::Number(c) => c.live(b""),
         CoreRt::String { dfa, min, max, .. } => {
-            let d = &dfas[*dfa as usize];
+            let d = &dfas[*dfa];
             !d.is_empty() && min <= max && d.short(d.start()) <= *max
         }
         CoreRt::Array { prefix, items, min, max, contains: None, .. } => {
@@ -88,12 +88,10 @@ fn core_sat(core: &CoreRt, nodes: &[Vec<u32>], sat: &[bool], dfas: &[ByteDfa]) -
                     let avail =
                         o.props.iter().filter(|p| node_sat(nodes, sat, p.node)).count() as u64;
                     let extra_inf = o.extra.as_ref().is_some_and(|x| {
-                        dfas[x.dfa as usize]
-                            .finite_count(dfas[x.dfa as usize].start())
-                            .is_none_or(|c| c > 0)
+                        dfas[x.dfa].finite_count(dfas[x.dfa].start()).is_none_or(|c| c > 0)
                     });
                     let extra_n = o.extra.as_ref().map_or(0, |x| {
-                        let d = &dfas[x.dfa as usize];
+                        let d = &dfas[x.dfa];
                         u64::from(d.finite_count(d.start()).unwrap_or(u32::MAX))
                     });
                     extra_inf || avail + extra_n >= u64::from(o.min) || avail >= u64::from(o.min)
@@ -105,11 +103,11 @@ fn core_sat(core: &CoreRt, nodes: &[Vec<u32>], sat: &[bool], dfas: &[ByteDfa]) -
 /// Declared names whose node is empty can never appear: mark them forbidden (they stay
 /// declared, so the runtime never reads them as undeclared keys), and so are names whose
 /// dependencies are forbidden. Undeclared keys whose every node is empty are dropped.
-fn forbid_dead_keys(cores: &mut [CoreRt], nodes: &[Vec<u32>]) {
+fn forbid_dead_keys(cores: &mut [CoreRt], nodes: &[Vec<RtCoreId>]) {
     for c in cores.iter_mut() {
         let CoreRt::Object(o) = c else { continue };
         for p in o.props.iter_mut() {
-            p.forbidden = nodes[p.node as usize].is_empty();
+            p.forbidden = nodes[p.node].is_empty();
         }
         loop {
             let mut changed = false;
@@ -127,7 +125,7 @@ fn forbid_dead_keys(cores: &mut [CoreRt], nodes: &[Vec<u32>]) {
         }
         o.has_deps = o.props.iter().any(|p| !p.deps.is_empty());
         if let Some(x) = &o.extra {
-            if x.combos.iter().all(|&n| nodes[n as usize].is_empty()) {
+            if x.combos.iter().all(|&n| nodes[n].is_empty()) {
                 o.extra = None;
             }
         }
@@ -145,11 +143,11 @@ impl<'a> Compiler<'a> {
         // Stage 3: keep satisfiable cores only.
         let sat = satisfiable(&cores, &nodes, &self.dfas);
         for ns in nodes.iter_mut() {
-            ns.retain(|&c| sat[c as usize]);
+            ns.retain(|&c| sat[c]);
         }
         forbid_dead_keys(&mut cores, &nodes);
         self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
-        if nodes[root as usize].is_empty() {
+        if nodes[root].is_empty() {
             return Err(SchemaError::unsat("", "no instance satisfies the schema"));
         }
         let any_dfa = self.any_dfa;
@@ -175,7 +173,7 @@ impl<'a> Compiler<'a> {
                 }
                 let rt = self.finalize_core(c)?;
                 rt.children(&mut todo);
-                r.numbers.insert(c, r.cores.len() as u32);
+                r.numbers.insert(c, RtCoreId::new(r.cores.len()));
                 r.cores.push(rt);
                 r.sources.push(c);
                 if r.cores.len() > self.limits.max_nodes {
@@ -187,15 +185,11 @@ impl<'a> Compiler<'a> {
     }
 
     /// Nodes in runtime numbering (indexed by [`ExprId`]; unreachable ones empty).
-    fn runtime_nodes(&self, r: &Reachable) -> Vec<Vec<u32>> {
-        let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); self.exprs.len()];
+    fn runtime_nodes(&self, r: &Reachable) -> Vec<Vec<RtCoreId>> {
+        let mut nodes: Vec<Vec<RtCoreId>> = vec![Vec::new(); self.exprs.len()];
         for &e in &r.order {
-            nodes[e as usize] = self.norm[e as usize]
-                .as_ref()
-                .expect("normalised")
-                .iter()
-                .map(|c| r.numbers[c])
-                .collect();
+            nodes[e] =
+                self.norm[e].as_ref().expect("normalised").iter().map(|c| r.numbers[c]).collect();
         }
         nodes
     }
@@ -205,7 +199,7 @@ impl<'a> Compiler<'a> {
     fn restrict_unique(
         &mut self,
         cores: &mut [CoreRt],
-        nodes: &[Vec<u32>],
+        nodes: &[Vec<RtCoreId>],
         sources: &[CoreId],
     ) -> Result<(), SchemaError> {
         for i in 0..cores.len() {
@@ -226,7 +220,7 @@ impl<'a> Compiler<'a> {
                 unique::node_ok(cores, nodes, &self.dfas, self.any_dfa, e, optional)
             });
             if !ok {
-                let ptr = match &self.cores[sources[i] as usize] {
+                let ptr = match &self.cores[sources[i]] {
                     Core::Array(a) => a.unique.clone().unwrap_or_default(),
                     _ => String::new(),
                 };
@@ -240,7 +234,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub(super) fn finalize_core(&mut self, c: CoreId) -> Result<CoreRt, SchemaError> {
-        Ok(match self.cores[c as usize].clone() {
+        Ok(match self.cores[c].clone() {
             Core::Null => CoreRt::Null,
             Core::Bool(b) => CoreRt::Bool(b),
             Core::Number(n) => CoreRt::Number(n),
@@ -332,7 +326,7 @@ impl<'a> Compiler<'a> {
         }
         let required: Vec<u32> = o.required.iter().map(|r| idx(r, &entries)).collect();
         // Undeclared keys.
-        let pats: Vec<(u32, usize, ExprId)> = o
+        let pats: Vec<(DfaId, usize, ExprId)> = o
             .groups
             .iter()
             .enumerate()
@@ -342,7 +336,7 @@ impl<'a> Compiler<'a> {
             return Err(SchemaError::unsupported("patternProperties", ""));
         }
         let mut combos = Vec::new();
-        let mut lang: Option<u32> = None;
+        let mut lang: Option<DfaId> = None;
         if pats.is_empty() && o.names.is_none() {
             // The common case: undeclared keys are any string but the declared names (the
             // runtime reads a declared name as declared, never as undeclared), so no automaton
@@ -410,7 +404,7 @@ impl<'a> Compiler<'a> {
                     )?;
                     l = self.dfa_product(l, lit, Op::AndNot, "properties", "")?;
                 }
-                if self.dfas[l as usize].is_empty() {
+                if self.dfas[l.index()].is_empty() {
                     None
                 } else {
                     Some(ExtraRt { dfa: l, patterns: pats.iter().map(|p| p.0).collect(), combos })
@@ -452,7 +446,7 @@ mod tests {
         assert!(matches!(err.kind(), SchemaErrorKind::Unsatisfiable { .. }));
         // With `[]` as a way out it is fine.
         let p = program(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
-        assert_eq!(p.nodes[p.root as usize].len(), 1);
+        assert_eq!(p.nodes[p.root].len(), 1);
     }
 
     #[test]
@@ -470,7 +464,7 @@ mod tests {
             "dependentRequired": {"b": ["a"]}
         }))
         .unwrap();
-        let CoreRt::Object(o) = &p.cores[p.nodes[p.root as usize][0] as usize] else {
+        let CoreRt::Object(o) = &p.cores[(p.nodes[p.root][0]).index()] else {
             panic!("an object core")
         };
         let forbidden: Vec<(&[u8], bool)> =
@@ -483,9 +477,9 @@ mod tests {
     fn unsatisfiable_alternatives_are_dropped_from_nodes() {
         let p = program(json!({"anyOf": [{"type": "string", "minLength": 3, "maxLength": 2}, {"type": "null"}]}))
             .unwrap();
-        let root = &p.nodes[p.root as usize];
+        let root = &p.nodes[p.root];
         assert_eq!(root.len(), 1);
-        assert!(matches!(p.cores[root[0] as usize], CoreRt::Null));
+        assert!(matches!(p.cores[root[0]], CoreRt::Null));
     }
 
     #[test]
@@ -507,8 +501,8 @@ mod tests {
     #[test]
     fn core_sat_reads_bounds() {
         let dfas = vec![crate::schema::string::any_content().clone()];
-        let bad = CoreRt::String { dfa: 0, min: 3, max: 2 };
-        let good = CoreRt::String { dfa: 0, min: 0, max: 2 };
+        let bad = CoreRt::String { dfa: DfaId::new(0), min: 3, max: 2 };
+        let good = CoreRt::String { dfa: DfaId::new(0), min: 0, max: 2 };
         assert!(!core_sat(&bad, &[], &[], &dfas));
         assert!(core_sat(&good, &[], &[], &dfas));
         assert!(!core_sat(&CoreRt::Bool(0), &[], &[], &dfas));

@@ -1,7 +1,7 @@
 //! The compiler's typed IR: [`Expr`]essions over typed [`Core`]s, and the per-type
 //! constraints before finalisation ([`StrC`], [`ArrC`], [`ObjC`], …).
 
-use super::{CoreId, ExprId};
+use super::{CoreId, DfaId, ExprId};
 use crate::schema::number::NumCore;
 
 /// Value types, as bits.
@@ -18,7 +18,7 @@ pub(crate) const T_ALL: u8 = 127;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StrC {
     /// Automaton (index into the DFA table); `None` = any string.
-    pub dfa: Option<u32>,
+    pub dfa: Option<DfaId>,
     pub min: u32,
     pub max: u32,
 }
@@ -29,7 +29,7 @@ pub(crate) struct StrC {
 pub(crate) struct KeyGroup {
     pub props: Vec<(String, ExprId)>,
     /// (pattern automaton, schema)
-    pub patterns: Vec<(u32, ExprId)>,
+    pub patterns: Vec<(DfaId, ExprId)>,
     pub additional: ExprId,
     /// The group's names and patterns produce evaluation annotations (they come from a
     /// schema's own `properties`/`patternProperties`, not from `const`, `not`, …).
@@ -46,7 +46,7 @@ pub(crate) struct ObjC {
     pub min: u32,
     pub max: u32,
     pub deps: Vec<(String, Vec<String>)>,
-    pub names: Option<u32>,
+    pub names: Option<DfaId>,
 }
 
 impl ObjC {

@@ -370,9 +370,9 @@ impl<'a> Compiler<'a> {
         if m.contains_key("propertyNames") {
             let e = self.schema_at(&format!("{ptr}/propertyNames"))?;
             let cores = self.normalize(e, &format!("{ptr}/propertyNames"))?;
-            let mut dfa: Option<u32> = None;
+            let mut dfa: Option<DfaId> = None;
             for c in cores {
-                if let Core::String(s) = self.cores[c as usize].clone() {
+                if let Core::String(s) = self.cores[c].clone() {
                     let d = self.fold_str(&s, ptr)?;
                     dfa = Some(match dfa {
                         None => d,
@@ -390,7 +390,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// One automaton for a string constraint, lengths folded in.
-    pub(super) fn fold_str(&mut self, s: &StrC, ptr: &str) -> Result<u32, SchemaError> {
+    pub(super) fn fold_str(&mut self, s: &StrC, ptr: &str) -> Result<DfaId, SchemaError> {
         let base = s.dfa.unwrap_or(self.any_dfa);
         if s.min == 0 && s.max == u32::MAX {
             return Ok(base);
@@ -490,7 +490,7 @@ mod tests {
         // In the order of the schema's own cores (null, number, string), each narrowed.
         assert_eq!(kinds(&mut c, e), ["null", "num", "str"]);
         let Some(Core::String(s)) = cores(&mut c, e).pop() else { panic!("a string core") };
-        let d = &c.dfas[s.dfa.expect("an automaton") as usize];
+        let d = &c.dfas[(s.dfa.expect("an automaton")).index()];
         assert!(d.matches(b"ab") && d.matches(b"cd") && !d.matches(b"abcd"));
     }
 

@@ -11,15 +11,15 @@ use super::*;
 impl<'a> Compiler<'a> {
     /// Normal form of an expression: its union of cores.
     pub(crate) fn normalize(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
-        if let Some(n) = &self.norm[e as usize] {
+        if let Some(n) = &self.norm[e] {
             return Ok(n.clone());
         }
-        if self.in_progress[e as usize] {
+        if self.in_progress[e] {
             return Err(SchemaError::unsupported("$ref", ptr));
         }
-        self.in_progress[e as usize] = true;
+        self.in_progress[e] = true;
         self.check_size()?;
-        let r = match self.exprs[e as usize].clone() {
+        let r = match self.exprs[e].clone() {
             Expr::Pending => return Err(SchemaError::unsupported("$ref", ptr)),
             Expr::Cores(c) => c,
             Expr::Or(a) => {
@@ -59,14 +59,14 @@ impl<'a> Compiler<'a> {
             Expr::Uneval { base, props, items, ptr: p } => {
                 let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
                 if let Err(err) = self.check_exclusive(base, kw, &p) {
-                    self.in_progress[e as usize] = false;
+                    self.in_progress[e] = false;
                     if !self.opts.lenient {
                         return Err(err);
                     }
                     self.ignored
                         .push(format!("{kw} at {}", if p.is_empty() { "(root)" } else { &p }));
                     let cs = self.normalize(base, &p)?;
-                    self.in_progress[e as usize] = true;
+                    self.in_progress[e] = true;
                     cs
                 } else {
                     let cs = self.normalize(base, &p)?;
@@ -106,7 +106,7 @@ impl<'a> Compiler<'a> {
                     self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
                     branches.concat()
                 } else {
-                    self.in_progress[e as usize] = false;
+                    self.in_progress[e] = false;
                     return Err(SchemaError::unsupported("oneOf", &p));
                 }
             }
@@ -115,8 +115,8 @@ impl<'a> Compiler<'a> {
         if r.len() > self.limits.max_alternatives {
             return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
         }
-        self.in_progress[e as usize] = false;
-        self.norm[e as usize] = Some(r.clone());
+        self.in_progress[e] = false;
+        self.norm[e] = Some(r.clone());
         Ok(r)
     }
 
@@ -124,13 +124,12 @@ impl<'a> Compiler<'a> {
     pub(super) fn simplify(&self, cs: Vec<CoreId>) -> Vec<CoreId> {
         let mut out: Vec<CoreId> = Vec::new();
         for c in cs {
-            let dup =
-                out.iter().any(|&o| match (&self.cores[o as usize], &self.cores[c as usize]) {
-                    (Core::Null, Core::Null) => true,
-                    (Core::Bool(x), Core::Bool(y)) => x == y,
-                    (Core::Number(x), Core::Number(y)) => x == y,
-                    _ => o == c,
-                });
+            let dup = out.iter().any(|&o| match (&self.cores[o], &self.cores[c]) {
+                (Core::Null, Core::Null) => true,
+                (Core::Bool(x), Core::Bool(y)) => x == y,
+                (Core::Number(x), Core::Number(y)) => x == y,
+                _ => o == c,
+            });
             if !dup {
                 out.push(c);
             }
@@ -140,7 +139,7 @@ impl<'a> Compiler<'a> {
 
     /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
     pub(super) fn disjoint(&mut self, a: CoreId, b: CoreId, depth: usize) -> bool {
-        let (ca, cb) = (self.cores[a as usize].clone(), self.cores[b as usize].clone());
+        let (ca, cb) = (self.cores[a].clone(), self.cores[b].clone());
         if ca.type_bit() != cb.type_bit() {
             return true;
         }
@@ -153,8 +152,8 @@ impl<'a> Compiler<'a> {
             (Core::String(x), Core::String(y)) => {
                 let (dx, dy) = (x.dfa.unwrap_or(self.any_dfa), y.dfa.unwrap_or(self.any_dfa));
                 string::intersect_nonempty(
-                    &self.dfas[dx as usize],
-                    &self.dfas[dy as usize],
+                    &self.dfas[dx],
+                    &self.dfas[dy],
                     x.min.max(y.min),
                     x.max.min(y.max),
                     self.limits.max_dfa_states.saturating_mul(4),
@@ -204,7 +203,7 @@ impl<'a> Compiler<'a> {
                 matched = true;
             }
             for &(d, e) in &g.patterns {
-                if self.dfas[d as usize].matches(k.as_bytes()) {
+                if self.dfas[d].matches(k.as_bytes()) {
                     parts.push(e);
                     matched = true;
                 }
@@ -214,7 +213,7 @@ impl<'a> Compiler<'a> {
             }
         }
         if let Some(d) = o.names {
-            if !self.dfas[d as usize].matches(k.as_bytes()) {
+            if !self.dfas[d].matches(k.as_bytes()) {
                 return self.false_e;
             }
         }
@@ -228,7 +227,7 @@ impl<'a> Compiler<'a> {
         b: CoreId,
         ptr: &str,
     ) -> Result<Option<CoreId>, SchemaError> {
-        let (ca, cb) = (&self.cores[a as usize], &self.cores[b as usize]);
+        let (ca, cb) = (&self.cores[a], &self.cores[b]);
         if ca.type_bit() != cb.type_bit() {
             return Ok(None);
         }
@@ -343,7 +342,7 @@ impl<'a> Compiler<'a> {
             if self.unannotated.contains(&x) {
                 return Err(SchemaError::unsupported(kw, ptr));
             }
-            match self.exprs[x as usize].clone() {
+            match self.exprs[x].clone() {
                 Expr::And(a) => stack.extend(a),
                 Expr::Or(a) => {
                     if self.anyof.contains(&x) {
@@ -385,10 +384,10 @@ impl<'a> Compiler<'a> {
         items: Option<ExprId>,
     ) -> CoreId {
         let tr = self.true_e;
-        match self.cores[c as usize].clone() {
+        match self.cores[c].clone() {
             Core::Object(o) if props.is_some() && !o.groups.iter().any(|g| g.annot_all) => {
                 let mut names: Vec<(String, ExprId)> = Vec::new();
-                let mut patterns: Vec<(u32, ExprId)> = Vec::new();
+                let mut patterns: Vec<(DfaId, ExprId)> = Vec::new();
                 for g in o.groups.iter().filter(|g| g.annot) {
                     for (n, _) in &g.props {
                         if !names.iter().any(|(m, _)| m == n) {

@@ -50,10 +50,7 @@ use refs::{Refs, ScopeId};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
-/// Index of an expression (also the node id the runtime uses).
-pub(crate) type ExprId = u32;
-/// Index of a core.
-pub(crate) type CoreId = u32;
+pub(crate) use super::ids::{CoreId, DfaId, ExprId, RtCoreId};
 
 /// The schema compiler: arenas, memo tables and the reference resolver. See the module docs.
 pub(crate) struct Compiler<'a> {
@@ -72,12 +69,12 @@ pub(crate) struct Compiler<'a> {
     pub ignored: Vec<String>,
     true_e: ExprId,
     false_e: ExprId,
-    any_dfa: u32,
+    any_dfa: DfaId,
     legacy_ref: bool,
     draft4: bool,
     pre_draft7: bool,
     ref_depth: usize,
-    dfa_memo: FxHashMap<String, u32>,
+    dfa_memo: FxHashMap<String, DfaId>,
     /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
     anyof: FxHashSet<ExprId>,
     /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
@@ -123,9 +120,9 @@ impl<'a> Compiler<'a> {
             norm: Vec::new(),
             in_progress: Vec::new(),
             ignored: Vec::new(),
-            true_e: 0,
-            false_e: 0,
-            any_dfa: 0,
+            true_e: ExprId::new(0),
+            false_e: ExprId::new(0),
+            any_dfa: DfaId::new(0),
             legacy_ref,
             pre_draft7: doc.get("$schema").and_then(Value::as_str).is_some_and(|s| {
                 s.contains("draft-04") || s.contains("draft-03") || s.contains("draft-06")
@@ -140,7 +137,7 @@ impl<'a> Compiler<'a> {
             unannotated: FxHashSet::default(),
         };
         c.dfas.push(string::any_content().clone());
-        c.any_dfa = 0;
+        c.any_dfa = DfaId::new(0);
         let all = c.type_cores(T_ALL);
         c.true_e = c.push(Expr::Cores(all));
         c.false_e = c.push(Expr::Cores(Vec::new()));
@@ -151,12 +148,12 @@ impl<'a> Compiler<'a> {
         self.exprs.push(e);
         self.norm.push(None);
         self.in_progress.push(false);
-        (self.exprs.len() - 1) as ExprId
+        ExprId::new(self.exprs.len() - 1)
     }
 
     fn core(&mut self, c: Core) -> CoreId {
         self.cores.push(c);
-        (self.cores.len() - 1) as CoreId
+        CoreId::new(self.cores.len() - 1)
     }
 
     fn check_size(&self) -> Result<(), SchemaError> {
@@ -166,12 +163,12 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    fn add_dfa(&mut self, d: ByteDfa) -> u32 {
+    fn add_dfa(&mut self, d: ByteDfa) -> DfaId {
         self.dfas.push(d);
-        (self.dfas.len() - 1) as u32
+        DfaId::new(self.dfas.len() - 1)
     }
 
-    fn regex_dfa(&mut self, re: &str, kw: &str, ptr: &str) -> Result<u32, SchemaError> {
+    fn regex_dfa(&mut self, re: &str, kw: &str, ptr: &str) -> Result<DfaId, SchemaError> {
         if let Some(&d) = self.dfa_memo.get(re) {
             return Ok(d);
         }
@@ -184,19 +181,14 @@ impl<'a> Compiler<'a> {
 
     fn dfa_product(
         &mut self,
-        a: u32,
-        b: u32,
+        a: DfaId,
+        b: DfaId,
         op: Op,
         kw: &str,
         ptr: &str,
-    ) -> Result<u32, SchemaError> {
-        let d = string::product(
-            &self.dfas[a as usize],
-            &self.dfas[b as usize],
-            op,
-            self.limits.max_dfa_states,
-        )
-        .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
+    ) -> Result<DfaId, SchemaError> {
+        let d = string::product(&self.dfas[a], &self.dfas[b], op, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
         Ok(self.add_dfa(d))
     }
 
@@ -260,7 +252,7 @@ impl<'a> Compiler<'a> {
         let saved = std::mem::replace(&mut self.refs.dyn_scopes.cur, scope);
         let e = self.schema(v, ptr);
         self.refs.dyn_scopes.cur = saved;
-        self.exprs[id as usize] = Expr::And(vec![e?]);
+        self.exprs[id] = Expr::And(vec![e?]);
         Ok(id)
     }
 
@@ -362,7 +354,7 @@ pub(super) mod test_util {
     pub(crate) fn kinds(c: &mut Compiler<'_>, e: ExprId) -> Vec<&'static str> {
         let cs = c.normalize(e, "").expect("normal form");
         cs.iter()
-            .map(|&k| match &c.cores[k as usize] {
+            .map(|&k| match &c.cores[k] {
                 Core::Null => "null",
                 Core::Bool(_) => "bool",
                 Core::Number(_) => "num",
@@ -376,7 +368,7 @@ pub(super) mod test_util {
     /// The cores of `e`'s normal form.
     pub(crate) fn cores(c: &mut Compiler<'_>, e: ExprId) -> Vec<Core> {
         let cs = c.normalize(e, "").expect("normal form");
-        cs.iter().map(|&k| c.cores[k as usize].clone()).collect()
+        cs.iter().map(|&k| c.cores[k].clone()).collect()
     }
 
     /// Does `instance` (JSON text) validate against `schema`, by the runtime engine?

@@ -300,7 +300,7 @@ impl<'a> Compiler<'a> {
             self.arr_core(Vec::new(), tr, lo, hi)
         } else {
             let c = self.obj_core(Vec::new(), Vec::new(), lo);
-            if let Core::Object(o) = &mut self.cores[c as usize] {
+            if let Core::Object(o) = &mut self.cores[c] {
                 o.max = hi;
             }
             c
@@ -347,7 +347,7 @@ impl<'a> Compiler<'a> {
                 let re =
                     string::translate_ecma(p).map_err(|_| SchemaError::unsupported("not", ptr))?;
                 let d = self.regex_dfa(&re, "pattern", ptr)?;
-                let c = string::complement(&self.dfas[d as usize], self.limits.max_dfa_states)
+                let c = string::complement(&self.dfas[d], self.limits.max_dfa_states)
                     .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
                 s.dfa = Some(self.add_dfa(c));
             }
@@ -385,7 +385,7 @@ impl<'a> Compiler<'a> {
             cs.push(self.core(Core::Bool(bools)));
         }
         let lit = self.regex_dfa(&string::literals_regex(strs.iter().copied()), "enum", ptr)?;
-        let comp = string::complement(&self.dfas[lit as usize], self.limits.max_dfa_states)
+        let comp = string::complement(&self.dfas[lit], self.limits.max_dfa_states)
             .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
         let comp = self.add_dfa(comp);
         cs.push(self.core(Core::String(StrC { dfa: Some(comp), min: 0, max: u32::MAX })));

@@ -1,7 +1,7 @@
 //! The compiled program as the runtime reads it: nodes (unions of cores), finalised cores
 //! ([`CoreRt`]) and automata, plus the `contains` feasibility test both sides use.
 
-use super::{CoreId, ExprId};
+use super::{DfaId, ExprId, RtCoreId};
 use crate::schema::number::NumCore;
 use crate::schema::string::ByteDfa;
 
@@ -52,8 +52,8 @@ pub(crate) struct PropRt {
 /// Undeclared keys of an object core.
 #[derive(Debug)]
 pub(crate) struct ExtraRt {
-    pub dfa: u32,
-    pub patterns: Vec<u32>,
+    pub dfa: DfaId,
+    pub patterns: Vec<DfaId>,
     pub combos: Vec<ExprId>,
 }
 
@@ -68,7 +68,7 @@ pub(crate) enum CoreRt {
     /// counted beside it: a state with `count` code points is live iff
     /// `count + short(state) ≤ max` ([`ByteDfa::short`]).
     String {
-        dfa: u32,
+        dfa: DfaId,
         min: u32,
         max: u32,
     },
@@ -148,9 +148,10 @@ pub(crate) fn contains_feasible(
 /// The compiled schema (inside [`super::CompiledSchema`]).
 #[derive(Debug)]
 pub(crate) struct Program {
-    pub nodes: Vec<Vec<CoreId>>,
+    /// Per expression, the satisfiable runtime cores of its normal form.
+    pub nodes: Vec<Vec<RtCoreId>>,
     pub cores: Vec<CoreRt>,
     pub dfas: Vec<ByteDfa>,
     pub root: ExprId,
-    pub any_dfa: u32,
+    pub any_dfa: DfaId,
 }

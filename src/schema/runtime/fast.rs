@@ -34,7 +34,7 @@
 //! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
 //! vocabulary of every short substring of the test documents.
 
-use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo};
+use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Undo};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::number;
@@ -49,12 +49,12 @@ enum OpenKey {
     /// A string's content automaton at a state, with its character bound and count (both 0
     /// when uncounted). Not keyed by core: every string core with the same automaton and
     /// bound (one `format` on many properties) shares the set.
-    Str { dfa: u32, state: u32, max: u32, count: u32 },
+    Str { dfa: DfaId, state: u32, max: u32, count: u32 },
     /// The plain tokens an automaton accepts from a state (undeclared keys).
-    Dfa { dfa: u32, state: u32 },
+    Dfa { dfa: DfaId, state: u32 },
     /// The number-only tokens that keep a number open, for unbounded number cores (at most
     /// four, padded with `u32::MAX`) after a text of class `canon` ([`number::canonical`]).
-    Num { cores: [u32; 4], canon: [u8; 16], len: u8 },
+    Num { cores: [RtCoreId; 4], canon: [u8; 16], len: u8 },
 }
 
 /// Open-token sets shared by every engine of one compiled schema, per vocabulary: what a
@@ -71,7 +71,7 @@ pub(crate) struct SharedOpen {
     /// Per (automaton, state): does it live like an unconstrained string
     /// ([`ByteDfa::lives_like`])? Then its open tokens are the vocabulary's
     /// [`StringClasses::open`] and no set is stored.
-    universal: Mutex<FxHashMap<(u32, u32), bool>>,
+    universal: Mutex<FxHashMap<(DfaId, u32), bool>>,
 }
 
 /// Most product pairs [`ByteDfa::lives_like`] explores before answering "no".
@@ -100,8 +100,8 @@ impl SharedOpen {
     }
 
     /// Does `state` of `dfa` live like an unconstrained string (cached per compiled schema)?
-    fn universal(&self, p: &crate::schema::compile::Program, dfa: u32, state: u32) -> bool {
-        let d = &p.dfas[dfa as usize];
+    fn universal(&self, p: &crate::schema::compile::Program, dfa: DfaId, state: u32) -> bool {
+        let d = &p.dfas[dfa.index()];
         if dfa == p.any_dfa && state == d.start() {
             return true;
         }
@@ -110,7 +110,7 @@ impl SharedOpen {
         {
             return u;
         }
-        let any = &p.dfas[p.any_dfa as usize];
+        let any = &p.dfas[p.any_dfa];
         let u = d.lives_like(state, any, LIVES_LIKE_BUDGET) == Some(true);
         let mut map = self.universal.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= UNIVERSAL_LIMIT {
@@ -285,12 +285,12 @@ impl Fast<'_, '_> {
         if alive.len() > 4 {
             return false;
         }
-        let mut cores = [u32::MAX; 4];
+        let mut cores = [RtCoreId::NONE; 4];
         let mut integer = false;
         let mut unbounded = true;
         for (k, &ai) in alive.iter().enumerate() {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return false };
+            let CoreRt::Number(n) = &p.cores[a.core] else { return false };
             unbounded &= n.is_unbounded();
             integer |= n.integer;
             cores[k] = a.core;
@@ -333,9 +333,9 @@ impl Fast<'_, '_> {
         let p = &self.rt.cs.program;
         let alive = self.alive();
         if alive.is_empty()
-            || !alive.iter().all(|&i| {
-                matches!(p.cores[self.rt.st.alts[i].core as usize], CoreRt::String { .. })
-            })
+            || !alive
+                .iter()
+                .all(|&i| matches!(p.cores[self.rt.st.alts[i].core.index()], CoreRt::String { .. }))
         {
             return false;
         }
@@ -376,10 +376,10 @@ impl Fast<'_, '_> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let a = self.rt.st.alts[ai];
-        let CoreRt::String { dfa, max, .. } = p.cores[a.core as usize] else {
+        let CoreRt::String { dfa, max, .. } = p.cores[a.core] else {
             unreachable!("string core checked by the caller")
         };
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa];
         // A counted string far from its bound has the unbounded open set: no token is long
         // enough to reach the bound with the fewest code points any state still needs.
         let longest = classes.plain.max_depth().max(classes.escaped.max_depth()) as u32;
@@ -423,14 +423,14 @@ impl Fast<'_, '_> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let k = todo.len();
-        let mut dfas: [&ByteDfa; LOCKSTEP] = [&p.dfas[p.any_dfa as usize]; LOCKSTEP];
+        let mut dfas: [&ByteDfa; LOCKSTEP] = [&p.dfas[p.any_dfa]; LOCKSTEP];
         let mut maxs = [u32::MAX; LOCKSTEP];
         let mut start = [(DEAD, 0u32); LOCKSTEP];
         for (j, &(_, key)) in todo.iter().enumerate() {
             let OpenKey::Str { dfa, state, max, count } = key else {
                 unreachable!("string open keys only")
             };
-            dfas[j] = &p.dfas[dfa as usize];
+            dfas[j] = &p.dfas[dfa.index()];
             maxs[j] = max;
             start[j] = (state, count);
         }
@@ -521,10 +521,10 @@ impl Fast<'_, '_> {
     fn closing_single(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
         let p = &self.rt.cs.program;
         let a: Alt = self.rt.st.alts[ai];
-        let CoreRt::String { dfa, min, max } = p.cores[a.core as usize] else {
+        let CoreRt::String { dfa, min, max } = p.cores[a.core] else {
             unreachable!("string core checked by the caller")
         };
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa];
         // The suffixes after the quote, from the state after the quote: the same whatever the
         // content before it, since the one alternative closes with the same parents.
         let mut exits = self.fast.exits.take().unwrap_or_else(|| TokenMask::new(mask.len()));
@@ -574,10 +574,10 @@ impl Fast<'_, '_> {
         let mut finite = false;
         for &ai in &alive {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
+            let CoreRt::Object(o) = &p.cores[a.core] else { return false };
             if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
-                finite |= p.dfas[x.dfa as usize].finite_count(a.key().extra).is_some();
+                finite |= p.dfas[x.dfa].finite_count(a.key().extra).is_some();
             }
         }
         // An alternative whose undeclared keys live like any string takes every open token,
@@ -585,7 +585,7 @@ impl Fast<'_, '_> {
         let takes_all = alive.iter().any(|&ai| {
             let a = self.rt.st.alts[ai];
             a.key().extra != DEAD
-                && matches!(&p.cores[a.core as usize],
+                && matches!(&p.cores[a.core],
                     CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.key().extra)))
         });
         if takes_all {
@@ -593,7 +593,7 @@ impl Fast<'_, '_> {
         }
         for &ai in alive.iter().filter(|_| !takes_all) {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Object(o) = &p.cores[a.core as usize] else { unreachable!() };
+            let CoreRt::Object(o) = &p.cores[a.core] else { unreachable!() };
             if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("checked above");
                 self.dfa_open(x.dfa, a.key().extra, classes, mask);
@@ -735,10 +735,10 @@ impl Fast<'_, '_> {
     }
 
     /// Adds the plain tokens automaton `dfa` accepts from `state` (cached).
-    fn dfa_open(&mut self, dfa: u32, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
+    fn dfa_open(&mut self, dfa: DfaId, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
         let cs = self.rt.cs;
         let p = &cs.program;
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa.index()];
         if cs.open_sets.universal(p, dfa, state) {
             mask.union_with(&classes.open);
             return;

@@ -10,7 +10,7 @@
 //! repeat the frame's kind as a tag in every alternative and grow it to 40 bytes, and every
 //! read would match on it.)
 
-use crate::schema::compile::CoreId;
+use crate::schema::compile::{ExprId, RtCoreId};
 
 /// "None" for a `u32` index in the state (the root alternative's core and value node, the
 /// raw-text offset of a frame that owns none, the alternative of a `uniqueItems` entry).
@@ -19,8 +19,8 @@ pub(super) const NONE: u32 = u32::MAX;
 /// One alternative core still alive for an open value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct Alt {
-    /// The core (`NONE` for the root's single alternative).
-    pub core: CoreId,
+    /// The core ([`RtCoreId::NONE`] for the root's single alternative).
+    pub core: RtCoreId,
     /// The parent's alternatives (by position in the parent frame) this one serves.
     pub parents: u64,
     progress: [u32; 4],
@@ -31,33 +31,61 @@ pub(super) struct Alt {
 
 impl Alt {
     /// A live alternative for `core` serving `parents`, with no progress yet.
-    pub(super) fn new(core: CoreId, parents: u64, tag: bool) -> Alt {
+    pub(super) fn new(core: RtCoreId, parents: u64, tag: bool) -> Alt {
         Alt { core, parents, progress: [0, 0, 0, NONE], alive: true, tag }
     }
 }
 
+/// What a progress word can hold.
+pub(super) trait Word: Copy {
+    fn to_word(self) -> u32;
+    fn from_word(w: u32) -> Self;
+}
+
+impl Word for u32 {
+    #[inline]
+    fn to_word(self) -> u32 {
+        self
+    }
+    #[inline]
+    fn from_word(w: u32) -> u32 {
+        w
+    }
+}
+
+impl Word for ExprId {
+    #[inline]
+    fn to_word(self) -> u32 {
+        ExprId::to_word(self)
+    }
+    #[inline]
+    fn from_word(w: u32) -> ExprId {
+        ExprId::from_word(w)
+    }
+}
+
 /// A named view of an alternative's four progress words: `$get` reads it, `$with` returns the
-/// alternative with it written (fields in word order).
+/// alternative with it written (fields `name: Type = word`).
 macro_rules! progress_view {
     ($(#[$m:meta])* $name:ident, $get:ident, $with:ident {
-        $($(#[$fm:meta])* $f:ident: $w:literal),* $(,)?
+        $($(#[$fm:meta])* $f:ident: $t:ty = $w:literal),* $(,)?
     }) => {
         $(#[$m])*
         #[derive(Clone, Copy, PartialEq, Eq, Debug)]
         pub(super) struct $name {
-            $($(#[$fm])* pub $f: u32),*
+            $($(#[$fm])* pub $f: $t),*
         }
 
         impl Alt {
             #[inline]
             pub(super) fn $get(&self) -> $name {
-                $name { $($f: self.progress[$w]),* }
+                $name { $($f: <$t as Word>::from_word(self.progress[$w])),* }
             }
 
             #[inline]
             pub(super) fn $with(self, p: $name) -> Alt {
                 let mut a = self;
-                $(a.progress[$w] = p.$f;)*
+                $(a.progress[$w] = Word::to_word(p.$f);)*
                 a
             }
         }
@@ -68,14 +96,14 @@ progress_view!(
     /// An object alternative.
     ObjProgress, obj, with_obj {
         /// Members so far.
-        members: 0,
+        members: u32 = 0,
         /// Offset in the `bits` arena of its seen-names bitset (one bit per declared name).
-        seen: 1,
+        seen: u32 = 1,
         /// Under [`PropertyOrder::Schema`](crate::schema::PropertyOrder::Schema): the lowest
         /// schema order the next declared name may have.
-        next_order: 2,
-        /// The node of the value being read (after a key closed; `NONE` before).
-        value: 3,
+        next_order: u32 = 2,
+        /// The node of the value being read (after a key closed; [`ExprId::NONE`] before).
+        value: ExprId = 3,
     }
 );
 
@@ -83,9 +111,9 @@ progress_view!(
     /// An array alternative.
     ArrProgress, arr, with_arr {
         /// Items so far.
-        items: 0,
+        items: u32 = 0,
         /// Items so far that matched `contains`.
-        matches: 1,
+        matches: u32 = 1,
     }
 );
 
@@ -93,9 +121,9 @@ progress_view!(
     /// A string alternative.
     StrProgress, str, with_str {
         /// State of the string automaton.
-        state: 0,
+        state: u32 = 0,
         /// Code points so far (for `maxLength` beside the automaton).
-        chars: 1,
+        chars: u32 = 1,
     }
 );
 
@@ -104,12 +132,12 @@ progress_view!(
     KeyProgress, key, with_key {
         /// State of the undeclared-key automaton ([`DEAD`](crate::schema::string::DEAD): no
         /// undeclared key possible).
-        extra: 0,
+        extra: u32 = 0,
         /// The declared names (sorted) still matching the key text: `lo..hi`.
-        lo: 1,
-        hi: 2,
+        lo: u32 = 1,
+        hi: u32 = 2,
         /// Arena index of the object alternative this key belongs to.
-        obj: 3,
+        obj: u32 = 3,
     }
 );
 
@@ -283,27 +311,28 @@ mod tests {
 
     #[test]
     fn views_write_their_own_words_only() {
-        let a = Alt::new(7, 0b101, false);
-        let o = a.with_obj(ObjProgress { members: 2, seen: 9, next_order: 3, value: 11 });
-        assert_eq!(o.obj(), ObjProgress { members: 2, seen: 9, next_order: 3, value: 11 });
+        let a = Alt::new(RtCoreId::new(7), 0b101, false);
+        let value = ExprId::new(11);
+        let o = a.with_obj(ObjProgress { members: 2, seen: 9, next_order: 3, value });
+        assert_eq!(o.obj(), ObjProgress { members: 2, seen: 9, next_order: 3, value });
         // An array view shares the first two words and leaves the rest alone.
         let r = o.with_arr(ArrProgress { items: 5, matches: 1 });
         assert_eq!(r.arr(), ArrProgress { items: 5, matches: 1 });
-        assert_eq!((r.obj().next_order, r.obj().value), (3, 11));
-        assert_eq!((r.core, r.parents, r.alive, r.tag), (7, 0b101, true, false));
+        assert_eq!((r.obj().next_order, r.obj().value), (3, value));
+        assert_eq!((r.core, r.parents, r.alive, r.tag), (RtCoreId::new(7), 0b101, true, false));
     }
 
     #[test]
     fn new_alternatives_read_no_value_node() {
-        let a = Alt::new(0, 1, true);
-        assert_eq!(a.obj().value, NONE);
+        let a = Alt::new(RtCoreId::new(0), 1, true);
+        assert_eq!(a.obj().value, ExprId::NONE);
         assert_eq!(a.str(), StrProgress { state: 0, chars: 0 });
     }
 
     #[test]
     fn equal_progress_is_equal_state_and_different_progress_is_not() {
-        let a = Alt::new(3, 1, false).with_str(StrProgress { state: 4, chars: 2 });
-        let b = Alt::new(3, 1, false).with_str(StrProgress { state: 4, chars: 2 });
+        let a = Alt::new(RtCoreId::new(3), 1, false).with_str(StrProgress { state: 4, chars: 2 });
+        let b = Alt::new(RtCoreId::new(3), 1, false).with_str(StrProgress { state: 4, chars: 2 });
         let c = b.with_str(StrProgress { state: 4, chars: 3 });
         assert_eq!(a, b);
         assert_eq!(hash(&a), hash(&b));
