@@ -725,7 +725,6 @@ impl<'a> Rt<'a> {
         } else {
             NONE
         };
-        let buf = self.st.buf.len() as u32;
         let lex = match kind {
             Kind::Obj => Lex::Obj(ObjPhase::First),
             Kind::Arr => Lex::Arr(ArrPhase::First),
@@ -733,18 +732,8 @@ impl<'a> Rt<'a> {
             Kind::Num => Lex::Num,
             _ => Lex::Lit { lit: literal_index(b).expect("a literal's first byte"), pos: 1 },
         };
-        self.st.frames.push(Frame {
-            lex,
-            ws: 0,
-            alts: start as u32,
-            buf,
-            bits: bits0,
-            xk: self.st.xk.len() as u32,
-            xtext: self.st.xtext.len() as u32,
-            raw: raw_own,
-            item: 0,
-            uniq,
-        });
+        let frame = Frame { bits: bits0, raw: raw_own, uniq, ..self.st.open_frame(lex, start) };
+        self.st.frames.push(frame);
         if kind == Kind::Num {
             self.st.buf.push(b);
         }
@@ -782,25 +771,46 @@ impl<'a> Rt<'a> {
                 }
                 false
             }
-            ObjPhase::Value => {
-                if let Some(ok) = self.ws(fi, b, &w.key_post) {
-                    return ok;
-                }
-                self.pad_done(fi, &w.key_post) && self.value_start(fi, b)
-            }
-            ObjPhase::After => {
-                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
-                    return ok;
-                }
-                match b {
-                    b',' if self.pad_done(fi, &w.item_pre) => {
-                        self.next_member(fi, |rt, ai| rt.more_keys_possible(fi, ai))
-                    }
-                    b'}' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.obj_close(fi),
-                    _ => false,
-                }
-            }
+            ObjPhase::Value => self.padded_value(fi, b, &w.key_post),
+            ObjPhase::After => self.after_member(
+                fi,
+                b,
+                b'}',
+                |rt, ai| rt.more_keys_possible(fi, ai),
+                Self::obj_close,
+            ),
         }
+    }
+
+    /// Byte `b` where a value may start after the padding `expect`.
+    fn padded_value(&mut self, fi: usize, b: u8, expect: &[u8]) -> bool {
+        if let Some(ok) = self.ws(fi, b, expect) {
+            return ok;
+        }
+        self.pad_done(fi, expect) && self.value_start(fi, b)
+    }
+
+    /// Byte `b` after a member of the object or array in frame `fi`: padding, `,` (the
+    /// alternatives `more` accepts take another member) or `closer` (then `close`). Custom
+    /// separators pad only the `,`.
+    fn after_member(
+        &mut self,
+        fi: usize,
+        b: u8,
+        closer: u8,
+        more: impl Fn(&Self, usize) -> bool,
+        close: fn(&mut Self, usize) -> bool,
+    ) -> bool {
+        let item_pre = &self.cs.ws.item_pre;
+        if let Some(ok) = self.ws(fi, b, item_pre) {
+            return ok;
+        }
+        if b == b',' && self.pad_done(fi, item_pre) {
+            return self.next_member(fi, more);
+        }
+        b == closer
+            && (self.st.frames[fi].ws == 0 || self.cs.ws.flexible.is_some())
+            && close(self, fi)
     }
 
     /// A `,` in the object or array of frame `fi`: the live alternatives that `more` says can
@@ -830,10 +840,17 @@ impl<'a> Rt<'a> {
     }
 
     fn obj_close(&mut self, fi: usize) -> bool {
+        self.close_with(fi, |rt, a| rt.can_close_obj(a))
+    }
+
+    /// Close the value of frame `fi`: the live alternatives for which `complete` holds tell
+    /// the parent which of its alternatives survive (and, tagged, for which it matched
+    /// `contains`). `false` when none is complete (the closing byte is refused).
+    fn close_with(&mut self, fi: usize, complete: impl Fn(&Self, &Alt) -> bool) -> bool {
         let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if a.alive && self.can_close_obj(&a) {
+            if a.alive && complete(self, &a) {
                 mask |= a.parents;
                 if a.tag {
                     cmask |= a.parents;
@@ -871,18 +888,8 @@ impl<'a> Rt<'a> {
         if self.st.alts.len() == start {
             return false;
         }
-        self.st.frames.push(Frame {
-            lex: Lex::Key(Escape::None),
-            ws: 0,
-            alts: start as u32,
-            buf: self.st.buf.len() as u32,
-            bits: self.st.bits.len() as u32,
-            xk: self.st.xk.len() as u32,
-            xtext: self.st.xtext.len() as u32,
-            raw: NONE,
-            item: 0,
-            uniq: false,
-        });
+        let frame = self.st.open_frame(Lex::Key(Escape::None), start);
+        self.st.frames.push(frame);
         true
     }
 
@@ -904,48 +911,20 @@ impl<'a> Rt<'a> {
                     self.value_start(fi, b)
                 }
             }
-            ArrPhase::Item => {
-                if let Some(ok) = self.ws(fi, b, &w.item_post) {
-                    return ok;
-                }
-                self.pad_done(fi, &w.item_post) && self.value_start(fi, b)
-            }
+            ArrPhase::Item => self.padded_value(fi, b, &w.item_post),
             ArrPhase::After => {
-                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
-                    return ok;
-                }
-                match b {
-                    b',' if self.pad_done(fi, &w.item_pre) => {
-                        self.next_member(fi, |rt, ai| rt.arr_more(ai))
-                    }
-                    b']' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.arr_close(fi),
-                    _ => false,
-                }
+                self.after_member(fi, b, b']', |rt, ai| rt.arr_more(ai), Self::arr_close)
             }
         }
     }
 
     fn arr_close(&mut self, fi: usize) -> bool {
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core] {
-                if a.alive
-                    && a.arr().items >= *min
-                    && contains.as_ref().is_none_or(|c| a.arr().matches >= c.min)
-                {
-                    mask |= a.parents;
-                    if a.tag {
-                        cmask |= a.parents;
-                    }
-                }
+        self.close_with(fi, |rt, a| match &rt.prog().cores[a.core] {
+            CoreRt::Array { min, contains, .. } => {
+                a.arr().items >= *min && contains.as_ref().is_none_or(|c| a.arr().matches >= c.min)
             }
-        }
-        if mask == 0 {
-            return false;
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
+            _ => false,
+        })
     }
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
@@ -959,18 +938,8 @@ impl<'a> Rt<'a> {
             self.set_frame(fi, Frame { lex: Lex::Lit { lit, pos: pos + 1 }, ..f });
             return true;
         }
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if a.alive {
-                mask |= a.parents;
-                if a.tag {
-                    cmask |= a.parents;
-                }
-            }
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
+        // Every live alternative took the literal's first byte, so each completes with it.
+        self.close_with(fi, |_, _| true)
     }
 
     fn num_extend(&mut self, fi: usize, b: u8) -> bool {
@@ -1004,40 +973,23 @@ impl<'a> Rt<'a> {
 
     /// The parents mask of number alternatives accepting the complete text (0: none).
     fn num_mask(&self, fi: usize) -> u64 {
-        let f = self.st.frames[fi];
-        let text = &self.st.buf[f.buf as usize..];
-        if !number::is_complete(text) {
+        let at = self.st.frames[fi].buf as usize;
+        if !number::is_complete(&self.st.buf[at..]) {
             return 0;
         }
-        let mut mask = 0u64;
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core] {
-                if a.alive && n.accepts_text(text) {
-                    mask |= a.parents;
-                }
-            }
-        }
-        mask
+        let live = self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive);
+        live.filter(|a| self.num_accepts(at, a)).fold(0, |m, a| m | a.parents)
+    }
+
+    /// Does number alternative `a` accept the (complete) number text at `buf[at..]`?
+    fn num_accepts(&self, at: usize, a: &Alt) -> bool {
+        matches!(&self.prog().cores[a.core], CoreRt::Number(n) if n.accepts_text(&self.st.buf[at..]))
     }
 
     fn num_close(&mut self, fi: usize) -> bool {
-        let mask = self.num_mask(fi);
-        if mask == 0 {
-            return false;
-        }
-        let text = &self.st.buf[self.st.frames[fi].buf as usize..];
-        let mut cmask = 0u64;
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core] {
-                if a.alive && a.tag && n.accepts_text(text) {
-                    cmask |= a.parents;
-                }
-            }
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
+        let at = self.st.frames[fi].buf as usize;
+        number::is_complete(&self.st.buf[at..])
+            && self.close_with(fi, |rt, a| rt.num_accepts(at, a))
     }
 
     // ---- strings and keys ----
@@ -1283,27 +1235,12 @@ impl<'a> Rt<'a> {
     }
 
     fn str_close(&mut self, fi: usize) -> bool {
-        let prog = self.prog();
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
+        self.close_with(fi, |rt, a| match &rt.prog().cores[a.core] {
+            CoreRt::String { dfa, min, .. } => {
+                rt.prog().dfas[*dfa].is_accept(a.str().state) && a.str().chars >= *min
             }
-            if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core] {
-                if prog.dfas[*dfa].is_accept(a.str().state) && a.str().chars >= *min {
-                    mask |= a.parents;
-                    if a.tag {
-                        cmask |= a.parents;
-                    }
-                }
-            }
-        }
-        if mask == 0 {
-            return false;
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
+            _ => false,
+        })
     }
 
     fn key_close(&mut self, fi: usize) -> bool {
@@ -1482,20 +1419,27 @@ impl Recognizer for Rt<'_> {
 }
 
 impl St {
-    fn initial() -> St {
-        let mut st = St::default();
-        st.frames.push(Frame {
-            lex: Lex::Root { done: false },
+    /// A new frame of `lex` whose alternatives start at arena index `alts` and whose other
+    /// arena tails start at the arenas' current ends (owning no raw text).
+    fn open_frame(&self, lex: Lex, alts: usize) -> Frame {
+        Frame {
+            lex,
             ws: 0,
-            alts: 0,
-            buf: 0,
-            bits: 0,
-            xk: 0,
-            xtext: 0,
+            alts: alts as u32,
+            buf: self.buf.len() as u32,
+            bits: self.bits.len() as u32,
+            xk: self.xk.len() as u32,
+            xtext: self.xtext.len() as u32,
             raw: NONE,
             item: 0,
             uniq: false,
-        });
+        }
+    }
+
+    fn initial() -> St {
+        let mut st = St::default();
+        let root = st.open_frame(Lex::Root { done: false }, 0);
+        st.frames.push(root);
         st.alts.push(Alt::new(RtCoreId::NONE, 1, false));
         st
     }

@@ -325,7 +325,29 @@ impl<'a> Compiler<'a> {
             }
         }
         let required: Vec<u32> = o.required.iter().map(|r| idx(r, &entries)).collect();
-        // Undeclared keys.
+        let extra = self.undeclared_keys(o, &order_names)?;
+        let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
+            entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
+        Ok(ObjRt {
+            names,
+            props,
+            extra,
+            min: o.min,
+            max: o.max,
+            n_required: required.len() as u32,
+            required,
+            has_deps: !o.deps.is_empty(),
+        })
+    }
+
+    /// The undeclared keys of an object constraint whose declared names are `declared`: their
+    /// automaton, and per combination of matching `patternProperties` the value node. `None`
+    /// when no undeclared key can appear.
+    fn undeclared_keys(
+        &mut self,
+        o: &ObjC,
+        declared: &[String],
+    ) -> Result<Option<ExtraRt>, SchemaError> {
         let pats: Vec<(DfaId, usize, ExprId)> = o
             .groups
             .iter()
@@ -344,23 +366,11 @@ impl<'a> Compiler<'a> {
             let parts: Vec<ExprId> = o.groups.iter().map(|g| g.additional).collect();
             let node = self.and(parts);
             let cs = self.normalize(node, "")?;
-            let extra = (!cs.is_empty()).then_some(ExtraRt {
+            return Ok((!cs.is_empty()).then_some(ExtraRt {
                 dfa: self.any_dfa,
                 patterns: Vec::new(),
                 combos: vec![node],
-            });
-            let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
-                entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
-            return Ok(ObjRt {
-                names,
-                props,
-                extra,
-                min: o.min,
-                max: o.max,
-                n_required: required.len() as u32,
-                required,
-                has_deps: !o.deps.is_empty(),
-            });
+            }));
         }
         for mask in 0..(1usize << pats.len()) {
             let mut parts = Vec::new();
@@ -396,9 +406,9 @@ impl<'a> Compiler<'a> {
                 if let Some(nd) = o.names {
                     l = self.dfa_product(l, nd, Op::And, "propertyNames", "")?;
                 }
-                if !order_names.is_empty() {
+                if !declared.is_empty() {
                     let lit = self.regex_dfa(
-                        &string::literals_regex(order_names.iter().map(String::as_str)),
+                        &string::literals_regex(declared.iter().map(String::as_str)),
                         "properties",
                         "",
                     )?;
@@ -411,18 +421,7 @@ impl<'a> Compiler<'a> {
                 }
             }
         };
-        let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
-            entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
-        Ok(ObjRt {
-            names,
-            props,
-            extra,
-            min: o.min,
-            max: o.max,
-            n_required: required.len() as u32,
-            required,
-            has_deps: !o.deps.is_empty(),
-        })
+        Ok(extra)
     }
 }
 
