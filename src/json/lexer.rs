@@ -12,13 +12,15 @@
 //! nothing past U+10FFFF), so a token ending inside a multi-byte character is handled exactly.
 //! Numbers follow the RFC grammar (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`).
 
+use super::syntax::{
+    escape_char, hex_val, is_ws, literal_index, utf8_continues, utf8_lead, NumPhase, LITERALS,
+};
 use crate::recognizer::ByteLogic;
 
 /// The deepest nesting the state can represent.
 pub const MAX_DEPTH_LIMIT: usize = 128;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[repr(u8)]
 pub(crate) enum Lex {
     /// Before the document.
     Start,
@@ -48,14 +50,8 @@ pub(crate) enum Lex {
     StrNeedU,
     /// Inside a multi-byte UTF-8 character (aux: bytes left and the allowed range).
     StrUtf8,
-    NumMinus,
-    NumZero,
-    NumInt,
-    NumDot,
-    NumFrac,
-    NumE,
-    NumESign,
-    NumExp,
+    /// Inside a number (never [`NumPhase::Empty`]).
+    Num(NumPhase),
     /// Inside `true`/`false`/`null` (aux: which literal and how far).
     Lit,
 }
@@ -106,30 +102,12 @@ pub struct JsonGrammar {
     pub(crate) max_depth: u8,
 }
 
-const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
-
-// UTF-8 continuation ranges (Unicode table 3-7), indexed by the range code kept in `aux`.
-const UTF8_RANGES: [(u8, u8); 5] =
-    [(0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)];
+// The state stays one 32-byte value (`Lex` keeps its one byte through `NumPhase`'s niche).
+const _: () = assert!(std::mem::size_of::<JsonState>() == 32 && std::mem::size_of::<Lex>() == 1);
 
 const HEX_COUNT: u8 = 0x07;
 const HEX_FIRST_D: u8 = 0x10;
 const HEX_LOW: u8 = 0x20;
-
-#[inline]
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-#[inline]
-fn hex_val(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
 
 impl JsonState {
     #[inline]
@@ -155,7 +133,7 @@ impl JsonState {
     /// Is a number complete here (so the number may end)?
     #[inline]
     fn number_complete(&self) -> bool {
-        matches!(self.lex, Lex::NumZero | Lex::NumInt | Lex::NumFrac | Lex::NumExp)
+        matches!(self.lex, Lex::Num(p) if p.is_complete())
     }
 }
 
@@ -187,13 +165,8 @@ impl JsonGrammar {
             b'{' => self.push(s, true),
             b'[' => self.push(s, false),
             b'"' => Some(JsonState { key: false, ..s.with(Lex::Str) }),
-            b'-' => Some(s.with(Lex::NumMinus)),
-            b'0' => Some(s.with(Lex::NumZero)),
-            b'1'..=b'9' => Some(s.with(Lex::NumInt)),
-            b't' => Some(JsonState { aux: 1, ..s.with(Lex::Lit) }),
-            b'f' => Some(JsonState { aux: (1 << 4) | 1, ..s.with(Lex::Lit) }),
-            b'n' => Some(JsonState { aux: (2 << 4) | 1, ..s.with(Lex::Lit) }),
-            _ => None,
+            b'-' | b'0'..=b'9' => NumPhase::Empty.step(b).map(|p| s.with(Lex::Num(p))),
+            _ => literal_index(b).map(|i| JsonState { aux: (i << 4) | 1, ..s.with(Lex::Lit) }),
         }
     }
 
@@ -219,14 +192,10 @@ impl JsonGrammar {
             b'\\' => Some(s.with(Lex::StrEsc)),
             0x00..=0x1F => None,
             0x20..=0x7F => Some(*s),
-            0xC2..=0xDF => Some(JsonState { aux: 1, ..s.with(Lex::StrUtf8) }),
-            0xE0 => Some(JsonState { aux: 2 | (1 << 4), ..s.with(Lex::StrUtf8) }),
-            0xE1..=0xEC | 0xEE..=0xEF => Some(JsonState { aux: 2, ..s.with(Lex::StrUtf8) }),
-            0xED => Some(JsonState { aux: 2 | (2 << 4), ..s.with(Lex::StrUtf8) }),
-            0xF0 => Some(JsonState { aux: 3 | (3 << 4), ..s.with(Lex::StrUtf8) }),
-            0xF1..=0xF3 => Some(JsonState { aux: 3, ..s.with(Lex::StrUtf8) }),
-            0xF4 => Some(JsonState { aux: 3 | (4 << 4), ..s.with(Lex::StrUtf8) }),
-            _ => None,
+            _ => utf8_lead(b).map(|(left, range)| JsonState {
+                aux: left | (range << 4),
+                ..s.with(Lex::StrUtf8)
+            }),
         }
     }
 
@@ -267,28 +236,14 @@ impl JsonGrammar {
         Some(JsonState { aux: (aux & !HEX_COUNT) | (n + 1), ..*s })
     }
 
-    fn number_byte(&self, s: &JsonState, b: u8) -> Option<JsonState> {
-        let next = match (s.lex, b) {
-            (Lex::NumMinus, b'0') => Lex::NumZero,
-            (Lex::NumMinus, b'1'..=b'9') => Lex::NumInt,
-            (Lex::NumMinus, _) => return None,
-            (Lex::NumZero, b'.') | (Lex::NumInt, b'.') => Lex::NumDot,
-            (Lex::NumZero, b'0'..=b'9') => return None,
-            (Lex::NumInt, b'0'..=b'9') => Lex::NumInt,
-            (Lex::NumZero | Lex::NumInt | Lex::NumFrac, b'e' | b'E') => Lex::NumE,
-            (Lex::NumDot, b'0'..=b'9') | (Lex::NumFrac, b'0'..=b'9') => Lex::NumFrac,
-            (Lex::NumDot, _) => return None,
-            (Lex::NumE, b'+' | b'-') => Lex::NumESign,
-            (Lex::NumE | Lex::NumESign | Lex::NumExp, b'0'..=b'9') => Lex::NumExp,
-            (Lex::NumE | Lex::NumESign, _) => return None,
+    fn number_byte(&self, s: &JsonState, p: NumPhase, b: u8) -> Option<JsonState> {
+        match p.step(b) {
+            Some(next) => Some(s.with(Lex::Num(next))),
             // A complete number followed by a byte that cannot extend it: the number ends and
-            // the byte belongs to what follows.
-            _ => {
-                debug_assert!(s.number_complete());
-                return self.step(&s.after_value(), b);
-            }
-        };
-        Some(s.with(next))
+            // the byte belongs to what follows (a digit after `0` is refused there too).
+            None if p.is_complete() => self.step(&s.after_value(), b),
+            None => None,
+        }
     }
 }
 
@@ -332,31 +287,22 @@ impl ByteLogic for JsonGrammar {
             Lex::Done => None,
             Lex::Str => self.string_byte(s, b),
             Lex::StrEsc => match b {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(s.with(Lex::Str)),
                 b'u' => Some(s.with(Lex::StrHex)),
-                _ => None,
+                _ => escape_char(b).map(|_| s.with(Lex::Str)),
             },
             Lex::StrHex => self.hex_digit(s, b),
             Lex::StrNeedBackslash => (b == b'\\').then(|| s.with(Lex::StrNeedU)),
             Lex::StrNeedU => (b == b'u').then(|| JsonState { aux: HEX_LOW, ..s.with(Lex::StrHex) }),
             Lex::StrUtf8 => {
-                let (lo, hi) = UTF8_RANGES[(s.aux >> 4) as usize];
-                if b < lo || b > hi {
+                if !utf8_continues(s.aux >> 4, b) {
                     return None;
                 }
                 let left = (s.aux & 0x0F) - 1;
                 Some(if left == 0 { s.with(Lex::Str) } else { JsonState { aux: left, ..*s } })
             }
-            Lex::NumMinus
-            | Lex::NumZero
-            | Lex::NumInt
-            | Lex::NumDot
-            | Lex::NumFrac
-            | Lex::NumE
-            | Lex::NumESign
-            | Lex::NumExp => self.number_byte(s, b),
+            Lex::Num(p) => self.number_byte(s, p, b),
             Lex::Lit => {
-                let lit = LITS[(s.aux >> 4) as usize];
+                let lit = LITERALS[(s.aux >> 4) as usize];
                 let pos = (s.aux & 0x0F) as usize;
                 if lit[pos] != b {
                     return None;

@@ -28,6 +28,7 @@
 
 pub(crate) mod lexer;
 pub(crate) mod slices;
+pub(crate) mod syntax;
 
 pub use lexer::{JsonGrammar, JsonState, TopLevel, MAX_DEPTH_LIMIT};
 

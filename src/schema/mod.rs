@@ -43,6 +43,7 @@
 
 mod compile;
 mod error;
+mod ids;
 mod number;
 mod runtime;
 mod string;
@@ -208,7 +209,7 @@ fn split_sep(s: &str, c: u8, what: &str) -> Result<(Vec<u8>, Vec<u8>), SchemaErr
         SchemaError::invalid("", format!("{what} separator {s:?} must contain {:?}", c as char))
     })?;
     let (pre, post) = (&b[..i], &b[i + 1..]);
-    if !pre.iter().chain(post).all(|x| matches!(x, b' ' | b'\t' | b'\n' | b'\r')) {
+    if !pre.iter().chain(post).all(|&x| crate::json::syntax::is_ws(x)) {
         return Err(SchemaError::invalid(
             "",
             format!("{what} separator {s:?} may only add whitespace"),

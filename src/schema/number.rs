@@ -29,6 +29,8 @@
 //! [`MAX_MULTIPLE_SPAN`] decimal orders of `q`'s last digit (checked at compile time by
 //! [`NumCore::multiple_supported`]; other cases are `Unsupported`, never a wrong mask).
 
+// Where a number's text stands: the shared RFC 8259 number machine.
+use crate::json::syntax::NumPhase as Phase;
 use std::cmp::Ordering;
 
 /// Exponents are at most this many digits.
@@ -278,20 +280,6 @@ fn tighter_hi(a: &Bound, b: &Bound) -> Bound {
     }
 }
 
-/// Where a number's text stands.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    Empty,
-    Minus,
-    Zero,
-    Int,
-    Dot,
-    Frac,
-    E,
-    ESign,
-    Exp,
-}
-
 struct Parsed {
     phase: Phase,
     neg: bool,
@@ -313,40 +301,25 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
         edigits: smallvec::SmallVec::new(),
     };
     for &b in t {
-        p.phase = match (p.phase, b) {
-            (Phase::Empty, b'-') => {
-                p.neg = true;
-                Phase::Minus
-            }
-            (Phase::Empty | Phase::Minus, b'0') => {
-                p.mant.push(0);
-                p.int_len = 1;
-                Phase::Zero
-            }
-            (Phase::Empty | Phase::Minus | Phase::Int, b'1'..=b'9') | (Phase::Int, b'0') => {
+        // The grammar is the shared machine's; what each transition records is ours.
+        let next = p.phase.step(b)?;
+        match next {
+            Phase::Minus => p.neg = true,
+            Phase::Zero | Phase::Int => {
                 p.mant.push(b - b'0');
                 p.int_len += 1;
-                Phase::Int
             }
-            (Phase::Zero | Phase::Int, b'.') => Phase::Dot,
-            (Phase::Dot | Phase::Frac, b'0'..=b'9') => {
-                p.mant.push(b - b'0');
-                Phase::Frac
-            }
-            (Phase::Zero | Phase::Int | Phase::Frac, b'e' | b'E') => Phase::E,
-            (Phase::E, b'+' | b'-') => {
-                p.eneg = Some(b == b'-');
-                Phase::ESign
-            }
-            (Phase::E | Phase::ESign | Phase::Exp, b'0'..=b'9') => {
+            Phase::Frac => p.mant.push(b - b'0'),
+            Phase::ESign => p.eneg = Some(b == b'-'),
+            Phase::Exp => {
                 if p.edigits.len() >= MAX_EXP_DIGITS {
                     return None;
                 }
                 p.edigits.push(b - b'0');
-                Phase::Exp
             }
-            _ => return None,
-        };
+            Phase::Empty | Phase::Dot | Phase::E => {}
+        }
+        p.phase = next;
     }
     Some(p)
 }
@@ -391,10 +364,7 @@ pub(crate) fn canonical(text: &[u8], integer: bool) -> Option<smallvec::SmallVec
 
 /// Is `text` a complete JSON number?
 pub(crate) fn is_complete(text: &[u8]) -> bool {
-    matches!(
-        parse_prefix(text).map(|p| p.phase),
-        Some(Phase::Zero | Phase::Int | Phase::Frac | Phase::Exp)
-    )
+    parse_prefix(text).is_some_and(|p| p.phase.is_complete())
 }
 
 fn pow10(p: i64) -> Dec {

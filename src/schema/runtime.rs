@@ -31,8 +31,13 @@
 //! decimal liveness test on each (~150 µs); the first visit of a permissive automaton state
 //! walks the plain-token trie once (~1–3 ms, then shared by all engines of the schema);
 //! object feasibility checks (`completable_after`) are linear in the declared names.
+//!
+//! Files: this one holds the recogniser's core (the byte step, value starts, member
+//! separators, closing values, numbers and literals) and the engine; [`state`] the state types,
+//! [`undo`] the undo log, [`object`], [`array`] and [`string`] the per-kind byte logic, and
+//! [`fast`] the mask fast paths.
 
-use super::compile::{contains_feasible, CoreRt, ObjRt, Program};
+use super::compile::{contains_feasible, CoreRt, DfaId, ExprId, ObjRt, Program, RtCoreId};
 use super::number;
 use super::string::DEAD;
 use super::unique;
@@ -43,6 +48,10 @@ use crate::engine::{
     allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
 };
 use crate::json::slices::JsonVocab;
+use crate::json::syntax::{
+    escape_char, hex_val, is_ws, literal_index, surrogate_pair, HIGH_SURROGATES, LITERALS,
+    LOW_SURROGATES,
+};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::token::TokenId;
@@ -50,82 +59,17 @@ use crate::vocab::Vocabulary;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+mod array;
 mod fast;
+mod object;
+mod state;
+mod string;
+mod undo;
+
 pub(crate) use fast::SharedOpen;
-
-const NONE: u32 = u32::MAX;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Alt {
-    core: u32,
-    parents: u64,
-    a: u32,
-    b: u32,
-    c: u32,
-    d: u32,
-    alive: bool,
-    /// An item alternative from `item ∧ contains`: its survival counts a match.
-    tag: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Kind {
-    Root,
-    Obj,
-    Arr,
-    Str,
-    Key,
-    Num,
-    Lit,
-}
-
-// String escape modes.
-const E_NORMAL: u8 = 0;
-const E_BS: u8 = 1;
-const E_HEX: u8 = 2;
-const E_NEED_BS: u8 = 3;
-const E_NEED_U: u8 = 4;
-const E_HEX_LOW: u8 = 5;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Frame {
-    kind: Kind,
-    phase: u8,
-    ws: u8,
-    esc: u8,
-    hexn: u8,
-    hexv: u16,
-    high: u16,
-    alts: u32,
-    buf: u32,
-    bits: u32,
-    xk: u32,
-    xtext: u32,
-    /// Offset of this frame's tail of the raw-text arena.
-    raw: u32,
-    /// Arrays with `uniqueItems`: raw-text offset where the current item started.
-    item: u32,
-    /// An array some of whose alternatives have `uniqueItems` (raw text is recorded while
-    /// such a frame is open).
-    uniq: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct XKey {
-    alt: u32,
-    start: u32,
-    len: u32,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Undo {
-    Mark,
-    Frame(u32, Frame),
-    Alt(u32, Alt),
-    Bit(u32, u64),
-    Len { frames: u32, alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
-    Restore { alts: u32, buf: u32, bits: u32, xk: u32, xtext: u32, raw: u32 },
-}
+use object::KeyChoices;
+use state::*;
+use undo::{Graves, Undo};
 
 /// The runtime state (what the mask is a function of).
 #[derive(Clone, Default, PartialEq, Eq, Hash, Debug)]
@@ -141,17 +85,6 @@ struct St {
     raw: Vec<u8>,
 }
 
-#[derive(Default)]
-struct Graves {
-    frames: Vec<Frame>,
-    alts: Vec<Alt>,
-    buf: Vec<u8>,
-    bits: Vec<u64>,
-    xk: Vec<XKey>,
-    xtext: Vec<u8>,
-    raw: Vec<u8>,
-}
-
 /// The recogniser: state plus undo log, over a compiled schema.
 struct Rt<'a> {
     cs: &'a CompiledSchema,
@@ -160,149 +93,11 @@ struct Rt<'a> {
     graves: &'a mut Graves,
 }
 
-const LITS: [&[u8]; 3] = [b"true", b"false", b"null"];
-
-#[inline]
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-fn hex_val(b: u8) -> Option<u16> {
-    match b {
-        b'0'..=b'9' => Some(u16::from(b - b'0')),
-        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
-        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
-        _ => None,
-    }
-}
-
-fn utf8(cp: u32, out: &mut [u8; 4]) -> &[u8] {
-    match char::from_u32(cp) {
-        Some(c) => c.encode_utf8(out).as_bytes(),
-        None => &out[..0],
-    }
-}
-
-/// Decode the code point of `s` starting at byte `i` (valid UTF-8 assumed).
-fn cp_at(s: &[u8], i: usize) -> Option<u32> {
-    std::str::from_utf8(&s[i..]).ok().and_then(|t| t.chars().next()).map(|c| c as u32)
-}
-
 impl<'a> Rt<'a> {
     #[inline]
     fn prog(&self) -> &'a Program {
         &self.cs.program
     }
-
-    // ---- logged mutations ----
-
-    fn lens(&self) -> Undo {
-        Undo::Len {
-            frames: self.st.frames.len() as u32,
-            alts: self.st.alts.len() as u32,
-            buf: self.st.buf.len() as u32,
-            bits: self.st.bits.len() as u32,
-            xk: self.st.xk.len() as u32,
-            xtext: self.st.xtext.len() as u32,
-            raw: self.st.raw.len() as u32,
-        }
-    }
-
-    fn set_frame(&mut self, i: usize, f: Frame) {
-        self.log.push(Undo::Frame(i as u32, self.st.frames[i]));
-        self.st.frames[i] = f;
-    }
-
-    fn set_alt(&mut self, i: usize, a: Alt) {
-        self.log.push(Undo::Alt(i as u32, self.st.alts[i]));
-        self.st.alts[i] = a;
-    }
-
-    fn kill(&mut self, i: usize) {
-        let mut a = self.st.alts[i];
-        a.alive = false;
-        self.set_alt(i, a);
-    }
-
-    fn set_bit(&mut self, w: usize, v: u64) {
-        self.log.push(Undo::Bit(w as u32, self.st.bits[w]));
-        self.st.bits[w] = v;
-    }
-
-    /// Log current lengths (before appending anything this step).
-    fn note_lens(&mut self) {
-        let l = self.lens();
-        self.log.push(l);
-    }
-
-    /// Remove the top frame and its arena tails (to the graveyards).
-    fn pop_frame(&mut self) {
-        let f = self.st.frames.pop().expect("frame");
-        self.graves.frames.push(f);
-        let na = self.st.alts.len() - f.alts as usize;
-        self.graves.alts.extend(self.st.alts.drain(f.alts as usize..));
-        let nb = self.st.buf.len() - f.buf as usize;
-        self.graves.buf.extend(self.st.buf.drain(f.buf as usize..));
-        let nw = self.st.bits.len() - f.bits as usize;
-        self.graves.bits.extend(self.st.bits.drain(f.bits as usize..));
-        let nx = self.st.xk.len() - f.xk as usize;
-        self.graves.xk.extend(self.st.xk.drain(f.xk as usize..));
-        let nt = self.st.xtext.len() - f.xtext as usize;
-        self.graves.xtext.extend(self.st.xtext.drain(f.xtext as usize..));
-        // Only the outermost `uniqueItems` array owns raw text (`NONE` elsewhere).
-        let nr = if f.raw == NONE { 0 } else { self.st.raw.len() - f.raw as usize };
-        if f.raw != NONE {
-            self.graves.raw.extend(self.st.raw.drain(f.raw as usize..));
-        }
-        self.log.push(Undo::Restore {
-            alts: na as u32,
-            buf: nb as u32,
-            bits: nw as u32,
-            xk: nx as u32,
-            xtext: nt as u32,
-            raw: nr as u32,
-        });
-    }
-
-    fn undo_one(&mut self) -> bool {
-        let u = self.log.pop().expect("undo log");
-        match u {
-            Undo::Mark => return true,
-            Undo::Frame(i, f) => self.st.frames[i as usize] = f,
-            Undo::Alt(i, a) => self.st.alts[i as usize] = a,
-            Undo::Bit(i, w) => self.st.bits[i as usize] = w,
-            Undo::Len { frames, alts, buf, bits, xk, xtext, raw } => {
-                self.st.raw.truncate(raw as usize);
-                self.st.frames.truncate(frames as usize);
-                self.st.alts.truncate(alts as usize);
-                self.st.buf.truncate(buf as usize);
-                self.st.bits.truncate(bits as usize);
-                self.st.xk.truncate(xk as usize);
-                self.st.xtext.truncate(xtext as usize);
-            }
-            Undo::Restore { alts, buf, bits, xk, xtext, raw } => {
-                fn back<T>(dst: &mut Vec<T>, src: &mut Vec<T>, n: u32) {
-                    let at = src.len() - n as usize;
-                    dst.extend(src.drain(at..));
-                }
-                back(&mut self.st.alts, &mut self.graves.alts, alts);
-                back(&mut self.st.buf, &mut self.graves.buf, buf);
-                back(&mut self.st.bits, &mut self.graves.bits, bits);
-                back(&mut self.st.xk, &mut self.graves.xk, xk);
-                back(&mut self.st.xtext, &mut self.graves.xtext, xtext);
-                back(&mut self.st.raw, &mut self.graves.raw, raw);
-                let f = self.graves.frames.pop().expect("grave frame");
-                self.st.frames.push(f);
-            }
-        }
-        false
-    }
-
-    fn undo_byte(&mut self) {
-        while !self.undo_one() {}
-    }
-
-    // ---- helpers ----
 
     fn top(&self) -> usize {
         self.st.frames.len() - 1
@@ -317,184 +112,6 @@ impl<'a> Rt<'a> {
         };
         start..end
     }
-
-    fn obj(&self, core: u32) -> &'a ObjRt {
-        match &self.prog().cores[core as usize] {
-            CoreRt::Object(o) => o,
-            _ => unreachable!("object core expected"),
-        }
-    }
-
-    fn seen(&self, alt: &Alt, idx: usize) -> bool {
-        (self.st.bits[alt.b as usize + idx / 64] >> (idx % 64)) & 1 == 1
-    }
-
-    fn schema_order(&self) -> bool {
-        self.cs.order == PropertyOrder::Schema
-    }
-
-    /// Seen undeclared keys of object alt `ai` (in frame `fi`) that start with `prefix`.
-    fn seen_extra_with_prefix(&self, fi: usize, ai: usize, prefix: &[u8]) -> u32 {
-        let f = &self.st.frames[fi];
-        self.st.xk[f.xk as usize..]
-            .iter()
-            .filter(|x| {
-                x.alt as usize == ai
-                    && self.st.xtext[x.start as usize..(x.start + x.len) as usize]
-                        .starts_with(prefix)
-            })
-            .count() as u32
-    }
-
-    /// Has object alt `ai` (in frame `fi`) already seen the undeclared key `key`?
-    fn seen_extra(&self, fi: usize, ai: usize, key: &[u8]) -> bool {
-        let f = &self.st.frames[fi];
-        self.st.xk[f.xk as usize..].iter().any(|x| {
-            x.alt as usize == ai
-                && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == key
-        })
-    }
-
-    /// Remaining undeclared keys (`u32::MAX` = unbounded).
-    fn extra_supply(&self, fi: usize, ai: usize, o: &ObjRt) -> u32 {
-        match &o.extra {
-            None => 0,
-            Some(x) => {
-                let d = &self.prog().dfas[x.dfa as usize];
-                match d.finite_count(d.start()) {
-                    None => u32::MAX,
-                    Some(n) => n.saturating_sub(self.seen_extra_with_prefix(fi, ai, &[])),
-                }
-            }
-        }
-    }
-
-    /// Can the object still be completed after adding key `choice` (declared index, or `None`
-    /// for an undeclared key)?
-    fn completable_after(&self, fi: usize, ai: usize, choice: Option<usize>) -> bool {
-        let alt = self.st.alts[ai];
-        let o = self.obj(alt.core);
-        let schema = self.schema_order();
-        if !o.has_deps && o.max == u32::MAX && !schema && o.min == 0 {
-            return true;
-        }
-        let count = alt.a + 1;
-        let last = match choice {
-            Some(i) if schema => o.props[i].order + 1,
-            _ => alt.c,
-        };
-        let n = o.names.len();
-        let mut need: smallvec::SmallVec<[bool; 64]> = smallvec::smallvec![false; n];
-        let is_in = |i: usize, need: &[bool]| self.seen(&alt, i) || Some(i) == choice || need[i];
-        for &r in &o.required {
-            if !is_in(r as usize, &need) {
-                need[r as usize] = true;
-            }
-        }
-        if o.has_deps {
-            loop {
-                let mut changed = false;
-                for i in 0..n {
-                    if is_in(i, &need) {
-                        for &d in &o.props[i].deps {
-                            if !is_in(d as usize, &need) {
-                                need[d as usize] = true;
-                                changed = true;
-                            }
-                        }
-                    }
-                }
-                if !changed {
-                    break;
-                }
-            }
-        }
-        let mut needed = 0u32;
-        for (i, &nd) in need.iter().enumerate() {
-            if nd {
-                needed += 1;
-                if schema && o.props[i].order < last {
-                    return false;
-                }
-            }
-        }
-        if u64::from(count) + u64::from(needed) > u64::from(o.max) {
-            return false;
-        }
-        if o.min > count {
-            let mut avail: u64 = 0;
-            for i in 0..n {
-                if !o.props[i].forbidden
-                    && !self.seen(&alt, i)
-                    && Some(i) != choice
-                    && (!schema || o.props[i].order >= last)
-                {
-                    avail += 1;
-                }
-            }
-            let sup = self.extra_supply(fi, ai, o);
-            let sup = if choice.is_none() && sup != u32::MAX { sup.saturating_sub(1) } else { sup };
-            if sup != u32::MAX {
-                avail += u64::from(sup);
-                if u64::from(count) + avail < u64::from(o.min) {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    fn name_ok(&self, fi: usize, ai: usize, idx: usize) -> bool {
-        let alt = self.st.alts[ai];
-        let o = self.obj(alt.core);
-        !o.props[idx].forbidden
-            && !self.seen(&alt, idx)
-            && (!self.schema_order() || o.props[idx].order >= alt.c)
-            && self.completable_after(fi, ai, Some(idx))
-    }
-
-    fn extra_ok(&self, fi: usize, ai: usize) -> bool {
-        let o = self.obj(self.st.alts[ai].core);
-        o.extra.is_some()
-            && self.extra_supply(fi, ai, o) > 0
-            && self.completable_after(fi, ai, None)
-    }
-
-    fn more_keys_possible(&self, fi: usize, ai: usize) -> bool {
-        let o = self.obj(self.st.alts[ai].core);
-        self.extra_ok(fi, ai) || (0..o.names.len()).any(|i| self.name_ok(fi, ai, i))
-    }
-
-    fn can_close_obj(&self, alt: &Alt) -> bool {
-        let o = self.obj(alt.core);
-        if alt.a < o.min || o.required.iter().any(|&r| !self.seen(alt, r as usize)) {
-            return false;
-        }
-        if o.has_deps {
-            for i in 0..o.names.len() {
-                if self.seen(alt, i) && o.props[i].deps.iter().any(|&d| !self.seen(alt, d as usize))
-                {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    fn arr_node(&self, core: u32, idx: u32) -> Option<u32> {
-        match &self.prog().cores[core as usize] {
-            CoreRt::Array { prefix, items, max, .. } => {
-                if idx >= *max {
-                    return None;
-                }
-                let n = prefix.get(idx as usize).copied().unwrap_or(*items);
-                (!self.prog().nodes[n as usize].is_empty()).then_some(n)
-            }
-            _ => None,
-        }
-    }
-
-    // ---- whitespace ----
 
     /// `Some(accepted)` when `b` is consumed as whitespace/separator padding.
     fn ws(&mut self, fi: usize, b: u8, expect: &[u8]) -> Option<bool> {
@@ -528,8 +145,6 @@ impl<'a> Rt<'a> {
         self.cs.ws.flexible.is_some() || self.st.frames[fi].ws as usize == expect.len()
     }
 
-    // ---- the byte step ----
-
     fn step(&mut self, b: u8) -> bool {
         if self.st.frames.iter().any(|f| f.uniq) {
             self.note_lens();
@@ -538,8 +153,8 @@ impl<'a> Rt<'a> {
         loop {
             let fi = self.top();
             let f = self.st.frames[fi];
-            return match f.kind {
-                Kind::Root => f.phase == 0 && self.value_start(fi, b),
+            return match f.kind() {
+                Kind::Root => f.lex == Lex::Root { done: false } && self.value_start(fi, b),
                 Kind::Obj => self.obj_byte(fi, b),
                 Kind::Arr => self.arr_byte(fi, b),
                 Kind::Str | Kind::Key => self.str_byte(fi, b),
@@ -572,133 +187,23 @@ impl<'a> Rt<'a> {
             }
             if (mask >> li) & 1 == 0 {
                 self.kill(ai);
-            } else if pf.kind == Kind::Arr {
+            } else if pf.kind() == Kind::Arr {
                 let matched = u32::from((cmask >> li) & 1 == 1);
-                self.set_alt(ai, Alt { a: a.a + 1, b: a.b + matched, ..a });
+                let p = a.arr();
+                let p = ArrProgress { items: p.items + 1, matches: p.matches + matched };
+                self.set_alt(ai, a.with_arr(p));
             }
         }
-        if pf.kind == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
+        if pf.kind() == Kind::Arr && pf.uniq && !self.unique_item_done(pi) {
             return false;
         }
-        let phase = match pf.kind {
-            Kind::Obj => 4,
-            Kind::Arr => 2,
-            _ => 1,
+        let lex = match pf.lex {
+            Lex::Obj(_) => Lex::Obj(ObjPhase::After),
+            Lex::Arr(_) => Lex::Arr(ArrPhase::After),
+            _ => Lex::Root { done: true },
         };
-        self.set_frame(pi, Frame { phase, ws: 0, ..pf });
+        self.set_frame(pi, Frame { lex, ws: 0, ..pf });
         true
-    }
-
-    /// Does the array core have `uniqueItems`?
-    fn is_unique(&self, core: u32) -> bool {
-        matches!(&self.prog().cores[core as usize], CoreRt::Array { unique: true, .. })
-    }
-
-    /// Has the `uniqueItems` array in frame `fi` already completed an item equal to the
-    /// canonical form `canon`?
-    fn seen_item(&self, fi: usize, canon: &[u8]) -> bool {
-        let f = &self.st.frames[fi];
-        self.st.xk[f.xk as usize..].iter().any(|x| {
-            x.alt == NONE && &self.st.xtext[x.start as usize..(x.start + x.len) as usize] == canon
-        })
-    }
-
-    /// The current item of the `uniqueItems` array in frame `fi` completed: alternatives with
-    /// `uniqueItems` die on a duplicate, otherwise its canonical form is remembered.
-    fn unique_item_done(&mut self, fi: usize) -> bool {
-        let f = self.st.frames[fi];
-        let mut canon = Vec::new();
-        if unique::canonical(&self.st.raw[f.item as usize..], &mut canon).is_none() {
-            // The recogniser only completes valid JSON; nothing to compare otherwise.
-            return true;
-        }
-        if self.seen_item(fi, &canon) {
-            let mut any = false;
-            for ai in self.alt_range(fi) {
-                let a = self.st.alts[ai];
-                if a.alive && self.is_unique(a.core) {
-                    self.kill(ai);
-                } else if a.alive {
-                    any = true;
-                }
-            }
-            return any;
-        }
-        self.note_lens();
-        let start = self.st.xtext.len() as u32;
-        self.st.xtext.extend_from_slice(&canon);
-        self.st.xk.push(XKey { alt: NONE, start, len: canon.len() as u32 });
-        true
-    }
-
-    /// The item nodes an array alternative offers its next item, each with whether the item's
-    /// alternatives count as `contains` matches.
-    fn item_nodes(&self, pa: &Alt, out: &mut smallvec::SmallVec<[(u32, bool); 2]>) {
-        let prog = self.prog();
-        let CoreRt::Array { prefix, items, min, max, contains, .. } = &prog.cores[pa.core as usize]
-        else {
-            return;
-        };
-        let Some(c) = contains else {
-            if let Some(n) = self.arr_node(pa.core, pa.a) {
-                out.push((n, false));
-            }
-            return;
-        };
-        let k = pa.a;
-        if k >= *max {
-            return;
-        }
-        let live = |n: u32| !prog.nodes[n as usize].is_empty();
-        let i = (k as usize).min(prefix.len());
-        let node = prefix.get(i).copied().unwrap_or(*items);
-        if c.max == u32::MAX && pa.b >= c.min {
-            // Enough matches and no upper bound: matches no longer matter.
-            if live(node) {
-                out.push((node, false));
-            }
-            return;
-        }
-        let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
-        let feasible =
-            |count: u32| contains_feasible(cap, prefix.len(), *min, *max, c, k + 1, count, false);
-        let yes = pa.b < c.max && live(c.yes[i]) && feasible(pa.b + 1);
-        let no = live(c.no[i]) && feasible(pa.b);
-        match (yes, no) {
-            (true, true) => {
-                if live(node) {
-                    out.push((node, false));
-                }
-                out.push((c.yes[i], true));
-            }
-            (true, false) => out.push((c.yes[i], true)),
-            (false, true) => out.push((c.no[i], false)),
-            (false, false) => {}
-        }
-    }
-
-    /// Can array alternative `ai` take one more item?
-    fn arr_more(&self, ai: usize) -> bool {
-        let a = self.st.alts[ai];
-        let prog = self.prog();
-        match &prog.cores[a.core as usize] {
-            CoreRt::Array { prefix, min, max, contains: Some(c), .. } => {
-                let live = |n: u32| !prog.nodes[n as usize].is_empty();
-                let cap = |j: usize| (live(c.yes[j]), live(c.no[j]));
-                contains_feasible(cap, prefix.len(), *min, *max, c, a.a, a.b, true)
-            }
-            CoreRt::Array { unique: true, .. } => {
-                // A position of only `true`/`false`/`null` needs one still unused.
-                let top = self.top();
-                self.arr_node(a.core, a.a).is_some_and(|n| {
-                    unique::fresh_literal(&prog.cores, &prog.nodes[n as usize], |c| {
-                        self.seen_item(top, c)
-                    })
-                    .unwrap_or(true)
-                })
-            }
-            _ => self.arr_node(a.core, a.a).is_some(),
-        }
     }
 
     fn value_start(&mut self, pi: usize, b: u8) -> bool {
@@ -714,7 +219,7 @@ impl<'a> Rt<'a> {
         self.note_lens();
         let start = self.st.alts.len();
         let bits0 = self.st.bits.len() as u32;
-        let pkind = self.st.frames[pi].kind;
+        let pkind = self.st.frames[pi].kind();
         let r = self.alt_range(pi);
         // A `true`/`false`/`null` item is known from its first byte: a duplicate is refused
         // here, by the alternatives with `uniqueItems`.
@@ -729,18 +234,17 @@ impl<'a> Rt<'a> {
             if !pa.alive || li >= 64 || (lit_dup && self.is_unique(pa.core)) {
                 continue;
             }
-            let mut item_nodes: smallvec::SmallVec<[(u32, bool); 2]> = smallvec::SmallVec::new();
+            let mut item_nodes: smallvec::SmallVec<[(ExprId, bool); 2]> = smallvec::SmallVec::new();
             match pkind {
                 Kind::Root => item_nodes.push((prog.root, false)),
-                Kind::Obj => item_nodes.push((pa.d, false)),
+                Kind::Obj => item_nodes.push((pa.obj().value, false)),
                 Kind::Arr => self.item_nodes(&pa, &mut item_nodes),
                 _ => unreachable!("value in a scalar"),
             }
-            for (tag, c) in item_nodes
-                .iter()
-                .flat_map(|&(n, t)| prog.nodes[n as usize].iter().map(move |&c| (t, c)))
+            for (tag, c) in
+                item_nodes.iter().flat_map(|&(n, t)| prog.nodes[n].iter().map(move |&c| (t, c)))
             {
-                let core = &prog.cores[c as usize];
+                let core = &prog.cores[c];
                 let ok = match (kind, core) {
                     (Kind::Obj, CoreRt::Object(_))
                     | (Kind::Arr, CoreRt::Array { .. })
@@ -761,15 +265,18 @@ impl<'a> Rt<'a> {
                     e.parents |= 1 << li;
                     continue;
                 }
-                let mut alt =
-                    Alt { core: c, parents: 1 << li, a: 0, b: 0, c: 0, d: NONE, alive: true, tag };
+                let mut alt = Alt::new(c, 1 << li, tag);
                 match core {
                     CoreRt::Object(o) => {
-                        alt.b = self.st.bits.len() as u32;
+                        let seen = self.st.bits.len() as u32;
+                        alt = alt.with_obj(ObjProgress { seen, ..alt.obj() });
                         let words = o.names.len().div_ceil(64).max(1);
                         self.st.bits.resize(self.st.bits.len() + words, 0);
                     }
-                    CoreRt::String { dfa, .. } => alt.a = prog.dfas[*dfa as usize].start(),
+                    CoreRt::String { dfa, .. } => {
+                        let state = prog.dfas[*dfa].start();
+                        alt = alt.with_str(StrProgress { state, chars: 0 });
+                    }
                     _ => {}
                 }
                 self.st.alts.push(alt);
@@ -790,95 +297,55 @@ impl<'a> Rt<'a> {
         } else {
             NONE
         };
-        let buf = self.st.buf.len() as u32;
-        let (phase, ws) = match kind {
-            Kind::Lit => (
-                match b {
-                    b't' => 0,
-                    b'f' => 1,
-                    _ => 2,
-                },
-                1,
-            ),
-            _ => (0, 0),
+        let lex = match kind {
+            Kind::Obj => Lex::Obj(ObjPhase::First),
+            Kind::Arr => Lex::Arr(ArrPhase::First),
+            Kind::Str => Lex::Str(Escape::None),
+            Kind::Num => Lex::Num,
+            _ => Lex::Lit { lit: literal_index(b).expect("a literal's first byte"), pos: 1 },
         };
-        self.st.frames.push(Frame {
-            kind,
-            phase,
-            ws,
-            esc: E_NORMAL,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
-            alts: start as u32,
-            buf,
-            bits: bits0,
-            xk: self.st.xk.len() as u32,
-            xtext: self.st.xtext.len() as u32,
-            raw: raw_own,
-            item: 0,
-            uniq,
-        });
+        let frame = Frame { bits: bits0, raw: raw_own, uniq, ..self.st.open_frame(lex, start) };
+        self.st.frames.push(frame);
         if kind == Kind::Num {
             self.st.buf.push(b);
         }
         true
     }
 
-    fn obj_byte(&mut self, fi: usize, b: u8) -> bool {
-        let f = self.st.frames[fi];
-        let w = &self.cs.ws;
-        match f.phase {
-            0 => {
-                if let Some(ok) = self.ws(fi, b, &[]) {
-                    return ok;
-                }
-                match b {
-                    b'"' if self.pad_done(fi, &[]) => self.key_start(fi),
-                    b'}' if self.pad_done(fi, &[]) => self.obj_close(fi),
-                    _ => false,
-                }
-            }
-            1 => {
-                if let Some(ok) = self.ws(fi, b, &w.item_post) {
-                    return ok;
-                }
-                b == b'"' && self.pad_done(fi, &w.item_post) && self.key_start(fi)
-            }
-            2 => {
-                if let Some(ok) = self.ws(fi, b, &w.key_pre) {
-                    return ok;
-                }
-                if b == b':' && self.pad_done(fi, &w.key_pre) {
-                    self.set_frame(fi, Frame { phase: 3, ws: 0, ..f });
-                    return true;
-                }
-                false
-            }
-            3 => {
-                if let Some(ok) = self.ws(fi, b, &w.key_post) {
-                    return ok;
-                }
-                self.pad_done(fi, &w.key_post) && self.value_start(fi, b)
-            }
-            _ => {
-                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
-                    return ok;
-                }
-                match b {
-                    b',' if self.pad_done(fi, &w.item_pre) => {
-                        self.next_member(fi, |rt, ai| rt.more_keys_possible(fi, ai))
-                    }
-                    b'}' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.obj_close(fi),
-                    _ => false,
-                }
-            }
+    /// Byte `b` where a value may start after the padding `expect`.
+    fn padded_value(&mut self, fi: usize, b: u8, expect: &[u8]) -> bool {
+        if let Some(ok) = self.ws(fi, b, expect) {
+            return ok;
         }
+        self.pad_done(fi, expect) && self.value_start(fi, b)
+    }
+
+    /// Byte `b` after a member of the object or array in frame `fi`: padding, `,` (the
+    /// alternatives `more` accepts take another member) or `closer` (then `close`). Custom
+    /// separators pad only the `,`.
+    fn after_member(
+        &mut self,
+        fi: usize,
+        b: u8,
+        closer: u8,
+        more: impl Fn(&Self, usize) -> bool,
+        close: fn(&mut Self, usize) -> bool,
+    ) -> bool {
+        let item_pre = &self.cs.ws.item_pre;
+        if let Some(ok) = self.ws(fi, b, item_pre) {
+            return ok;
+        }
+        if b == b',' && self.pad_done(fi, item_pre) {
+            return self.next_member(fi, more);
+        }
+        b == closer
+            && (self.st.frames[fi].ws == 0 || self.cs.ws.flexible.is_some())
+            && close(self, fi)
     }
 
     /// A `,` in the object or array of frame `fi`: the live alternatives that `more` says can
     /// take another member stay alive, the others die; with any left, the frame expects the
-    /// next member (phase 1). Returns whether any is left.
+    /// next member. Returns whether any is left.
     fn next_member(&mut self, fi: usize, more: impl Fn(&Self, usize) -> bool) -> bool {
         let mut any = false;
         for ai in self.alt_range(fi) {
@@ -892,130 +359,27 @@ impl<'a> Rt<'a> {
             }
         }
         if any {
-            self.set_frame(fi, Frame { phase: 1, ws: 0, ..self.st.frames[fi] });
+            let f = self.st.frames[fi];
+            let lex = match f.lex {
+                Lex::Obj(_) => Lex::Obj(ObjPhase::Key),
+                _ => Lex::Arr(ArrPhase::Item),
+            };
+            self.set_frame(fi, Frame { lex, ws: 0, ..f });
         }
         any
     }
 
-    fn obj_close(&mut self, fi: usize) -> bool {
+    /// Close the value of frame `fi`: the live alternatives for which `complete` holds tell
+    /// the parent which of its alternatives survive (and, tagged, for which it matched
+    /// `contains`). `false` when none is complete (the closing byte is refused).
+    fn close_with(&mut self, fi: usize, complete: impl Fn(&Self, &Alt) -> bool) -> bool {
         let (mut mask, mut cmask) = (0u64, 0u64);
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
-            if a.alive && self.can_close_obj(&a) {
+            if a.alive && complete(self, &a) {
                 mask |= a.parents;
                 if a.tag {
                     cmask |= a.parents;
-                }
-            }
-        }
-        if mask == 0 {
-            return false;
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
-    }
-
-    fn key_start(&mut self, fi: usize) -> bool {
-        self.note_lens();
-        let start = self.st.alts.len();
-        for (li, ai) in self.alt_range(fi).enumerate() {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
-            }
-            let o = self.obj(a.core);
-            let extra = match &o.extra {
-                Some(x) if self.extra_ok(fi, ai) => self.prog().dfas[x.dfa as usize].start(),
-                _ => DEAD,
-            };
-            let names_live = (0..o.names.len()).any(|i| self.name_ok(fi, ai, i));
-            if extra == DEAD && !names_live {
-                self.kill(ai);
-                continue;
-            }
-            // `c` holds the name range end; `d` the arena index of the object alternative.
-            self.st.alts.push(Alt {
-                core: a.core,
-                parents: 1 << li,
-                a: extra,
-                b: 0,
-                c: o.names.len() as u32,
-                d: ai as u32,
-                alive: true,
-                tag: false,
-            });
-        }
-        if self.st.alts.len() == start {
-            return false;
-        }
-        self.st.frames.push(Frame {
-            kind: Kind::Key,
-            phase: 0,
-            ws: 0,
-            esc: E_NORMAL,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
-            alts: start as u32,
-            buf: self.st.buf.len() as u32,
-            bits: self.st.bits.len() as u32,
-            xk: self.st.xk.len() as u32,
-            xtext: self.st.xtext.len() as u32,
-            raw: NONE,
-            item: 0,
-            uniq: false,
-        });
-        true
-    }
-
-    fn arr_byte(&mut self, fi: usize, b: u8) -> bool {
-        let f = self.st.frames[fi];
-        let w = &self.cs.ws;
-        match f.phase {
-            0 => {
-                if let Some(ok) = self.ws(fi, b, &[]) {
-                    return ok;
-                }
-                if !self.pad_done(fi, &[]) {
-                    return false;
-                }
-                if b == b']' {
-                    self.arr_close(fi)
-                } else {
-                    self.value_start(fi, b)
-                }
-            }
-            1 => {
-                if let Some(ok) = self.ws(fi, b, &w.item_post) {
-                    return ok;
-                }
-                self.pad_done(fi, &w.item_post) && self.value_start(fi, b)
-            }
-            _ => {
-                if let Some(ok) = self.ws(fi, b, &w.item_pre) {
-                    return ok;
-                }
-                match b {
-                    b',' if self.pad_done(fi, &w.item_pre) => {
-                        self.next_member(fi, |rt, ai| rt.arr_more(ai))
-                    }
-                    b']' if f.ws == 0 || self.cs.ws.flexible.is_some() => self.arr_close(fi),
-                    _ => false,
-                }
-            }
-        }
-    }
-
-    fn arr_close(&mut self, fi: usize) -> bool {
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Array { min, contains, .. } = &self.prog().cores[a.core as usize] {
-                if a.alive && a.a >= *min && contains.as_ref().is_none_or(|c| a.b >= c.min) {
-                    mask |= a.parents;
-                    if a.tag {
-                        cmask |= a.parents;
-                    }
                 }
             }
         }
@@ -1028,26 +392,17 @@ impl<'a> Rt<'a> {
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
         let f = self.st.frames[fi];
-        let lit = LITS[f.phase as usize];
-        if lit[f.ws as usize] != b {
+        let Lex::Lit { lit, pos } = f.lex else { unreachable!("a literal frame") };
+        let text = LITERALS[lit as usize];
+        if text[pos as usize] != b {
             return false;
         }
-        if f.ws as usize + 1 < lit.len() {
-            self.set_frame(fi, Frame { ws: f.ws + 1, ..f });
+        if pos as usize + 1 < text.len() {
+            self.set_frame(fi, Frame { lex: Lex::Lit { lit, pos: pos + 1 }, ..f });
             return true;
         }
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if a.alive {
-                mask |= a.parents;
-                if a.tag {
-                    cmask |= a.parents;
-                }
-            }
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
+        // Every live alternative took the literal's first byte, so each completes with it.
+        self.close_with(fi, |_, _| true)
     }
 
     fn num_extend(&mut self, fi: usize, b: u8) -> bool {
@@ -1066,7 +421,7 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            let live = match &prog.cores[a.core as usize] {
+            let live = match &prog.cores[a.core] {
                 CoreRt::Number(n) => n.live(&self.st.buf[f.buf as usize..]),
                 _ => false,
             };
@@ -1081,448 +436,25 @@ impl<'a> Rt<'a> {
 
     /// The parents mask of number alternatives accepting the complete text (0: none).
     fn num_mask(&self, fi: usize) -> u64 {
-        let f = self.st.frames[fi];
-        let text = &self.st.buf[f.buf as usize..];
-        if !number::is_complete(text) {
+        let at = self.st.frames[fi].buf as usize;
+        if !number::is_complete(&self.st.buf[at..]) {
             return 0;
         }
-        let mut mask = 0u64;
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
-                if a.alive && n.accepts_text(text) {
-                    mask |= a.parents;
-                }
-            }
-        }
-        mask
+        let live = self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive);
+        live.filter(|a| self.num_accepts(at, a)).fold(0, |m, a| m | a.parents)
+    }
+
+    /// Does number alternative `a` accept the (complete) number text at `buf[at..]`?
+    fn num_accepts(&self, at: usize, a: &Alt) -> bool {
+        matches!(&self.prog().cores[a.core], CoreRt::Number(n) if n.accepts_text(&self.st.buf[at..]))
     }
 
     fn num_close(&mut self, fi: usize) -> bool {
-        let mask = self.num_mask(fi);
-        if mask == 0 {
-            return false;
-        }
-        let text = &self.st.buf[self.st.frames[fi].buf as usize..];
-        let mut cmask = 0u64;
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if let CoreRt::Number(n) = &self.prog().cores[a.core as usize] {
-                if a.alive && a.tag && n.accepts_text(text) {
-                    cmask |= a.parents;
-                }
-            }
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
-    }
-
-    // ---- strings and keys ----
-
-    fn str_byte(&mut self, fi: usize, b: u8) -> bool {
-        let f = self.st.frames[fi];
-        match f.esc {
-            E_NORMAL => match b {
-                b'"' => {
-                    if f.kind == Kind::Key {
-                        self.key_close(fi)
-                    } else {
-                        self.str_close(fi)
-                    }
-                }
-                b'\\' => {
-                    if !self.range_live(fi, 0, 0x10FFFF) {
-                        return false;
-                    }
-                    self.set_frame(fi, Frame { esc: E_BS, ..f });
-                    true
-                }
-                0..=0x1F => false,
-                _ => self.feed(fi, b),
-            },
-            E_BS => {
-                let cp = match b {
-                    b'"' => 0x22,
-                    b'\\' => 0x5C,
-                    b'/' => 0x2F,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => 0x0A,
-                    b'r' => 0x0D,
-                    b't' => 0x09,
-                    b'u' => {
-                        self.set_frame(fi, Frame { esc: E_HEX, hexn: 0, hexv: 0, ..f });
-                        return true;
-                    }
-                    _ => return false,
-                };
-                self.set_frame(fi, Frame { esc: E_NORMAL, ..f });
-                self.feed_cp(fi, cp)
-            }
-            E_HEX | E_HEX_LOW => {
-                let Some(d) = hex_val(b) else { return false };
-                let v = (f.hexv << 4) | d;
-                let n = f.hexn + 1;
-                let low = f.esc == E_HEX_LOW;
-                if n < 4 {
-                    let shift = 4 * (4 - u32::from(n));
-                    let lo = u32::from(v) << shift;
-                    let hi = lo + (1 << shift) - 1;
-                    let ok = if low {
-                        self.low_range_live(fi, f.high, lo, hi)
-                    } else {
-                        self.hex_range_live(fi, lo, hi)
-                    };
-                    if !ok {
-                        return false;
-                    }
-                    self.set_frame(fi, Frame { hexn: n, hexv: v, ..f });
-                    return true;
-                }
-                let v = u32::from(v);
-                if low {
-                    if !(0xDC00..0xE000).contains(&v) {
-                        return false;
-                    }
-                    let cp = 0x10000 + ((u32::from(f.high) - 0xD800) << 10) + (v - 0xDC00);
-                    self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, high: 0, ..f });
-                    return self.feed_cp(fi, cp);
-                }
-                if (0xD800..0xDC00).contains(&v) {
-                    if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
-                        return false;
-                    }
-                    self.set_frame(
-                        fi,
-                        Frame { esc: E_NEED_BS, hexn: 0, hexv: 0, high: v as u16, ..f },
-                    );
-                    return true;
-                }
-                if (0xDC00..0xE000).contains(&v) {
-                    return false;
-                }
-                self.set_frame(fi, Frame { esc: E_NORMAL, hexn: 0, hexv: 0, ..f });
-                self.feed_cp(fi, v)
-            }
-            E_NEED_BS => {
-                if b != b'\\' {
-                    return false;
-                }
-                self.set_frame(fi, Frame { esc: E_NEED_U, ..f });
-                true
-            }
-            _ => {
-                if b != b'u' {
-                    return false;
-                }
-                self.set_frame(fi, Frame { esc: E_HEX_LOW, hexn: 0, hexv: 0, ..f });
-                true
-            }
-        }
-    }
-
-    /// A partial `\u` escape covering `lo..=hi` (BMP values; high surrogates lead on).
-    fn hex_range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
-        if self.range_live(fi, lo, hi.min(0xD7FF)) || self.range_live(fi, lo.max(0xE000), hi) {
-            return true;
-        }
-        let (a, b) = (lo.max(0xD800), hi.min(0xDBFF));
-        a <= b
-            && self.range_live(
-                fi,
-                0x10000 + ((a - 0xD800) << 10),
-                0x10000 + ((b - 0xD800) << 10) + 0x3FF,
-            )
-    }
-
-    fn low_range_live(&self, fi: usize, high: u16, lo: u32, hi: u32) -> bool {
-        let (a, b) = (lo.max(0xDC00), hi.min(0xDFFF));
-        let base = 0x10000 + ((u32::from(high) - 0xD800) << 10);
-        a <= b && self.range_live(fi, base + (a - 0xDC00), base + (b - 0xDC00))
-    }
-
-    /// Can some code point in `lo..=hi` continue the string/key in frame `fi`?
-    fn range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
-        if lo > hi {
-            return false;
-        }
-        let f = self.st.frames[fi];
-        let prog = self.prog();
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
-            }
-            if f.kind == Kind::Str {
-                if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] {
-                    if a.b < *max
-                        && prog.dfas[*dfa as usize].range_live(a.a, lo, hi, *max - a.b - 1)
-                    {
-                        return true;
-                    }
-                }
-            } else {
-                if let Some(x) = &self.obj(a.core).extra {
-                    if a.a != DEAD && prog.dfas[x.dfa as usize].range_live(a.a, lo, hi, u32::MAX) {
-                        return true;
-                    }
-                }
-                let o = self.obj(a.core);
-                let pos = self.st.buf.len() - f.buf as usize;
-                for i in a.b as usize..a.c as usize {
-                    let n = &o.names[i];
-                    if n.len() > pos {
-                        if let Some(cp) = cp_at(n, pos) {
-                            if (lo..=hi).contains(&cp) && self.name_ok(fi - 1, a.d as usize, i) {
-                                return true;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        false
-    }
-
-    fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
-        let mut tmp = [0u8; 4];
-        let bytes: smallvec::SmallVec<[u8; 4]> = utf8(cp, &mut tmp).iter().copied().collect();
-        if bytes.is_empty() {
-            return false;
-        }
-        bytes.iter().all(|&b| self.feed(fi, b))
-    }
-
-    /// One decoded content byte into every alternative of a string or key frame.
-    fn feed(&mut self, fi: usize, b: u8) -> bool {
-        let f = self.st.frames[fi];
-        let prog = self.prog();
-        let lead = b & 0xC0 != 0x80;
-        let mut any = false;
-        if f.kind == Kind::Str {
-            for ai in self.alt_range(fi) {
-                let a = self.st.alts[ai];
-                if !a.alive {
-                    continue;
-                }
-                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core as usize] else {
-                    continue;
-                };
-                let d = &prog.dfas[*dfa as usize];
-                let n = d.next(a.a, b);
-                let count = a.b + u32::from(lead);
-                // Live iff the fewest code points that complete it still fit under `max`.
-                if n == DEAD || count.saturating_add(d.short(n)) > *max {
-                    self.kill(ai);
-                } else {
-                    if n != a.a || count != a.b {
-                        self.set_alt(ai, Alt { a: n, b: count, ..a });
-                    }
-                    any = true;
-                }
-            }
-            return any;
-        }
-        // A key: extend the decoded text, narrow name ranges, step the undeclared automaton.
-        let pos = self.st.buf.len() - f.buf as usize;
-        self.note_lens();
-        self.st.buf.push(b);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
-            }
-            let o = self.obj(a.core);
-            let names = &o.names[a.b as usize..a.c as usize];
-            let lo = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
-            let hi = a.b as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
-            let ex = match &o.extra {
-                Some(x) if a.a != DEAD => prog.dfas[x.dfa as usize].next(a.a, b),
-                _ => DEAD,
-            };
-            let objai = a.d as usize;
-            let text = &self.st.buf[f.buf as usize..];
-            let names_live = (lo..hi).any(|i| self.name_ok(fi - 1, objai, i));
-            let extra_live = ex != DEAD && {
-                let d = &prog.dfas[o.extra.as_ref().expect("extra").dfa as usize];
-                match d.finite_count(ex) {
-                    None => true,
-                    Some(cnt) => cnt > self.seen_extra_with_prefix(fi - 1, objai, text),
-                }
-            };
-            if !names_live && !extra_live {
-                self.kill(ai);
-            } else {
-                self.set_alt(ai, Alt { a: ex, b: lo as u32, c: hi as u32, ..a });
-                any = true;
-            }
-        }
-        any
-    }
-
-    fn str_close(&mut self, fi: usize) -> bool {
-        let prog = self.prog();
-        let (mut mask, mut cmask) = (0u64, 0u64);
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
-            }
-            if let CoreRt::String { dfa, min, .. } = &prog.cores[a.core as usize] {
-                if prog.dfas[*dfa as usize].is_accept(a.a) && a.b >= *min {
-                    mask |= a.parents;
-                    if a.tag {
-                        cmask |= a.parents;
-                    }
-                }
-            }
-        }
-        if mask == 0 {
-            return false;
-        }
-        self.pop_frame();
-        self.child_done(mask, cmask)
-    }
-
-    fn key_close(&mut self, fi: usize) -> bool {
-        let mut choices = KeyChoices::new();
-        self.key_choices(fi, &[], &mut choices, None);
-        if choices.is_empty() {
-            return false;
-        }
-        let f = self.st.frames[fi];
-        let text: smallvec::SmallVec<[u8; 64]> =
-            self.st.buf[f.buf as usize..].iter().copied().collect();
-        self.key_apply(fi, &text, &choices);
-        true
-    }
-
-    /// Per alternative of key frame `fi` (in arena order): may its object take an undeclared
-    /// key now? (What [`Rt::key_choices`] asks for every group; the same for all of them.)
-    fn extra_oks(&self, fi: usize) -> smallvec::SmallVec<[bool; 8]> {
-        self.alt_range(fi)
-            .map(|ai| {
-                let a = self.st.alts[ai];
-                a.alive && a.a != DEAD && self.extra_ok(fi - 1, a.d as usize)
-            })
-            .collect()
-    }
-
-    /// How each live object alternative would read the key if it were closed after the text
-    /// so far plus `ext` (plain bytes): a declared name (index) or an undeclared key, with the
-    /// value's node. Empty: the key cannot close there. No state change. `xoks`: the answers
-    /// of [`Rt::extra_oks`], when the caller asks for many `ext`.
-    fn key_choices(&self, fi: usize, ext: &[u8], choices: &mut KeyChoices, xoks: Option<&[bool]>) {
-        choices.clear();
-        let prog = self.prog();
-        let f = self.st.frames[fi];
-        let pos = self.st.buf.len() - f.buf as usize;
-        let mut text: smallvec::SmallVec<[u8; 64]> = smallvec::SmallVec::new();
-        let oi = fi - 1;
-        let first = self.st.frames[fi].alts as usize;
-        for ai in self.alt_range(fi) {
-            let a = self.st.alts[ai];
-            if !a.alive {
-                continue;
-            }
-            let o = self.obj(a.core);
-            let objai = a.d as usize;
-            let (mut lo, mut hi) = (a.b as usize, a.c as usize);
-            for (k, &b) in ext.iter().enumerate() {
-                let at = pos + k;
-                let r = &o.names[lo..hi];
-                let l = lo + r.partition_point(|n| n.len() <= at || n[at] < b);
-                hi = lo + r.partition_point(|n| n.len() <= at || n[at] <= b);
-                lo = l;
-            }
-            if lo < hi && o.names[lo].len() == pos + ext.len() {
-                // A declared name: never an undeclared key, even if it cannot be taken now.
-                if self.name_ok(oi, objai, lo) {
-                    choices.push((objai, Some(lo), o.props[lo].node));
-                }
-                continue;
-            }
-            if let Some(x) = &o.extra {
-                if a.a == DEAD {
-                    continue;
-                }
-                let d = &prog.dfas[x.dfa as usize];
-                let ex = d.run(a.a, ext);
-                if ex == DEAD || !d.is_accept(ex) {
-                    continue;
-                }
-                let ok = match xoks {
-                    Some(x) => x[ai - first],
-                    None => self.extra_ok(oi, objai),
-                };
-                if !ok {
-                    continue;
-                }
-                let of = &self.st.frames[oi];
-                let any_seen = self.st.xk[of.xk as usize..].iter().any(|k| k.alt as usize == objai);
-                if text.is_empty() && (any_seen || !x.patterns.is_empty()) {
-                    text.extend_from_slice(&self.st.buf[f.buf as usize..]);
-                    text.extend_from_slice(ext);
-                }
-                if any_seen && self.seen_extra(oi, objai, &text) {
-                    continue;
-                }
-                let mut m = 0usize;
-                for (i, &p) in x.patterns.iter().enumerate() {
-                    if prog.dfas[p as usize].matches(&text) {
-                        m |= 1 << i;
-                    }
-                }
-                let node = x.combos[m];
-                if !prog.nodes[node as usize].is_empty() {
-                    choices.push((objai, None, node));
-                }
-            }
-        }
-    }
-
-    /// Close the key frame `fi` whose text is `text`, as `choices` (non-empty, from
-    /// [`Rt::key_choices`]) read it.
-    fn key_apply(&mut self, fi: usize, text: &[u8], choices: &KeyChoices) {
-        let oi = fi - 1;
-        self.pop_frame();
-        // Object alternatives without a valid reading of the key die.
-        for ai in self.alt_range(oi) {
-            let a = self.st.alts[ai];
-            if a.alive && !choices.iter().any(|c| c.0 == ai) {
-                self.kill(ai);
-            }
-        }
-        self.note_lens();
-        for &(ai, idx, node) in choices {
-            let a = self.st.alts[ai];
-            let o = self.obj(a.core);
-            let mut na = Alt { a: a.a + 1, d: node, ..a };
-            match idx {
-                Some(i) => {
-                    let w = a.b as usize + i / 64;
-                    let v = self.st.bits[w] | (1 << (i % 64));
-                    self.set_bit(w, v);
-                    if self.schema_order() {
-                        na.c = o.props[i].order + 1;
-                    }
-                }
-                None => {
-                    let start = self.st.xtext.len() as u32;
-                    self.st.xtext.extend_from_slice(text);
-                    self.st.xk.push(XKey { alt: ai as u32, start, len: text.len() as u32 });
-                }
-            }
-            self.set_alt(ai, na);
-        }
-        let of = self.st.frames[oi];
-        self.set_frame(oi, Frame { phase: 2, ws: 0, ..of });
+        let at = self.st.frames[fi].buf as usize;
+        number::is_complete(&self.st.buf[at..])
+            && self.close_with(fi, |rt, a| rt.num_accepts(at, a))
     }
 }
-
-/// Per object alternative: (arena index, declared name index or `None` for an undeclared
-/// key, value node).
-type KeyChoices = smallvec::SmallVec<[(usize, Option<usize>, u32); 8]>;
 
 impl Recognizer for Rt<'_> {
     fn try_push_byte(&mut self, b: u8) -> bool {
@@ -1548,45 +480,38 @@ impl Recognizer for Rt<'_> {
         const STRUCTURE: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn");
         const NUMBER: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
         let f = self.st.frames.last().expect("root");
-        match f.kind {
-            Kind::Root | Kind::Obj | Kind::Arr => STRUCTURE,
-            Kind::Num => NUMBER,
-            Kind::Lit => crate::ByteSet::of(&[LITS[f.phase as usize][f.ws as usize]]),
-            Kind::Str | Kind::Key => crate::ByteSet::FULL,
+        match f.lex {
+            Lex::Root { .. } | Lex::Obj(_) | Lex::Arr(_) => STRUCTURE,
+            Lex::Num => NUMBER,
+            Lex::Lit { lit, pos } => crate::ByteSet::of(&[LITERALS[lit as usize][pos as usize]]),
+            Lex::Str(_) | Lex::Key(_) => crate::ByteSet::FULL,
         }
     }
 }
 
 impl St {
-    fn initial() -> St {
-        let mut st = St::default();
-        st.frames.push(Frame {
-            kind: Kind::Root,
-            phase: 0,
+    /// A new frame of `lex` whose alternatives start at arena index `alts` and whose other
+    /// arena tails start at the arenas' current ends (owning no raw text).
+    fn open_frame(&self, lex: Lex, alts: usize) -> Frame {
+        Frame {
+            lex,
             ws: 0,
-            esc: 0,
-            hexn: 0,
-            hexv: 0,
-            high: 0,
-            alts: 0,
-            buf: 0,
-            bits: 0,
-            xk: 0,
-            xtext: 0,
+            alts: alts as u32,
+            buf: self.buf.len() as u32,
+            bits: self.bits.len() as u32,
+            xk: self.xk.len() as u32,
+            xtext: self.xtext.len() as u32,
             raw: NONE,
             item: 0,
             uniq: false,
-        });
-        st.alts.push(Alt {
-            core: NONE,
-            parents: 1,
-            a: 0,
-            b: 0,
-            c: 0,
-            d: NONE,
-            alive: true,
-            tag: false,
-        });
+        }
+    }
+
+    fn initial() -> St {
+        let mut st = St::default();
+        let root = st.open_frame(Lex::Root { done: false }, 0);
+        st.frames.push(root);
+        st.alts.push(Alt::new(RtCoreId::NONE, 1, false));
         st
     }
 }
@@ -1594,8 +519,8 @@ impl St {
 /// Is the root value complete in `st` (EOS allowed)?
 fn accepting(schema: &CompiledSchema, st: &St) -> bool {
     match st.frames.len() {
-        1 => st.frames[0].phase == 1,
-        2 if st.frames[1].kind == Kind::Num => {
+        1 => st.frames[0].lex == Lex::Root { done: true },
+        2 if st.frames[1].kind() == Kind::Num => {
             let rt = Rt {
                 cs: schema,
                 st: &mut st.clone(),
@@ -1677,7 +602,7 @@ impl SchemaConstraint {
         let p = &self.schema.program;
         let mut kinds = String::new();
         for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            let k = match p.cores.get(a.core as usize) {
+            let k = match p.cores.get(a.core.index()) {
                 None => "root",
                 Some(CoreRt::Null) => "null",
                 Some(CoreRt::Bool(_)) => "bool",
@@ -1694,7 +619,7 @@ impl SchemaConstraint {
             kinds.push_str(k);
             kinds.push(',');
         }
-        format!("{:?}/{}/esc{}/{}", f.kind, f.phase, f.esc, kinds)
+        format!("{:?}/{}", f.lex, kinds)
     }
 
     /// The compiled schema.
@@ -1800,13 +725,13 @@ impl SchemaConstraint {
     /// mask — so `1`, `12` and `2024` share one cache entry.
     fn number_key(&self) -> Option<St> {
         let f = self.st.frames.last().expect("root");
-        if f.kind != Kind::Num || self.recording() {
+        if f.kind() != Kind::Num || self.recording() {
             return None;
         }
         let p = &self.schema.program;
         let mut integer = false;
         for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return None };
+            let CoreRt::Number(n) = &p.cores[a.core] else { return None };
             if !n.is_unbounded() {
                 return None;
             }
@@ -1881,7 +806,9 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     fn can_only_end(&self) -> bool {
-        !self.finished && self.st.frames.len() == 1 && self.st.frames[0].phase == 1
+        !self.finished
+            && self.st.frames.len() == 1
+            && self.st.frames[0].lex == Lex::Root { done: true }
     }
 
     /// The bytes every completion starts with (at most `FORCED_BYTES_LIMIT` = 256), stepped on a
@@ -1935,5 +862,113 @@ impl ConstraintEngine for SchemaConstraint {
             self.finished = f;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::SchemaOptions;
+    use crate::Whitespace;
+    use serde_json::json;
+
+    fn engine_with(schema: serde_json::Value, opts: &SchemaOptions) -> SchemaConstraint {
+        static VOCAB: std::sync::OnceLock<Vocabulary> = std::sync::OnceLock::new();
+        let vocab = VOCAB.get_or_init(|| Vocabulary::embedded().expect("vocab"));
+        SchemaConstraint::compile(&schema, vocab, opts).expect("compiles")
+    }
+
+    fn engine(schema: serde_json::Value) -> SchemaConstraint {
+        engine_with(schema, &SchemaOptions::default())
+    }
+
+    /// Is `doc` a complete, valid instance?
+    fn complete(e: &SchemaConstraint, doc: &str) -> bool {
+        let mut e2 = SchemaConstraint::new(e.schema().clone(), &e.vocab.clone());
+        e2.advance_bytes(doc.as_bytes()).is_ok() && e2.is_accepting()
+    }
+
+    #[test]
+    fn escapes_decode_into_the_string_automaton() {
+        let mut e = engine(json!({"enum": ["é😀", "\"/"]}));
+        assert!(complete(&e, r#""\u00e9\ud83d\ude00""#));
+        assert!(complete(&e, r#""\u00E9😀""#));
+        assert!(complete(&e, r#""\"\/""#));
+        // The first byte a value cannot continue with is refused, and the state is unchanged.
+        assert_eq!(e.advance_bytes(br#""\u00e8"#), Err(6));
+        assert_eq!(e.advance_bytes(br#""x"#), Err(1));
+        assert!(e.advance_bytes(b"\"").is_ok());
+        assert_eq!(e.st.frames.last().map(|f| f.lex), Some(Lex::Str(Escape::None)));
+    }
+
+    #[test]
+    fn surrogate_escapes_are_paired() {
+        let mut e = engine(json!({"type": "string"}));
+        assert!(complete(&e, r#""\ud83d\ude00""#));
+        // A lone low surrogate, a high one without its pair, a pair in the wrong order.
+        assert!(!e.accepts_bytes(br#""\udc00"#));
+        assert!(!e.accepts_bytes(br#""\ud83dx"#));
+        assert!(!e.accepts_bytes(br#""\ud83d\u0041"#));
+        assert!(e.advance_bytes(br#""\ud83d\"#).is_ok());
+        let f = e.st.frames.last().unwrap().lex;
+        assert_eq!(f, Lex::Str(Escape::NeedU { high: 0xD83D }));
+    }
+
+    #[test]
+    fn literals_and_numbers_close_on_the_byte_after() {
+        let mut e = engine(json!({"type": "array", "items": {"enum": [true, null, 12]}}));
+        assert!(complete(&e, "[true,null,12]"));
+        assert!(!complete(&e, "[false]"));
+        assert!(!complete(&e, "[1]"));
+        assert!(e.advance_bytes(b"[nu").is_ok());
+        assert_eq!(e.st.frames.last().unwrap().lex, Lex::Lit { lit: 2, pos: 2 });
+    }
+
+    #[test]
+    fn objects_walk_their_phases() {
+        let mut e = engine(json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": false
+        }));
+        let phase = |e: &SchemaConstraint| e.st.frames.last().unwrap().lex;
+        assert!(e.advance_bytes(b"{").is_ok());
+        assert_eq!(phase(&e), Lex::Obj(ObjPhase::First));
+        assert!(e.advance_bytes(b"\"a\"").is_ok());
+        assert_eq!(phase(&e), Lex::Obj(ObjPhase::Colon));
+        // The object alternative has read its key: one member, the value node chosen.
+        let obj = e.st.alts[e.st.frames[1].alts as usize].obj();
+        assert_eq!(obj.members, 1);
+        assert_ne!(obj.value, ExprId::NONE);
+        assert!(e.advance_bytes(b": 1").is_ok());
+        // No key can follow: the `,` that would open one is refused (after closing the number).
+        assert_eq!(e.advance_bytes(b",\"b"), Err(0));
+        assert!(e.advance_bytes(b"}").is_ok());
+        assert!(e.is_accepting());
+        assert!(!complete(&e, "{}"));
+    }
+
+    #[test]
+    fn separators_are_exact() {
+        let opts = SchemaOptions {
+            whitespace: Whitespace::Separators { item: ", ".into(), key: ": ".into() },
+            ..SchemaOptions::default()
+        };
+        let e = engine_with(json!({"type": "array", "items": {"type": "object"}}), &opts);
+        assert!(complete(&e, r#"[{"a": 1}, {}]"#));
+        assert!(!complete(&e, r#"[{"a":1}]"#));
+        assert!(!complete(&e, r#"[{}  ,{}]"#));
+    }
+
+    #[test]
+    fn string_lengths_count_code_points() {
+        let mut e = engine(json!({"type": "string", "minLength": 2, "maxLength": 2}));
+        assert!(complete(&e, r#""éa""#));
+        assert!(!complete(&e, r#""é""#));
+        assert!(e.advance_bytes("\"é".as_bytes()).is_ok());
+        let s = e.st.alts[e.st.frames[1].alts as usize].str();
+        assert_eq!(s.chars, 1);
+        assert_eq!(e.advance_bytes(b"ab"), Err(1));
     }
 }

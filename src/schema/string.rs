@@ -12,6 +12,7 @@
 //!
 //! This module is self-contained on purpose (the crate-wide regex automaton lands separately).
 
+use crate::json::syntax::{surrogate_pair, HIGH_SURROGATES, LOW_SURROGATES};
 use regex_automata::dfa::StartKind;
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::start;
@@ -756,14 +757,14 @@ pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
                         }
                         i += 4;
                         let mut v = u32::from_str_radix(&h, 16).expect("hex");
-                        if (0xD800..0xDC00).contains(&v)
+                        if HIGH_SURROGATES.contains(&v)
                             && chars.get(i) == Some(&'\\')
                             && chars.get(i + 1) == Some(&'u')
                         {
                             let h2: String = chars.iter().skip(i + 2).take(4).collect();
                             if let Ok(lo) = u32::from_str_radix(&h2, 16) {
-                                if (0xDC00..0xE000).contains(&lo) {
-                                    v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+                                if LOW_SURROGATES.contains(&lo) {
+                                    v = surrogate_pair(v, lo);
                                     i += 6;
                                 }
                             }

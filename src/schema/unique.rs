@@ -15,7 +15,7 @@
 //! strings or numbers, integers — `0` and `-0` admit only one value) are refused with
 //! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`.
 
-use super::compile::CoreRt;
+use super::compile::{CoreRt, DfaId, ExprId, RtCoreId};
 use super::number::Dec;
 use super::string::ByteDfa;
 
@@ -115,7 +115,7 @@ pub(crate) fn canonical(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 }
 
 fn skip_ws(s: &[u8], mut i: usize) -> usize {
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r') {
+    while i < s.len() && crate::json::syntax::is_ws(s[i]) {
         i += 1;
     }
     i
@@ -144,12 +144,12 @@ fn string(s: &[u8], i: usize) -> Option<(String, usize)> {
 /// completions? (`false` when unsure.)
 pub(crate) fn open_core(
     cores: &[CoreRt],
-    nodes: &[Vec<u32>],
+    nodes: &[Vec<RtCoreId>],
     dfas: &[ByteDfa],
-    any_dfa: u32,
-    c: u32,
+    any_dfa: DfaId,
+    c: RtCoreId,
 ) -> bool {
-    match &cores[c as usize] {
+    match &cores[c] {
         CoreRt::Null | CoreRt::Bool(_) => false,
         // `0` and `-0` only complete to zero for integers; bounds pin values at their ends.
         CoreRt::Number(n) => {
@@ -162,20 +162,20 @@ pub(crate) fn open_core(
         CoreRt::String { dfa, max, .. } => {
             *max == u32::MAX
                 && (*dfa == any_dfa || {
-                    let d = &dfas[*dfa as usize];
+                    let d = &dfas[*dfa];
                     (1..d.n_states() as u32).all(|s| d.finite_count(s).is_none())
                 })
         }
         // More items (or undeclared keys) can always follow: arrays (objects) of every length.
         CoreRt::Array { items, max, contains, unique, .. } => {
-            *max == u32::MAX && contains.is_none() && !*unique && !nodes[*items as usize].is_empty()
+            *max == u32::MAX && contains.is_none() && !*unique && !nodes[*items].is_empty()
         }
         CoreRt::Object(o) => {
             o.max == u32::MAX
                 && o.extra.as_ref().is_some_and(|x| {
                     x.patterns.is_empty()
-                        && !nodes[x.combos[0] as usize].is_empty()
-                        && dfas[x.dfa as usize].finite_count(dfas[x.dfa as usize].start()).is_none()
+                        && !nodes[x.combos[0]].is_empty()
+                        && dfas[x.dfa].finite_count(dfas[x.dfa].start()).is_none()
                 })
         }
     }
@@ -187,13 +187,13 @@ pub(crate) fn open_core(
 /// `null` it allows is still unused, see [`fresh_literal`])?
 pub(crate) fn node_ok(
     cores: &[CoreRt],
-    nodes: &[Vec<u32>],
+    nodes: &[Vec<RtCoreId>],
     dfas: &[ByteDfa],
-    any_dfa: u32,
-    e: u32,
+    any_dfa: DfaId,
+    e: ExprId,
     optional: bool,
 ) -> bool {
-    let cs = &nodes[e as usize];
+    let cs = &nodes[e];
     if cs.is_empty() {
         return true;
     }
@@ -201,7 +201,7 @@ pub(crate) fn node_ok(
     for &c in cs {
         if open_core(cores, nodes, dfas, any_dfa, c) {
             open = true;
-        } else if !matches!(cores[c as usize], CoreRt::Null | CoreRt::Bool(_)) {
+        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_)) {
             return false;
         }
     }
@@ -212,12 +212,12 @@ pub(crate) fn node_ok(
 /// `None` when the node has another kind of core (then a new value always exists).
 pub(crate) fn fresh_literal(
     cores: &[CoreRt],
-    node: &[u32],
+    node: &[RtCoreId],
     seen: impl Fn(&[u8]) -> bool,
 ) -> Option<bool> {
     let mut fresh = false;
     for &c in node {
-        match cores[c as usize] {
+        match cores[c] {
             CoreRt::Null => fresh |= !seen(&literal(b'n')),
             CoreRt::Bool(m) => {
                 fresh |=

@@ -34,7 +34,7 @@
 //! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
 //! vocabulary of every short substring of the test documents.
 
-use super::{Alt, CoreRt, Graves, KeyChoices, Kind, Rt, Undo, E_NORMAL};
+use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Undo};
 use crate::json::slices::{JsonVocab, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
@@ -50,12 +50,12 @@ enum OpenKey {
     /// A string's content automaton at a state, with its character bound and count (both 0
     /// when uncounted). Not keyed by core: every string core with the same automaton and
     /// bound (one `format` on many properties) shares the set.
-    Str { dfa: u32, state: u32, max: u32, count: u32 },
+    Str { dfa: DfaId, state: u32, max: u32, count: u32 },
     /// The plain tokens an automaton accepts from a state (undeclared keys).
-    Dfa { dfa: u32, state: u32 },
+    Dfa { dfa: DfaId, state: u32 },
     /// The number-only tokens that keep a number open, for unbounded number cores (at most
     /// four, padded with `u32::MAX`) after a text of class `canon` ([`number::canonical`]).
-    Num { cores: [u32; 4], canon: [u8; 16], len: u8 },
+    Num { cores: [RtCoreId; 4], canon: [u8; 16], len: u8 },
 }
 
 /// Open-token sets shared by every engine of one compiled schema, per vocabulary: what a
@@ -72,7 +72,7 @@ pub(crate) struct SharedOpen {
     /// Per (automaton, state): does it live like an unconstrained string
     /// ([`ByteDfa::lives_like`])? Then its open tokens are the vocabulary's
     /// [`StringClasses::open`] and no set is stored.
-    universal: Mutex<FxHashMap<(u32, u32), bool>>,
+    universal: Mutex<FxHashMap<(DfaId, u32), bool>>,
 }
 
 /// Most product pairs [`ByteDfa::lives_like`] explores before answering "no".
@@ -101,8 +101,8 @@ impl SharedOpen {
     }
 
     /// Does `state` of `dfa` live like an unconstrained string (cached per compiled schema)?
-    fn universal(&self, p: &crate::schema::compile::Program, dfa: u32, state: u32) -> bool {
-        let d = &p.dfas[dfa as usize];
+    fn universal(&self, p: &crate::schema::compile::Program, dfa: DfaId, state: u32) -> bool {
+        let d = &p.dfas[dfa.index()];
         if dfa == p.any_dfa && state == d.start() {
             return true;
         }
@@ -111,7 +111,7 @@ impl SharedOpen {
         {
             return u;
         }
-        let any = &p.dfas[p.any_dfa as usize];
+        let any = &p.dfas[p.any_dfa];
         let u = d.lives_like(state, any, LIVES_LIKE_BUDGET) == Some(true);
         let mut map = self.universal.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= UNIVERSAL_LIMIT {
@@ -254,10 +254,10 @@ impl Fast<'_, '_> {
     /// string or key body at a character boundary; `false` (nothing added) otherwise.
     pub(super) fn string_mask(&mut self, classes: &StringClasses, mask: &mut TokenMask) -> bool {
         let f = *self.rt.st.frames.last().expect("root");
-        if f.esc != E_NORMAL {
+        if !f.lex.at_char_boundary() {
             return false;
         }
-        match f.kind {
+        match f.kind() {
             Kind::Str => self.fast_str(classes, mask),
             Kind::Key => self.fast_key(classes, mask),
             _ => false,
@@ -277,7 +277,7 @@ impl Fast<'_, '_> {
         mask: &mut TokenMask,
     ) -> bool {
         let f = *self.rt.st.frames.last().expect("root");
-        if f.kind != Kind::Num {
+        if f.kind() != Kind::Num {
             return false;
         }
         let cs = self.rt.cs;
@@ -286,12 +286,12 @@ impl Fast<'_, '_> {
         if alive.len() > 4 {
             return false;
         }
-        let mut cores = [u32::MAX; 4];
+        let mut cores = [RtCoreId::NONE; 4];
         let mut integer = false;
         let mut unbounded = true;
         for (k, &ai) in alive.iter().enumerate() {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Number(n) = &p.cores[a.core as usize] else { return false };
+            let CoreRt::Number(n) = &p.cores[a.core] else { return false };
             unbounded &= n.is_unbounded();
             integer |= n.integer;
             cores[k] = a.core;
@@ -334,9 +334,9 @@ impl Fast<'_, '_> {
         let p = &self.rt.cs.program;
         let alive = self.alive();
         if alive.is_empty()
-            || !alive.iter().all(|&i| {
-                matches!(p.cores[self.rt.st.alts[i].core as usize], CoreRt::String { .. })
-            })
+            || !alive
+                .iter()
+                .all(|&i| matches!(p.cores[self.rt.st.alts[i].core.index()], CoreRt::String { .. }))
         {
             return false;
         }
@@ -377,24 +377,24 @@ impl Fast<'_, '_> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let a = self.rt.st.alts[ai];
-        let CoreRt::String { dfa, max, .. } = p.cores[a.core as usize] else {
+        let CoreRt::String { dfa, max, .. } = p.cores[a.core] else {
             unreachable!("string core checked by the caller")
         };
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa];
         // A counted string far from its bound has the unbounded open set: no token is long
         // enough to reach the bound with the fewest code points any state still needs.
         let longest = classes.plain.max_depth().max(classes.escaped.max_depth()) as u32;
-        let (max, count) = if max == u32::MAX || max - a.b >= longest.saturating_add(d.max_short())
-        {
-            (u32::MAX, 0)
-        } else {
-            (max, a.b)
-        };
-        if max == u32::MAX && cs.open_sets.universal(p, dfa, a.a) {
+        let (max, count) =
+            if max == u32::MAX || max - a.str().chars >= longest.saturating_add(d.max_short()) {
+                (u32::MAX, 0)
+            } else {
+                (max, a.str().chars)
+            };
+        if max == u32::MAX && cs.open_sets.universal(p, dfa, a.str().state) {
             mask.union_with(&classes.open);
             return None;
         }
-        if dfa == p.any_dfa && a.a == d.start() && max != u32::MAX {
+        if dfa == p.any_dfa && a.str().state == d.start() && max != u32::MAX {
             let r = max - count;
             if r >= classes.open_nonsafe_max_len {
                 mask.union_with(classes.safe_at_most(r));
@@ -402,7 +402,7 @@ impl Fast<'_, '_> {
                 return None;
             }
         }
-        let key = OpenKey::Str { dfa, state: a.a, max, count };
+        let key = OpenKey::Str { dfa, state: a.str().state, max, count };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
             return None;
@@ -424,14 +424,14 @@ impl Fast<'_, '_> {
         let cs = self.rt.cs;
         let p = &cs.program;
         let k = todo.len();
-        let mut dfas: [&ByteDfa; LOCKSTEP] = [&p.dfas[p.any_dfa as usize]; LOCKSTEP];
+        let mut dfas: [&ByteDfa; LOCKSTEP] = [&p.dfas[p.any_dfa]; LOCKSTEP];
         let mut maxs = [u32::MAX; LOCKSTEP];
         let mut start = [(DEAD, 0u32); LOCKSTEP];
         for (j, &(_, key)) in todo.iter().enumerate() {
             let OpenKey::Str { dfa, state, max, count } = key else {
                 unreachable!("string open keys only")
             };
-            dfas[j] = &p.dfas[dfa as usize];
+            dfas[j] = &p.dfas[dfa.index()];
             maxs[j] = max;
             start[j] = (state, count);
         }
@@ -522,10 +522,10 @@ impl Fast<'_, '_> {
     fn closing_single(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
         let p = &self.rt.cs.program;
         let a: Alt = self.rt.st.alts[ai];
-        let CoreRt::String { dfa, min, max } = p.cores[a.core as usize] else {
+        let CoreRt::String { dfa, min, max } = p.cores[a.core] else {
             unreachable!("string core checked by the caller")
         };
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa];
         // The suffixes after the quote, from the state after the quote: the same whatever the
         // content before it, since the one alternative closes with the same parents.
         let mut exits = self.fast.exits.take().unwrap_or_else(|| TokenMask::new(mask.len()));
@@ -539,8 +539,8 @@ impl Fast<'_, '_> {
         }
         self.rt.undo_byte();
         for g in classes.groups.iter().filter(|_| closes) {
-            let s = d.run(a.a, &g.pre);
-            let n = a.b + g.chars;
+            let s = d.run(a.str().state, &g.pre);
+            let n = a.str().chars + g.chars;
             if s == DEAD || !d.is_accept(s) || n < min || n > max {
                 continue;
             }
@@ -575,49 +575,49 @@ impl Fast<'_, '_> {
         let mut finite = false;
         for &ai in &alive {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Object(o) = &p.cores[a.core as usize] else { return false };
-            if a.a != DEAD {
+            let CoreRt::Object(o) = &p.cores[a.core] else { return false };
+            if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("an undeclared-key state implies extra");
-                finite |= p.dfas[x.dfa as usize].finite_count(a.a).is_some();
+                finite |= p.dfas[x.dfa].finite_count(a.key().extra).is_some();
             }
         }
         // An alternative whose undeclared keys live like any string takes every open token,
         // which covers what the names of all alternatives could add.
         let takes_all = alive.iter().any(|&ai| {
             let a = self.rt.st.alts[ai];
-            a.a != DEAD
-                && matches!(&p.cores[a.core as usize],
-                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.a)))
+            a.key().extra != DEAD
+                && matches!(&p.cores[a.core],
+                    CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.key().extra)))
         });
         if takes_all {
             mask.union_with(&classes.open);
         }
         for &ai in alive.iter().filter(|_| !takes_all) {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Object(o) = &p.cores[a.core as usize] else { unreachable!() };
-            if a.a != DEAD {
+            let CoreRt::Object(o) = &p.cores[a.core] else { unreachable!() };
+            if a.key().extra != DEAD {
                 let x = o.extra.as_ref().expect("checked above");
-                self.dfa_open(x.dfa, a.a, classes, mask);
+                self.dfa_open(x.dfa, a.key().extra, classes, mask);
             }
-            if a.b < a.c {
+            if a.key().lo < a.key().hi {
                 let mut oks = std::mem::take(&mut self.fast.oks);
                 oks.clear();
                 oks.push(0);
                 let mut n = 0;
-                for i in a.b..a.c {
-                    n += u32::from(self.rt.name_ok(fi - 1, a.d as usize, i as usize));
+                for i in a.key().lo..a.key().hi {
+                    n += u32::from(self.rt.name_ok(fi - 1, a.key().obj as usize, i as usize));
                     oks.push(n);
                 }
                 if n > 0 {
                     let mut w = NameWalk {
-                        names: &o.names[a.b as usize..a.c as usize],
+                        names: &o.names[a.key().lo as usize..a.key().hi as usize],
                         oks: &oks,
                         pos,
                         stack: &mut self.fast.name_stack,
                         top: 0,
                     };
                     w.stack.clear();
-                    w.stack.push((0, a.c - a.b));
+                    w.stack.push((0, a.key().hi - a.key().lo));
                     classes.plain.walk(&mut w, mask);
                 }
                 self.fast.oks = oks;
@@ -647,7 +647,7 @@ impl Fast<'_, '_> {
         let typed = self.rt.st.buf.len() - f.buf as usize;
         let mut rests: Vec<Vec<u8>> = Vec::new();
         for &ai in alive {
-            let objai = self.rt.st.alts[ai].d;
+            let objai = self.rt.st.alts[ai].key().obj;
             for x in &self.rt.st.xk[of.xk as usize..] {
                 let key = &self.rt.st.xtext[x.start as usize..(x.start + x.len) as usize];
                 if x.alt == objai
@@ -736,10 +736,10 @@ impl Fast<'_, '_> {
     }
 
     /// Adds the plain tokens automaton `dfa` accepts from `state` (cached).
-    fn dfa_open(&mut self, dfa: u32, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
+    fn dfa_open(&mut self, dfa: DfaId, state: u32, classes: &StringClasses, mask: &mut TokenMask) {
         let cs = self.rt.cs;
         let p = &cs.program;
-        let d = &p.dfas[dfa as usize];
+        let d = &p.dfas[dfa.index()];
         if cs.open_sets.universal(p, dfa, state) {
             mask.union_with(&classes.open);
             return;
@@ -778,8 +778,8 @@ impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
         let full = |path: &[u8]| -> smallvec::SmallVec<[u8; 32]> {
             self.base.iter().chain(path).copied().collect()
         };
-        match f.kind {
-            Kind::Str | Kind::Key if f.esc == E_NORMAL && path.last() == Some(&b'"') => {
+        match f.kind() {
+            Kind::Str | Kind::Key if f.lex.at_char_boundary() && path.last() == Some(&b'"') => {
                 let Some(classes) = self.vocab.prefix_string_classes(&full(path)) else {
                     return false;
                 };

@@ -1,0 +1,525 @@
+//! The normal form: every expression as a union of typed cores (disjunctive normal form).
+//!
+//! `And` intersects cores pairwise ([`Compiler::merge`]: bounds merged, automaton products,
+//! children merged into new memoised `And` expressions so recursive merges terminate); `Or`
+//! concatenates; `oneOf` is a union once its branches are shown disjoint
+//! ([`Compiler::disjoint`]); `unevaluated*` is applied per alternative when that is exact
+//! ([`Compiler::check_exclusive`]).
+
+use super::*;
+
+impl<'a> Compiler<'a> {
+    /// Normal form of an expression: its union of cores.
+    pub(crate) fn normalize(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        if let Some(n) = &self.norm[e] {
+            return Ok(n.clone());
+        }
+        if self.in_progress[e] {
+            return Err(SchemaError::unsupported("$ref", ptr));
+        }
+        self.in_progress[e] = true;
+        self.check_size()?;
+        let r = match self.exprs[e].clone() {
+            Expr::Pending => return Err(SchemaError::unsupported("$ref", ptr)),
+            Expr::Cores(c) => c,
+            Expr::Or(a) => {
+                let mut out = Vec::new();
+                for x in a {
+                    out.extend(self.normalize(x, ptr)?);
+                }
+                out
+            }
+            Expr::And(a) => {
+                let mut acc: Option<Vec<CoreId>> = None;
+                for x in a {
+                    let cs = self.normalize(x, ptr)?;
+                    acc = Some(match acc {
+                        None => cs,
+                        Some(prev) => {
+                            let mut out = Vec::new();
+                            for &p in &prev {
+                                for &q in &cs {
+                                    if let Some(m) = self.merge(p, q, ptr)? {
+                                        out.push(m);
+                                    }
+                                }
+                                if out.len() > self.limits.max_alternatives * 4 {
+                                    return Err(SchemaError::limit(
+                                        "alternatives",
+                                        self.limits.max_alternatives,
+                                    ));
+                                }
+                            }
+                            out
+                        }
+                    });
+                }
+                acc.unwrap_or_default()
+            }
+            Expr::Uneval { base, props, items, ptr: p } => {
+                let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
+                if let Err(err) = self.check_exclusive(base, kw, &p) {
+                    self.in_progress[e] = false;
+                    if !self.opts.lenient {
+                        return Err(err);
+                    }
+                    self.ignored
+                        .push(format!("{kw} at {}", if p.is_empty() { "(root)" } else { &p }));
+                    let cs = self.normalize(base, &p)?;
+                    self.in_progress[e] = true;
+                    cs
+                } else {
+                    let cs = self.normalize(base, &p)?;
+                    cs.into_iter().map(|c| self.apply_uneval(c, props, items)).collect()
+                }
+            }
+            Expr::OneOf(a, p, negs) => {
+                let mut branches = Vec::new();
+                for &x in &a {
+                    branches.push(self.normalize(x, &p)?);
+                }
+                let mut disjoint = true;
+                'outer: for i in 0..branches.len() {
+                    for j in i + 1..branches.len() {
+                        for &ci in &branches[i] {
+                            for &cj in &branches[j] {
+                                if !self.disjoint(ci, cj, 0) {
+                                    disjoint = false;
+                                    break 'outer;
+                                }
+                            }
+                        }
+                    }
+                }
+                if disjoint {
+                    branches.concat()
+                } else if let Some(negs) = negs {
+                    let mut out = Vec::new();
+                    for i in 0..a.len() {
+                        let mut parts = vec![a[i]];
+                        parts.extend((0..a.len()).filter(|&j| j != i).map(|j| negs[j]));
+                        let e2 = self.and(parts);
+                        out.extend(self.normalize(e2, &p)?);
+                    }
+                    out
+                } else if self.opts.lenient {
+                    self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
+                    branches.concat()
+                } else {
+                    self.in_progress[e] = false;
+                    return Err(SchemaError::unsupported("oneOf", &p));
+                }
+            }
+        };
+        let r = self.simplify(r);
+        if r.len() > self.limits.max_alternatives {
+            return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
+        }
+        self.in_progress[e] = false;
+        self.norm[e] = Some(r.clone());
+        Ok(r)
+    }
+
+    /// Drop duplicate trivial cores (several `null` cores, equal number cores).
+    pub(super) fn simplify(&self, cs: Vec<CoreId>) -> Vec<CoreId> {
+        let mut out: Vec<CoreId> = Vec::new();
+        for c in cs {
+            let dup = out.iter().any(|&o| match (&self.cores[o], &self.cores[c]) {
+                (Core::Null, Core::Null) => true,
+                (Core::Bool(x), Core::Bool(y)) => x == y,
+                (Core::Number(x), Core::Number(y)) => x == y,
+                _ => o == c,
+            });
+            if !dup {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
+    pub(super) fn disjoint(&mut self, a: CoreId, b: CoreId, depth: usize) -> bool {
+        let (ca, cb) = (self.cores[a].clone(), self.cores[b].clone());
+        if ca.type_bit() != cb.type_bit() {
+            return true;
+        }
+        match (&ca, &cb) {
+            (Core::Bool(x), Core::Bool(y)) => x & y == 0,
+            (Core::Number(x), Core::Number(y)) => match x.merge(y) {
+                Ok(m) => !m.live(b""),
+                Err(()) => false,
+            },
+            (Core::String(x), Core::String(y)) => {
+                let (dx, dy) = (x.dfa.unwrap_or(self.any_dfa), y.dfa.unwrap_or(self.any_dfa));
+                string::intersect_nonempty(
+                    &self.dfas[dx],
+                    &self.dfas[dy],
+                    x.min.max(y.min),
+                    x.max.min(y.max),
+                    self.limits.max_dfa_states.saturating_mul(4),
+                ) == Some(false)
+            }
+            (Core::Array(x), Core::Array(y)) => x.max < y.min || y.max < x.min,
+            (Core::Object(x), Core::Object(y)) => {
+                if depth > 4 {
+                    return false;
+                }
+                // A key required by one whose values cannot agree, or that the other forbids.
+                for (p, q) in [(&x, &y), (&y, &x)] {
+                    for r in &p.required {
+                        let vp = self.key_value(p, r);
+                        let vq = self.key_value(q, r);
+                        let (Ok(np), Ok(nq)) = (self.normalize(vp, ""), self.normalize(vq, ""))
+                        else {
+                            return false;
+                        };
+                        if nq.is_empty() {
+                            return true;
+                        }
+                        {
+                            let all = np
+                                .iter()
+                                .all(|&i| nq.iter().all(|&j| self.disjoint(i, j, depth + 1)));
+                            if all && !np.is_empty() {
+                                // p requires r with values disjoint from what q allows for r
+                                return true;
+                            }
+                        }
+                    }
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// The value schema an object constraint gives key `k` (ignoring `propertyNames`).
+    pub(super) fn key_value(&mut self, o: &ObjC, k: &str) -> ExprId {
+        let mut parts = Vec::new();
+        for g in &o.groups {
+            let mut matched = false;
+            if let Some((_, e)) = g.props.iter().find(|(n, _)| n == k) {
+                parts.push(*e);
+                matched = true;
+            }
+            for &(d, e) in &g.patterns {
+                if self.dfas[d].matches(k.as_bytes()) {
+                    parts.push(e);
+                    matched = true;
+                }
+            }
+            if !matched {
+                parts.push(g.additional);
+            }
+        }
+        if let Some(d) = o.names {
+            if !self.dfas[d].matches(k.as_bytes()) {
+                return self.false_e;
+            }
+        }
+        self.and(parts)
+    }
+
+    /// Intersection of two cores (`None` when of different types or empty for sure).
+    pub(super) fn merge(
+        &mut self,
+        a: CoreId,
+        b: CoreId,
+        ptr: &str,
+    ) -> Result<Option<CoreId>, SchemaError> {
+        let (ca, cb) = (&self.cores[a], &self.cores[b]);
+        if ca.type_bit() != cb.type_bit() {
+            return Ok(None);
+        }
+        let merged = match (ca.clone(), cb.clone()) {
+            (Core::Null, Core::Null) => return Ok(Some(a)),
+            (Core::Bool(x), Core::Bool(y)) => {
+                if x & y == 0 {
+                    return Ok(None);
+                }
+                Core::Bool(x & y)
+            }
+            (Core::Number(x), Core::Number(y)) => match x.merge(&y) {
+                Ok(m) => {
+                    if !m.multiple_supported() {
+                        self.unsupported("multipleOf", ptr)?;
+                        return Ok(Some(a));
+                    }
+                    Core::Number(m)
+                }
+                Err(()) => {
+                    self.unsupported("multipleOf", ptr)?;
+                    return Ok(Some(a));
+                }
+            },
+            (Core::String(x), Core::String(y)) => {
+                let dfa = match (x.dfa, y.dfa) {
+                    (None, d) | (d, None) => d,
+                    (Some(p), Some(q)) => Some(self.dfa_product(p, q, Op::And, "pattern", ptr)?),
+                };
+                Core::String(StrC { dfa, min: x.min.max(y.min), max: x.max.min(y.max) })
+            }
+            (Core::Array(x), Core::Array(y)) => {
+                let n = x.prefix.len().max(y.prefix.len());
+                let mut prefix = Vec::with_capacity(n);
+                for i in 0..n {
+                    let pa = x.prefix.get(i).copied().unwrap_or(x.items);
+                    let pb = y.prefix.get(i).copied().unwrap_or(y.items);
+                    prefix.push(self.and(vec![pa, pb]));
+                }
+                let items = self.and(vec![x.items, y.items]);
+                let contains = match (&x.contains, &y.contains) {
+                    (None, c) | (c, None) => c.clone(),
+                    (Some(p), Some(q)) if p.schema == q.schema => Some(ContainsC {
+                        min: p.min.max(q.min),
+                        max: p.max.min(q.max),
+                        ..p.clone()
+                    }),
+                    (Some(p), Some(_)) => {
+                        // Two different `contains` counts would need a counter per schema.
+                        self.unsupported("contains", ptr)?;
+                        Some(p.clone())
+                    }
+                };
+                Core::Array(ArrC {
+                    prefix,
+                    items,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    contains,
+                    unique: x.unique.clone().or_else(|| y.unique.clone()),
+                    annot_len: x.annot_len.max(y.annot_len),
+                    annot_all: x.annot_all || y.annot_all,
+                })
+            }
+            (Core::Object(x), Core::Object(y)) => {
+                let mut groups = x.groups.clone();
+                groups.extend(y.groups.iter().cloned());
+                let mut required = x.required.clone();
+                for r in &y.required {
+                    if !required.contains(r) {
+                        required.push(r.clone());
+                    }
+                }
+                let mut deps = x.deps.clone();
+                deps.extend(y.deps.iter().cloned());
+                let names = match (x.names, y.names) {
+                    (None, d) | (d, None) => d,
+                    (Some(p), Some(q)) => {
+                        Some(self.dfa_product(p, q, Op::And, "propertyNames", ptr)?)
+                    }
+                };
+                Core::Object(Box::new(ObjC {
+                    groups,
+                    required,
+                    min: x.min.max(y.min),
+                    max: x.max.min(y.max),
+                    deps,
+                    names,
+                }))
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(self.core(merged)))
+    }
+
+    /// `unevaluated*` is decided per normal-form alternative, which is exact when an instance
+    /// matches at most one alternative with given annotations: every `anyOf` below `e` (through
+    /// in-place applicators) must have pairwise disjoint branches, and no annotations may come
+    /// from inside a double `not`.
+    pub(super) fn check_exclusive(
+        &mut self,
+        e: ExprId,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<(), SchemaError> {
+        let mut stack = vec![e];
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if self.unannotated.contains(&x) {
+                return Err(SchemaError::unsupported(kw, ptr));
+            }
+            match self.exprs[x].clone() {
+                Expr::And(a) => stack.extend(a),
+                Expr::Or(a) => {
+                    if self.anyof.contains(&x) {
+                        let mut branches = Vec::new();
+                        for &b in &a {
+                            branches.push(self.normalize(b, ptr)?);
+                        }
+                        for i in 0..branches.len() {
+                            for j in i + 1..branches.len() {
+                                for &ci in &branches[i] {
+                                    for &cj in &branches[j] {
+                                        if !self.disjoint(ci, cj, 0) {
+                                            return Err(SchemaError::unsupported(kw, ptr));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    stack.extend(a);
+                }
+                Expr::OneOf(a, _, negs) => {
+                    stack.extend(a);
+                    stack.extend(negs.into_iter().flatten());
+                }
+                Expr::Uneval { base, .. } => stack.push(base),
+                Expr::Cores(_) | Expr::Pending => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Core `c` with `unevaluatedProperties: props` / `unevaluatedItems: items` applied to
+    /// what its own annotations leave unevaluated.
+    pub(super) fn apply_uneval(
+        &mut self,
+        c: CoreId,
+        props: Option<ExprId>,
+        items: Option<ExprId>,
+    ) -> CoreId {
+        let tr = self.true_e;
+        match self.cores[c].clone() {
+            Core::Object(o) if props.is_some() && !o.groups.iter().any(|g| g.annot_all) => {
+                let mut names: Vec<(String, ExprId)> = Vec::new();
+                let mut patterns: Vec<(DfaId, ExprId)> = Vec::new();
+                for g in o.groups.iter().filter(|g| g.annot) {
+                    for (n, _) in &g.props {
+                        if !names.iter().any(|(m, _)| m == n) {
+                            names.push((n.clone(), tr));
+                        }
+                    }
+                    for &(d, _) in &g.patterns {
+                        if !patterns.iter().any(|&(x, _)| x == d) {
+                            patterns.push((d, tr));
+                        }
+                    }
+                }
+                let mut o = *o;
+                o.groups.push(KeyGroup {
+                    props: names,
+                    patterns,
+                    additional: props.expect("checked"),
+                    annot: true,
+                    annot_all: true,
+                });
+                self.core(Core::Object(Box::new(o)))
+            }
+            Core::Array(mut a) if items.is_some() && !a.annot_all => {
+                let mut u = items.expect("checked");
+                if let Some(cn) = &a.contains {
+                    // Items that match `contains` are evaluated by it.
+                    u = self.push(Expr::Or(vec![cn.schema, u]));
+                }
+                for i in a.annot_len as usize..a.prefix.len() {
+                    a.prefix[i] = self.and(vec![a.prefix[i], u]);
+                }
+                a.items = self.and(vec![a.items, u]);
+                a.annot_all = true;
+                self.core(Core::Array(a))
+            }
+            _ => c,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{compiler, cores, kinds, validates};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn all_of_intersects_cores_of_the_same_type() {
+        let mut c = compiler(json!({"allOf": [{"minimum": 1}, {"maximum": 5, "type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        let cs = cores(&mut c, e);
+        assert_eq!(cs.len(), 1);
+        let Core::Number(n) = &cs[0] else { panic!("a number core") };
+        assert!(n.integer && n.lo.is_some() && n.hi.is_some());
+    }
+
+    #[test]
+    fn intersections_of_different_types_are_empty() {
+        let mut c = compiler(json!({"allOf": [{"type": "string"}, {"type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        assert!(kinds(&mut c, e).is_empty());
+    }
+
+    #[test]
+    fn objects_merge_their_key_groups_and_required() {
+        let mut c = compiler(json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "object", "additionalProperties": false, "required": ["a", "b"]}
+        ]}));
+        let e = c.schema_at("").unwrap();
+        let cs = cores(&mut c, e);
+        let [Core::Object(o)] = &cs[..] else { panic!("one object core") };
+        // The two branches' groups and the (empty) one of the schema holding the `allOf`.
+        assert_eq!(o.groups.len(), 3);
+        assert_eq!(o.required, ["a", "b"]);
+        // Both groups apply to every key: `b` is required but no group-2 property allows it.
+        let vb = c.key_value(o, "b");
+        assert!(kinds(&mut c, vb).is_empty());
+    }
+
+    #[test]
+    fn disjointness() {
+        let mut c = compiler(json!({"$defs": {
+            "one": {"const": 1},
+            "two": {"const": 2},
+            "s": {"type": "string"},
+            "s1": {"type": "string", "minLength": 1},
+            "p": {"type": "string", "pattern": "^a"},
+            "q": {"type": "string", "pattern": "^b"},
+            "o1": {"type": "object", "properties": {"k": {"const": "x"}}, "required": ["k"]},
+            "o2": {"type": "object", "properties": {"k": {"const": "y"}}, "required": ["k"]}
+        }}));
+        let core = |c: &mut Compiler<'static>, name: &str| {
+            let e = c.schema_at(&format!("/$defs/{name}")).unwrap();
+            c.normalize(e, "").unwrap()[0]
+        };
+        let pairs =
+            [("one", "two", true), ("s", "s1", false), ("p", "q", true), ("o1", "o2", true)];
+        for (a, b, want) in pairs {
+            let (x, y) = (core(&mut c, a), core(&mut c, b));
+            assert_eq!(c.disjoint(x, y, 0), want, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn one_of_is_a_union_when_disjoint_and_exclusive_otherwise() {
+        let mut c = compiler(json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}));
+        let e = c.schema_at("").unwrap();
+        assert_eq!(kinds(&mut c, e), ["num", "str"]);
+        let s = json!({"oneOf": [{"minimum": 2}, {"multipleOf": 2}], "type": "integer"});
+        assert!(validates(&s, "3"));
+        assert!(validates(&s, "0"));
+        assert!(!validates(&s, "4"));
+        assert!(!validates(&s, "1"));
+    }
+
+    #[test]
+    fn unevaluated_properties_see_only_the_alternative_s_own_keys() {
+        let s = json!({
+            "anyOf": [
+                {"type": "object", "properties": {"a": true}, "required": ["a"]},
+                {
+                    "type": "object",
+                    "properties": {"b": true},
+                    "required": ["b"],
+                    "not": {"required": ["a"]}
+                }
+            ],
+            "unevaluatedProperties": false
+        });
+        assert!(validates(&s, r#"{"a":1}"#));
+        assert!(validates(&s, r#"{"b":1}"#));
+        assert!(!validates(&s, r#"{"a":1,"c":2}"#));
+    }
+}

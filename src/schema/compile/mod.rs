@@ -1,0 +1,383 @@
+//! Schema JSON → compiled, immutable node arena.
+//!
+//! The compiler is one [`Compiler`] (the arenas of expressions, cores and automata, and the
+//! memo tables) whose methods live with their concept, one file each:
+//! - [`refs`]: reference resolution (`$id`, `$anchor`, `$ref`, `$dynamicRef`,
+//!   `$recursiveRef`, dynamic scopes, pre-loaded documents), independent of compilation;
+//! - [`ir`]: the typed IR ([`Expr`], [`Core`] and the per-type constraints);
+//! - [`applicators`]: a schema object's in-place applicators (`$ref`, `allOf`, `anyOf`,
+//!   `oneOf`, `not`, `if`, `dependentSchemas`, `unevaluated*`) as combinators;
+//! - [`keywords`]: the type-specific keywords and literals (`type`, bounds, `pattern`,
+//!   `format`, `items`, `properties`, `enum`/`const`) parsed into cores;
+//! - [`negate`]: `not` pushed inwards, keyword by keyword;
+//! - [`merge`]: the normal form (union of cores), intersection of cores, disjointness,
+//!   `unevaluated*` per alternative;
+//! - [`finish`]: reachability, satisfiability and the layout of the runtime [`Program`]
+//!   ([`program`]).
+//!
+//! Three stages:
+//! 1. **Expressions.** Every subschema becomes an [`Expr`]: a typed *shape* (the type-specific
+//!    keywords, each applying only to values of its type, as the spec says), literal sets
+//!    (`enum`/`const`), and the combinators `And` (`allOf`, `$ref` siblings), `Or` (`anyOf`,
+//!    disjoint `oneOf`, `if`/`then`/`else`), with `not` pushed inwards by [`Compiler::negate`].
+//!    Expressions are memoised by JSON pointer (and dynamic scope, for `$dynamicRef`: see
+//!    [`refs::DynScopes`]), so `$ref` recursion is a cycle in the graph.
+//! 2. **Normal form.** On demand, an expression is normalised into a union of typed [`Core`]s
+//!    (disjunctive normal form): `And` intersects cores pairwise (merging bounds, taking
+//!    automaton products, merging object/array children into new `And` expressions, memoised
+//!    by their operand set so recursive merges terminate).
+//! 3. **Satisfiability.** A least fixpoint marks the cores that have at least one finite
+//!    instance; the runtime only ever enters those, which is what rules out dead ends inside
+//!    nested values. An unsatisfiable root is a compile error.
+
+mod applicators;
+mod finish;
+mod ir;
+mod keywords;
+mod merge;
+mod negate;
+mod program;
+mod refs;
+
+pub(crate) use ir::*;
+pub(crate) use program::*;
+
+use super::error::{SchemaError, SchemaErrorKind};
+use super::number::NumCore;
+use super::string::{self, ByteDfa, DfaError, Op};
+use super::{SchemaLimits, SchemaOptions};
+use refs::{Refs, ScopeId};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::Value;
+
+pub(crate) use super::ids::{CoreId, DfaId, ExprId, RtCoreId};
+
+/// The schema compiler: arenas, memo tables and the reference resolver. See the module docs.
+pub(crate) struct Compiler<'a> {
+    opts: &'a SchemaOptions,
+    limits: SchemaLimits,
+    exprs: Vec<Expr>,
+    cores: Vec<Core>,
+    dfas: Vec<ByteDfa>,
+    /// Compiled subschemas by (dynamic scope, JSON pointer).
+    by_ptr: FxHashMap<(ScopeId, String), ExprId>,
+    and_memo: FxHashMap<Vec<ExprId>, ExprId>,
+    norm: Vec<Option<Vec<CoreId>>>,
+    in_progress: Vec<bool>,
+    /// Identifiers, anchors and the dynamic scope (see [`Refs`]).
+    refs: Refs<'a>,
+    pub ignored: Vec<String>,
+    true_e: ExprId,
+    false_e: ExprId,
+    any_dfa: DfaId,
+    legacy_ref: bool,
+    draft4: bool,
+    pre_draft7: bool,
+    ref_depth: usize,
+    dfa_memo: FxHashMap<String, DfaId>,
+    /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
+    anyof: FxHashSet<ExprId>,
+    /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
+    unannotated: FxHashSet<ExprId>,
+}
+
+/// `r` with an [`SchemaErrorKind::Unsupported`] error as `None` (other errors passed on).
+fn unless_unsupported<T>(r: Result<T, SchemaError>) -> Result<Option<T>, SchemaError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn dfa_err(e: DfaError, kw: &str, ptr: &str, limits: &SchemaLimits) -> SchemaError {
+    match e {
+        DfaError::TooBig => SchemaError::limit("dfa_states", limits.max_dfa_states),
+        DfaError::Regex(m) => {
+            if m.contains("not supported") || m.contains("look") || m.contains("back-reference") {
+                SchemaError::unsupported(kw, ptr)
+            } else {
+                SchemaError::invalid(ptr, format!("{kw}: {m}"))
+            }
+        }
+    }
+}
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn new(doc: &'a Value, opts: &'a SchemaOptions) -> Result<Self, SchemaError> {
+        let legacy_ref = doc.get("$schema").and_then(Value::as_str).is_some_and(|s| {
+            s.contains("draft-04") || s.contains("draft-06") || s.contains("draft-07")
+        });
+        let mut c = Compiler {
+            refs: Refs::new(doc, &opts.documents)?,
+            opts,
+            limits: opts.limits.clone(),
+            exprs: Vec::new(),
+            cores: Vec::new(),
+            dfas: Vec::new(),
+            by_ptr: FxHashMap::default(),
+            and_memo: FxHashMap::default(),
+            norm: Vec::new(),
+            in_progress: Vec::new(),
+            ignored: Vec::new(),
+            true_e: ExprId::new(0),
+            false_e: ExprId::new(0),
+            any_dfa: DfaId::new(0),
+            legacy_ref,
+            pre_draft7: doc.get("$schema").and_then(Value::as_str).is_some_and(|s| {
+                s.contains("draft-04") || s.contains("draft-03") || s.contains("draft-06")
+            }),
+            draft4: doc
+                .get("$schema")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
+            ref_depth: 0,
+            dfa_memo: FxHashMap::default(),
+            anyof: FxHashSet::default(),
+            unannotated: FxHashSet::default(),
+        };
+        c.dfas.push(string::any_content().clone());
+        c.any_dfa = DfaId::new(0);
+        let all = c.type_cores(T_ALL);
+        c.true_e = c.push(Expr::Cores(all));
+        c.false_e = c.push(Expr::Cores(Vec::new()));
+        Ok(c)
+    }
+
+    fn push(&mut self, e: Expr) -> ExprId {
+        self.exprs.push(e);
+        self.norm.push(None);
+        self.in_progress.push(false);
+        ExprId::new(self.exprs.len() - 1)
+    }
+
+    fn core(&mut self, c: Core) -> CoreId {
+        self.cores.push(c);
+        CoreId::new(self.cores.len() - 1)
+    }
+
+    fn check_size(&self) -> Result<(), SchemaError> {
+        if self.exprs.len() + self.cores.len() > self.limits.max_nodes {
+            return Err(SchemaError::limit("nodes", self.limits.max_nodes));
+        }
+        Ok(())
+    }
+
+    fn add_dfa(&mut self, d: ByteDfa) -> DfaId {
+        self.dfas.push(d);
+        DfaId::new(self.dfas.len() - 1)
+    }
+
+    fn regex_dfa(&mut self, re: &str, kw: &str, ptr: &str) -> Result<DfaId, SchemaError> {
+        if let Some(&d) = self.dfa_memo.get(re) {
+            return Ok(d);
+        }
+        let d = string::dfa_from_regex(re, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
+        let id = self.add_dfa(d);
+        self.dfa_memo.insert(re.to_string(), id);
+        Ok(id)
+    }
+
+    fn dfa_product(
+        &mut self,
+        a: DfaId,
+        b: DfaId,
+        op: Op,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<DfaId, SchemaError> {
+        let d = string::product(&self.dfas[a], &self.dfas[b], op, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
+        Ok(self.add_dfa(d))
+    }
+
+    fn type_cores(&mut self, t: u8) -> Vec<CoreId> {
+        let mut v = Vec::new();
+        if t & T_NULL != 0 {
+            v.push(self.core(Core::Null));
+        }
+        if t & T_BOOL != 0 {
+            v.push(self.core(Core::Bool(3)));
+        }
+        if t & (T_NUM | T_INT) != 0 {
+            let mut n = NumCore::any();
+            n.integer = t & T_NUM == 0;
+            v.push(self.core(Core::Number(n)));
+        }
+        if t & T_STR != 0 {
+            v.push(self.core(Core::String(StrC { dfa: None, min: 0, max: u32::MAX })));
+        }
+        if t & T_ARR != 0 {
+            let items = self.true_e;
+            v.push(self.core(Core::Array(ArrC::new(Vec::new(), items, 0, u32::MAX))));
+        }
+        if t & T_OBJ != 0 {
+            let additional = self.true_e;
+            v.push(self.core(Core::Object(Box::new(ObjC::new(
+                Vec::new(),
+                additional,
+                Vec::new(),
+                0,
+            )))));
+        }
+        v
+    }
+
+    /// The subschema at a resolved reference target, within the `$ref` depth limit.
+    fn follow_ref(&mut self, target: &str) -> Result<ExprId, SchemaError> {
+        self.ref_depth += 1;
+        if self.ref_depth > self.limits.max_ref_depth {
+            return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
+        }
+        let e = self.schema_at(target);
+        self.ref_depth -= 1;
+        e
+    }
+
+    /// Compile the subschema at `ptr`.
+    pub(crate) fn schema_at(&mut self, ptr: &str) -> Result<ExprId, SchemaError> {
+        let scope = self.refs.enter(ptr);
+        let key = (scope, ptr.to_string());
+        if let Some(&e) = self.by_ptr.get(&key) {
+            return Ok(e);
+        }
+        let v = self
+            .refs
+            .lookup(ptr)
+            .ok_or_else(|| SchemaError::invalid(ptr, "pointer does not resolve"))?;
+        let id = self.push(Expr::Pending);
+        self.by_ptr.insert(key, id);
+        self.check_size()?;
+        let saved = std::mem::replace(&mut self.refs.dyn_scopes.cur, scope);
+        let e = self.schema(v, ptr);
+        self.refs.dyn_scopes.cur = saved;
+        self.exprs[id] = Expr::And(vec![e?]);
+        Ok(id)
+    }
+
+    /// Keyword `kw` at `ptr` cannot be compiled exactly: an error, or in lenient mode a
+    /// note in [`Compiler::ignored`].
+    fn unsupported(&mut self, kw: &str, ptr: &str) -> Result<(), SchemaError> {
+        if self.opts.lenient {
+            self.ignored.push(format!("{kw} at {}", if ptr.is_empty() { "(root)" } else { ptr }));
+            Ok(())
+        } else {
+            Err(SchemaError::unsupported(kw, ptr))
+        }
+    }
+
+    /// `r`, with an [`SchemaErrorKind::Unsupported`] error reported as keyword `kw` at `ptr`
+    /// ([`Compiler::unsupported`]) and then `None`.
+    fn or_unsupported<T>(
+        &mut self,
+        r: Result<T, SchemaError>,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<Option<T>, SchemaError> {
+        let r = unless_unsupported(r)?;
+        if r.is_none() {
+            self.unsupported(kw, ptr)?;
+        }
+        Ok(r)
+    }
+
+    /// An expression: non-objects, or objects with `required` and property schemas.
+    fn obj_with(&mut self, required: &[String], props: &[(String, ExprId)]) -> ExprId {
+        let c = self.obj_core(props.to_vec(), required.to_vec(), 0);
+        let mut cs = self.type_cores(T_ALL & !T_OBJ);
+        cs.push(c);
+        self.push(Expr::Cores(cs))
+    }
+
+    fn and(&mut self, parts: Vec<ExprId>) -> ExprId {
+        let mut flat: Vec<ExprId> = Vec::new();
+        for p in parts {
+            if p == self.true_e {
+                continue;
+            }
+            flat.push(p);
+        }
+        flat.sort_unstable();
+        flat.dedup();
+        match flat.len() {
+            0 => self.true_e,
+            1 => flat[0],
+            _ => {
+                if let Some(&e) = self.and_memo.get(&flat) {
+                    return e;
+                }
+                let e = self.push(Expr::And(flat.clone()));
+                self.and_memo.insert(flat, e);
+                e
+            }
+        }
+    }
+
+    /// An array core with these items and length bounds (no `contains`, no `uniqueItems`).
+    fn arr_core(&mut self, prefix: Vec<ExprId>, items: ExprId, min: u32, max: u32) -> CoreId {
+        self.core(Core::Array(ArrC::new(prefix, items, min, max)))
+    }
+
+    /// An object core with these property schemas, required keys and minimum size.
+    fn obj_core(
+        &mut self,
+        props: Vec<(String, ExprId)>,
+        required: Vec<String>,
+        min: u32,
+    ) -> CoreId {
+        let additional = self.true_e;
+        self.core(Core::Object(Box::new(ObjC::new(props, additional, required, min))))
+    }
+}
+
+/// Helpers for the compiler's unit tests: a compiler over a literal schema, the kinds of an
+/// expression's normal form, and a validation through the runtime engine.
+#[cfg(test)]
+pub(super) mod test_util {
+    use super::*;
+    use crate::engine::ConstraintEngine;
+
+    /// A compiler over `doc` with `opts` (both leaked: tests only).
+    pub(crate) fn compiler_with(doc: Value, opts: SchemaOptions) -> Compiler<'static> {
+        let doc: &'static Value = Box::leak(Box::new(doc));
+        let opts: &'static SchemaOptions = Box::leak(Box::new(opts));
+        Compiler::new(doc, opts).expect("compiler")
+    }
+
+    /// A compiler over `doc` with default options.
+    pub(crate) fn compiler(doc: Value) -> Compiler<'static> {
+        compiler_with(doc, SchemaOptions::default())
+    }
+
+    /// The cores of `e`'s normal form, by kind, in order.
+    pub(crate) fn kinds(c: &mut Compiler<'_>, e: ExprId) -> Vec<&'static str> {
+        let cs = c.normalize(e, "").expect("normal form");
+        cs.iter()
+            .map(|&k| match &c.cores[k] {
+                Core::Null => "null",
+                Core::Bool(_) => "bool",
+                Core::Number(_) => "num",
+                Core::String(_) => "str",
+                Core::Array(_) => "arr",
+                Core::Object(_) => "obj",
+            })
+            .collect()
+    }
+
+    /// The cores of `e`'s normal form.
+    pub(crate) fn cores(c: &mut Compiler<'_>, e: ExprId) -> Vec<Core> {
+        let cs = c.normalize(e, "").expect("normal form");
+        cs.iter().map(|&k| c.cores[k].clone()).collect()
+    }
+
+    /// Does `instance` (JSON text) validate against `schema`, by the runtime engine?
+    pub(crate) fn validates(schema: &Value, instance: &str) -> bool {
+        static VOCAB: std::sync::OnceLock<crate::vocab::Vocabulary> = std::sync::OnceLock::new();
+        let vocab = VOCAB.get_or_init(|| crate::vocab::Vocabulary::embedded().expect("vocab"));
+        let mut e =
+            crate::schema::SchemaConstraint::compile(schema, vocab, &SchemaOptions::default())
+                .expect("compiles");
+        e.advance_bytes(instance.as_bytes()).is_ok() && e.is_accepting()
+    }
+}

@@ -1,0 +1,569 @@
+//! `not` pushed inwards: the expression for the complement of a schema, keyword by keyword.
+//!
+//! `¬(k1 ∧ k2 ∧ …) = ¬k1 ∨ ¬k2 ∨ …`, and a type-specific keyword holds vacuously for values of
+//! other types, so the negation of one keyword only admits values of its own type. Keywords
+//! whose complement the engine cannot represent exactly are [`SchemaErrorKind::Unsupported`]
+//! (the caller decides whether that is an error).
+
+use super::refs::esc_ptr;
+use super::*;
+use crate::schema::number::Dec;
+use crate::schema::FormatMode;
+use serde_json::Map;
+
+impl<'a> Compiler<'a> {
+    /// `not` pushed inwards: the expression for the complement of the schema at `ptr`.
+    pub(super) fn negate(
+        &mut self,
+        v: &'a Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<ExprId, SchemaError> {
+        let scope = self.refs.enter(ptr);
+        let saved = std::mem::replace(&mut self.refs.dyn_scopes.cur, scope);
+        let r = self.negate_in(v, ptr, depth);
+        self.refs.dyn_scopes.cur = saved;
+        r
+    }
+
+    /// [`Compiler::negate`] inside the dynamic scope of `ptr`: the union of the negations of
+    /// the schema object's keywords.
+    fn negate_in(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Result<ExprId, SchemaError> {
+        if depth > 32 {
+            return Err(SchemaError::unsupported("not", ptr));
+        }
+        let m = match v {
+            Value::Bool(true) => return Ok(self.false_e),
+            Value::Bool(false) => return Ok(self.true_e),
+            Value::Object(m) => m,
+            _ => return Err(SchemaError::invalid(ptr, "a schema must be an object or a boolean")),
+        };
+        let mut alts: Vec<ExprId> = Vec::new();
+        for (k, x) in m {
+            let kp = format!("{ptr}/{}", esc_ptr(k));
+            self.negate_keyword(m, k, x, ptr, &kp, depth, &mut alts)?;
+        }
+        Ok(self.push(Expr::Or(alts)))
+    }
+
+    /// Push onto `alts` the expressions whose union is the complement of keyword `k: x` of the
+    /// schema object `m` at `ptr` (`kp` is the keyword's own pointer). Nothing for keywords
+    /// that constrain nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn negate_keyword(
+        &mut self,
+        m: &'a Map<String, Value>,
+        k: &str,
+        x: &'a Value,
+        ptr: &str,
+        kp: &str,
+        depth: usize,
+        alts: &mut Vec<ExprId>,
+    ) -> Result<(), SchemaError> {
+        let cores = |c: &mut Self, cs: Vec<CoreId>| c.push(Expr::Cores(cs));
+        match k {
+            // An asserted format would need the complement of its automaton.
+            "format"
+                if self.opts.formats == FormatMode::Assert
+                    && x.as_str().is_some_and(|f| {
+                        string::format_regex(f).is_some()
+                            || string::UNSUPPORTED_FORMATS.contains(&f)
+                    }) =>
+            {
+                return Err(SchemaError::unsupported("not", ptr));
+            }
+            "title" | "description" | "default" | "examples" | "$comment" | "$id" | "$schema"
+            | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly" | "deprecated"
+            | "format" => {}
+            _ if k.starts_with("x-") => {}
+            "type" => {
+                let cs = self.not_type(x, ptr)?;
+                alts.push(cores(self, cs));
+            }
+            "const" | "enum" => {
+                let vals: Vec<&Value> = if k == "const" {
+                    vec![x]
+                } else {
+                    x.as_array()
+                        .ok_or_else(|| SchemaError::invalid(ptr, "enum must be an array"))?
+                        .iter()
+                        .collect()
+                };
+                alts.push(self.not_literals(&vals, ptr)?);
+            }
+            "required" => {
+                // Objects without one of the keys.
+                let r = x
+                    .as_array()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "required must be an array"))?;
+                for n in r {
+                    let n = n
+                        .as_str()
+                        .ok_or_else(|| SchemaError::invalid(ptr, "required must hold strings"))?;
+                    let c = self.obj_core(vec![(n.to_string(), self.false_e)], Vec::new(), 0);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "properties" => {
+                // Objects with one of the keys, whose value does not match.
+                let p = x
+                    .as_object()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "properties must be an object"))?;
+                for (name, sub) in p {
+                    let ns = self.negate(sub, &format!("{kp}/{}", esc_ptr(name)), depth + 1)?;
+                    let c = self.obj_core(vec![(name.clone(), ns)], vec![name.clone()], 0);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "anyOf" | "allOf" | "oneOf" => alts.push(self.not_applicator(k, x, ptr, kp, depth)?),
+            "not" => {
+                let e = self.schema_at(kp)?;
+                self.unannotated.insert(e);
+                alts.push(e);
+            }
+            "$ref" | "$dynamicRef" | "$recursiveRef" => {
+                let r = x
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid(ptr, format!("{k} must be a string")))?;
+                let t = match k {
+                    "$ref" => self.refs.resolve_ref(r, ptr)?,
+                    "$dynamicRef" => self.refs.resolve_dynamic(r, ptr)?,
+                    _ => self.refs.resolve_recursive(r, ptr)?,
+                };
+                let tv = self.refs.lookup(&t).expect("resolved");
+                alts.push(self.negate(tv, &t, depth + 1)?);
+            }
+            "multipleOf" | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                let n = self.not_numeric(k, x, ptr)?;
+                let c = self.core(Core::Number(n));
+                alts.push(cores(self, vec![c]));
+            }
+            "minProperties" | "maxProperties" | "minItems" | "maxItems" => {
+                if let Some(c) = self.not_size(k, x, ptr)? {
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "items" | "prefixItems" if x.is_array() => {
+                // Some listed position holds a non-matching item (`additionalItems`, if any,
+                // is negated on its own).
+                let a = x.as_array().expect("array");
+                let tr = self.true_e;
+                for (i, sub) in a.iter().enumerate() {
+                    let ni = self.negate(sub, &format!("{kp}/{i}"), depth + 1)?;
+                    let mut prefix = vec![tr; i];
+                    prefix.push(ni);
+                    let c = self.arr_core(prefix, tr, i as u32 + 1, u32::MAX);
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            "items" | "contains"
+                if !(m.contains_key("prefixItems")
+                    || m.contains_key("minContains")
+                    || m.contains_key("maxContains")
+                    || (k == "items" && m.contains_key("additionalItems"))) =>
+            {
+                let c = self.not_items_or_contains(k, x, kp, depth)?;
+                alts.push(cores(self, vec![c]));
+            }
+            "minLength" | "maxLength" | "pattern" => {
+                if let Some(s) = self.not_string(k, x, ptr)? {
+                    let c = self.core(Core::String(s));
+                    alts.push(cores(self, vec![c]));
+                }
+            }
+            // Keywords the engine knows but cannot negate (or only in the forms above).
+            "additionalProperties"
+            | "patternProperties"
+            | "propertyNames"
+            | "dependencies"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "if"
+            | "additionalItems"
+            | "minContains"
+            | "maxContains"
+            | "items"
+            | "prefixItems"
+            | "contains"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => return Err(SchemaError::unsupported("not", ptr)),
+            "uniqueItems" if x != &Value::Bool(false) => {
+                return Err(SchemaError::unsupported("not", ptr))
+            }
+            "nullable" if x == &Value::Bool(true) => {
+                return Err(SchemaError::unsupported("not", ptr))
+            }
+            // Anything else constrains nothing on the positive side either (unknown keywords,
+            // `then`/`else` without `if`, `content*`, anchors): nothing to negate.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `¬type`: the cores of the other types. `¬integer` also keeps numbers with a fraction.
+    fn not_type(&mut self, x: &Value, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        let names: Vec<&str> = match x {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => return Err(SchemaError::invalid(ptr, "bad type")),
+        };
+        let mut s = T_ALL;
+        let mut has_int_only = false;
+        let mut has_num = false;
+        for n in &names {
+            s &= !match *n {
+                "null" => T_NULL,
+                "boolean" => T_BOOL,
+                "integer" => {
+                    has_int_only = true;
+                    T_INT
+                }
+                "number" => {
+                    has_num = true;
+                    T_NUM | T_INT
+                }
+                "string" => T_STR,
+                "array" => T_ARR,
+                "object" => T_OBJ,
+                _ => return Err(SchemaError::invalid(ptr, "unknown type")),
+            };
+        }
+        Ok(if has_int_only && !has_num {
+            // Not an integer: the other types, and numbers with a fraction.
+            let mut cs = self.type_cores(s & !(T_INT | T_NUM));
+            let mut n = NumCore::any();
+            n.frac = true;
+            cs.push(self.core(Core::Number(n)));
+            cs
+        } else {
+            self.type_cores(s & !T_INT | if s & T_NUM != 0 { T_NUM } else { 0 })
+        })
+    }
+
+    /// `¬anyOf` = every branch negated; `¬allOf` = some branch negated; `¬oneOf` only with
+    /// one branch.
+    fn not_applicator(
+        &mut self,
+        k: &str,
+        x: &'a Value,
+        ptr: &str,
+        kp: &str,
+        depth: usize,
+    ) -> Result<ExprId, SchemaError> {
+        let a = x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "must be an array"))?;
+        if k == "oneOf" && a.len() > 1 {
+            return Err(SchemaError::unsupported("not", ptr));
+        }
+        let mut negs = Vec::new();
+        for (i, sub) in a.iter().enumerate() {
+            negs.push(self.negate(sub, &format!("{kp}/{i}"), depth + 1)?);
+        }
+        Ok(if k == "allOf" { self.push(Expr::Or(negs)) } else { self.and(negs) })
+    }
+
+    /// The numbers that fail one numeric keyword (other types pass it).
+    fn not_numeric(&mut self, k: &str, x: &Value, ptr: &str) -> Result<NumCore, SchemaError> {
+        let d = Self::get_dec(x, ptr, k)?;
+        let mut n = NumCore::any();
+        match k {
+            "multipleOf" => {
+                if d.is_zero() || d < Dec::zero() {
+                    return Err(SchemaError::invalid(ptr, "multipleOf must be > 0"));
+                }
+                n.not_multiples = vec![d];
+                if !n.multiple_supported() {
+                    return Err(SchemaError::unsupported("not", ptr));
+                }
+            }
+            "minimum" => n.hi = Some((d, true)),
+            "maximum" => n.lo = Some((d, true)),
+            "exclusiveMinimum" => n.hi = Some((d, false)),
+            _ => n.lo = Some((d, false)),
+        }
+        Ok(n)
+    }
+
+    /// The objects or arrays whose size fails one size keyword; `None` for `min…: 0`, which
+    /// every value of the type passes.
+    fn not_size(&mut self, k: &str, x: &Value, ptr: &str) -> Result<Option<CoreId>, SchemaError> {
+        let n = Self::get_u32(x, ptr, k)?;
+        let (lo, hi) = if k.starts_with("min") {
+            if n == 0 {
+                return Ok(None);
+            }
+            (0, n - 1)
+        } else {
+            (n.saturating_add(1), u32::MAX)
+        };
+        Ok(Some(if k.ends_with("Items") {
+            let tr = self.true_e;
+            self.arr_core(Vec::new(), tr, lo, hi)
+        } else {
+            let c = self.obj_core(Vec::new(), Vec::new(), lo);
+            if let Core::Object(o) = &mut self.cores[c] {
+                o.max = hi;
+            }
+            c
+        }))
+    }
+
+    /// ¬(every item ∈ S) = some item ∈ ¬S (`contains: ¬S`); ¬(some item ∈ C) = every item
+    /// ∈ ¬C.
+    fn not_items_or_contains(
+        &mut self,
+        k: &str,
+        x: &'a Value,
+        kp: &str,
+        depth: usize,
+    ) -> Result<CoreId, SchemaError> {
+        let pos = self.schema_at(kp)?;
+        let neg = self.negate(x, kp, depth + 1)?;
+        let tr = self.true_e;
+        Ok(if k == "items" {
+            let contains = Some(ContainsC { schema: neg, neg: Some(pos), min: 1, max: u32::MAX });
+            self.core(Core::Array(ArrC { contains, ..ArrC::new(Vec::new(), tr, 0, u32::MAX) }))
+        } else {
+            self.arr_core(Vec::new(), neg, 0, u32::MAX)
+        })
+    }
+
+    /// The strings that fail one string keyword (a `pattern`'s complement automaton); `None`
+    /// for `minLength: 0`.
+    fn not_string(&mut self, k: &str, x: &Value, ptr: &str) -> Result<Option<StrC>, SchemaError> {
+        let mut s = StrC { dfa: None, min: 0, max: u32::MAX };
+        match k {
+            "minLength" => {
+                let n = Self::get_u32(x, ptr, k)?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                s.max = n - 1;
+            }
+            "maxLength" => s.min = Self::get_u32(x, ptr, k)?.saturating_add(1),
+            _ => {
+                let p = x
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid(ptr, "pattern must be a string"))?;
+                let re =
+                    string::translate_ecma(p).map_err(|_| SchemaError::unsupported("not", ptr))?;
+                let d = self.regex_dfa(&re, "pattern", ptr)?;
+                let c = string::complement(&self.dfas[d], self.limits.max_dfa_states)
+                    .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
+                s.dfa = Some(self.add_dfa(c));
+            }
+        }
+        Ok(Some(s))
+    }
+
+    /// Every value except the given literals (scalars only).
+    pub(super) fn not_literals(
+        &mut self,
+        vals: &[&Value],
+        ptr: &str,
+    ) -> Result<ExprId, SchemaError> {
+        let mut null_ok = true;
+        let mut compound: Vec<&Value> = Vec::new();
+        let mut bools = 3u8;
+        let mut strs: Vec<&str> = Vec::new();
+        let mut nums: Vec<Dec> = Vec::new();
+        for v in vals {
+            match v {
+                Value::Null => null_ok = false,
+                Value::Bool(b) => bools &= if *b { 1 } else { 2 },
+                Value::String(s) => strs.push(s),
+                Value::Number(n) => nums.push(
+                    Dec::from_json(n).ok_or_else(|| SchemaError::invalid(ptr, "bad number"))?,
+                ),
+                _ => compound.push(v),
+            }
+        }
+        let mut cs = Vec::new();
+        if null_ok {
+            cs.push(self.core(Core::Null));
+        }
+        if bools != 0 {
+            cs.push(self.core(Core::Bool(bools)));
+        }
+        let lit = self.regex_dfa(&string::literals_regex(strs.iter().copied()), "enum", ptr)?;
+        let comp = string::complement(&self.dfas[lit], self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
+        let comp = self.add_dfa(comp);
+        cs.push(self.core(Core::String(StrC { dfa: Some(comp), min: 0, max: u32::MAX })));
+        nums.sort();
+        nums.dedup();
+        let mut prev: Option<Dec> = None;
+        for d in nums.iter().chain(std::iter::once(&Dec::zero()).filter(|_| false)) {
+            let n = NumCore {
+                lo: prev.clone().map(|p| (p, true)),
+                hi: Some((d.clone(), true)),
+                ..NumCore::any()
+            };
+            cs.push(self.core(Core::Number(n)));
+            prev = Some(d.clone());
+        }
+        let n = NumCore { lo: prev.map(|p| (p, true)), ..NumCore::any() };
+        cs.push(self.core(Core::Number(n)));
+        let arr = self.type_cores(T_ARR | T_OBJ);
+        cs.extend(arr);
+        let mut parts = vec![self.push(Expr::Cores(cs))];
+        for v in compound {
+            parts.push(self.not_compound(v, ptr)?);
+        }
+        Ok(self.and(parts))
+    }
+
+    /// Every value except the array or object literal `v`.
+    pub(super) fn not_compound(&mut self, v: &Value, ptr: &str) -> Result<ExprId, SchemaError> {
+        self.check_size()?;
+        let (t, n) = match v {
+            Value::Array(a) => (T_ARR, a.len()),
+            Value::Object(m) => (T_OBJ, m.len()),
+            _ => unreachable!("scalars are handled by not_literals"),
+        };
+        let mut cs = self.type_cores(T_ALL & !t);
+        let (tr, fa) = (self.true_e, self.false_e);
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut alts = Vec::new();
+        match v {
+            Value::Array(a) => {
+                // Another length, or some item different.
+                if n > 0 {
+                    cs.push(self.arr_core(Vec::new(), tr, 0, n32 - 1));
+                }
+                cs.push(self.arr_core(Vec::new(), tr, n32.saturating_add(1), u32::MAX));
+                for (i, x) in a.iter().enumerate() {
+                    let ni = self.not_literals(&[x], ptr)?;
+                    let mut prefix = vec![tr; i];
+                    prefix.push(ni);
+                    let c = self.arr_core(prefix, tr, n32, n32);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            Value::Object(m) => {
+                // A key missing, a value different, or more keys (all keys present and one
+                // more means more than `n`).
+                cs.push(self.obj_core(Vec::new(), Vec::new(), n32.saturating_add(1)));
+                for (k, x) in m {
+                    cs.push(self.obj_core(vec![(k.clone(), fa)], Vec::new(), 0));
+                    let nk = self.not_literals(&[x], ptr)?;
+                    let c = self.obj_core(vec![(k.clone(), nk)], vec![k.clone()], 0);
+                    alts.push(self.push(Expr::Cores(vec![c])));
+                }
+            }
+            _ => {}
+        }
+        alts.push(self.push(Expr::Cores(cs)));
+        Ok(self.push(Expr::Or(alts)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{compiler, cores, kinds, validates};
+    use super::*;
+    use serde_json::json;
+
+    /// The normal form's kinds of `not` applied to `v`.
+    fn negated_kinds(v: Value) -> Vec<&'static str> {
+        let mut c = compiler(v);
+        let e = negated(&mut c).unwrap();
+        kinds(&mut c, e)
+    }
+
+    /// `not` applied to the compiler's whole document.
+    fn negated(c: &mut Compiler<'static>) -> Result<ExprId, SchemaError> {
+        let v = c.refs.lookup("").expect("the document");
+        c.negate(v, "", 0)
+    }
+
+    #[test]
+    fn not_type_keeps_the_other_types() {
+        assert_eq!(negated_kinds(json!({"type": "string"})), ["null", "bool", "num", "arr", "obj"]);
+        assert_eq!(
+            negated_kinds(json!({"type": ["object", "array", "null"]})),
+            ["bool", "num", "str"]
+        );
+        // `¬integer` keeps every number with a fraction.
+        let mut c = compiler(json!({"type": "integer"}));
+        let e = negated(&mut c).unwrap();
+        let nums: Vec<NumCore> = cores(&mut c, e)
+            .into_iter()
+            .filter_map(|k| match k {
+                Core::Number(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(nums.len(), 1);
+        assert!(nums[0].frac);
+    }
+
+    #[test]
+    fn a_type_keyword_negated_admits_only_its_own_type() {
+        assert_eq!(negated_kinds(json!({"minimum": 5})), ["num"]);
+        assert_eq!(negated_kinds(json!({"maxLength": 2})), ["str"]);
+        assert_eq!(negated_kinds(json!({"required": ["a", "b"]})), ["obj", "obj"]);
+        // `minItems: 0` holds for every array: nothing to negate, so nothing is admitted.
+        assert!(negated_kinds(json!({"minItems": 0})).is_empty());
+        // Annotations constrain nothing.
+        assert!(negated_kinds(json!({"title": "t", "x-extra": 1})).is_empty());
+        assert_eq!(negated_kinds(json!(false)), ["null", "bool", "num", "str", "arr", "obj"]);
+        assert!(negated_kinds(json!(true)).is_empty());
+    }
+
+    #[test]
+    fn negated_bounds_are_exact() {
+        let s = json!({"not": {"minimum": 5, "multipleOf": 2}});
+        assert!(validates(&s, "4.5"));
+        assert!(validates(&s, "7"));
+        assert!(!validates(&s, "6"));
+        // A string satisfies both keywords vacuously, so it fails their negation.
+        assert!(!validates(&s, "\"x\""));
+        let s = json!({"not": {"type": "string", "maxLength": 2}});
+        assert!(validates(&s, "\"abc\""));
+        assert!(!validates(&s, "\"ab\""));
+        assert!(validates(&s, "12"));
+    }
+
+    #[test]
+    fn double_negation_is_the_schema_without_annotations() {
+        let mut c = compiler(json!({"not": {"type": "string"}}));
+        let e = negated(&mut c).unwrap();
+        assert_eq!(kinds(&mut c, e), ["str"]);
+        assert_eq!(c.unannotated.len(), 1);
+    }
+
+    #[test]
+    fn what_cannot_be_negated_exactly_is_unsupported() {
+        for v in [
+            json!({"uniqueItems": true}),
+            json!({"oneOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"additionalProperties": false}),
+            json!({"format": "email"}),
+        ] {
+            let mut c = compiler(v.clone());
+            let err = negated(&mut c).unwrap_err();
+            assert!(matches!(err.kind(), SchemaErrorKind::Unsupported { .. }), "{v}");
+        }
+    }
+
+    #[test]
+    fn literals_are_negated_by_type() {
+        let s = json!({"not": {"enum": ["a", 1, null, [1, 2], {"k": true}]}});
+        for (doc, ok) in [
+            ("\"a\"", false),
+            ("\"b\"", true),
+            ("1", false),
+            ("1.5", true),
+            ("null", false),
+            ("true", true),
+            ("[1,2]", false),
+            ("[1,3]", true),
+            ("[1]", true),
+            ("{\"k\":true}", false),
+            ("{\"k\":false}", true),
+            ("{}", true),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+    }
+}

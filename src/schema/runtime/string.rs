@@ -1,0 +1,269 @@
+//! Strings and keys in the recogniser: escapes decoded (RFC 8259 §7, surrogate pairs) with
+//! every prefix of a `\\uXXXX` escape checked for a code point that can continue, and decoded
+//! bytes fed to each alternative's automaton (strings) or to the declared names and the
+//! undeclared-key automaton (keys).
+
+use super::*;
+
+fn utf8(cp: u32, out: &mut [u8; 4]) -> &[u8] {
+    match char::from_u32(cp) {
+        Some(c) => c.encode_utf8(out).as_bytes(),
+        None => &out[..0],
+    }
+}
+
+/// Decode the code point of `s` starting at byte `i` (valid UTF-8 assumed).
+pub(super) fn cp_at(s: &[u8], i: usize) -> Option<u32> {
+    std::str::from_utf8(&s[i..]).ok().and_then(|t| t.chars().next()).map(|c| c as u32)
+}
+
+impl<'a> Rt<'a> {
+    pub(super) fn str_byte(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        match f.lex.escape().expect("a string or key frame") {
+            Escape::None => match b {
+                b'"' => {
+                    if f.kind() == Kind::Key {
+                        self.key_close(fi)
+                    } else {
+                        self.str_close(fi)
+                    }
+                }
+                b'\\' => {
+                    if !self.range_live(fi, 0, 0x10FFFF) {
+                        return false;
+                    }
+                    self.set_escape(fi, Escape::Backslash);
+                    true
+                }
+                0..=0x1F => false,
+                _ => self.feed(fi, b),
+            },
+            Escape::Backslash => {
+                if b == b'u' {
+                    self.set_escape(fi, Escape::Hex { n: 0, v: 0 });
+                    return true;
+                }
+                let Some(c) = escape_char(b) else { return false };
+                self.set_escape(fi, Escape::None);
+                self.feed_cp(fi, u32::from(c))
+            }
+            Escape::Hex { n, v } => self.hex_byte(fi, None, n, v, b),
+            Escape::LowHex { high, n, v } => self.hex_byte(fi, Some(high), n, v, b),
+            Escape::NeedBackslash { high } => {
+                if b != b'\\' {
+                    return false;
+                }
+                self.set_escape(fi, Escape::NeedU { high });
+                true
+            }
+            Escape::NeedU { high } => {
+                if b != b'u' {
+                    return false;
+                }
+                self.set_escape(fi, Escape::LowHex { high, n: 0, v: 0 });
+                true
+            }
+        }
+    }
+
+    pub(super) fn set_escape(&mut self, fi: usize, e: Escape) {
+        let f = self.st.frames[fi];
+        self.set_frame(fi, Frame { lex: f.lex.with_escape(e), ..f });
+    }
+
+    /// Hex digit `b` of a `\uXXXX` escape with `n` digits of value `v` so far (`high`: this
+    /// escape is the low half of a surrogate pair after `high`). Each prefix of the escape must
+    /// leave some code point that continues the string.
+    pub(super) fn hex_byte(&mut self, fi: usize, high: Option<u16>, n: u8, v: u16, b: u8) -> bool {
+        let Some(d) = hex_val(b) else { return false };
+        let v = (v << 4) | u16::from(d);
+        let n = n + 1;
+        if n < 4 {
+            let shift = 4 * (4 - u32::from(n));
+            let lo = u32::from(v) << shift;
+            let hi = lo + (1 << shift) - 1;
+            let ok = match high {
+                Some(h) => self.low_range_live(fi, h, lo, hi),
+                None => self.hex_range_live(fi, lo, hi),
+            };
+            if !ok {
+                return false;
+            }
+            let e = match high {
+                Some(high) => Escape::LowHex { high, n, v },
+                None => Escape::Hex { n, v },
+            };
+            self.set_escape(fi, e);
+            return true;
+        }
+        let v = u32::from(v);
+        if let Some(h) = high {
+            if !LOW_SURROGATES.contains(&v) {
+                return false;
+            }
+            self.set_escape(fi, Escape::None);
+            return self.feed_cp(fi, surrogate_pair(u32::from(h), v));
+        }
+        if HIGH_SURROGATES.contains(&v) {
+            if !self.low_range_live(fi, v as u16, 0xDC00, 0xDFFF) {
+                return false;
+            }
+            self.set_escape(fi, Escape::NeedBackslash { high: v as u16 });
+            return true;
+        }
+        if LOW_SURROGATES.contains(&v) {
+            return false;
+        }
+        self.set_escape(fi, Escape::None);
+        self.feed_cp(fi, v)
+    }
+
+    /// A partial `\u` escape covering `lo..=hi` (BMP values; high surrogates lead on).
+    pub(super) fn hex_range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
+        if self.range_live(fi, lo, hi.min(0xD7FF)) || self.range_live(fi, lo.max(0xE000), hi) {
+            return true;
+        }
+        let (a, b) = (lo.max(0xD800), hi.min(0xDBFF));
+        a <= b && self.range_live(fi, surrogate_pair(a, 0xDC00), surrogate_pair(b, 0xDFFF))
+    }
+
+    pub(super) fn low_range_live(&self, fi: usize, high: u16, lo: u32, hi: u32) -> bool {
+        let (a, b) = (lo.max(0xDC00), hi.min(0xDFFF));
+        let high = u32::from(high);
+        a <= b && self.range_live(fi, surrogate_pair(high, a), surrogate_pair(high, b))
+    }
+
+    /// Can some code point in `lo..=hi` continue the string/key in frame `fi`?
+    pub(super) fn range_live(&self, fi: usize, lo: u32, hi: u32) -> bool {
+        if lo > hi {
+            return false;
+        }
+        let f = self.st.frames[fi];
+        let prog = self.prog();
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            if f.kind() == Kind::Str {
+                let p = a.str();
+                if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] {
+                    if p.chars < *max
+                        && prog.dfas[*dfa].range_live(p.state, lo, hi, *max - p.chars - 1)
+                    {
+                        return true;
+                    }
+                }
+            } else {
+                let k = a.key();
+                if let Some(x) = &self.obj(a.core).extra {
+                    if k.extra != DEAD && prog.dfas[x.dfa].range_live(k.extra, lo, hi, u32::MAX) {
+                        return true;
+                    }
+                }
+                let o = self.obj(a.core);
+                let pos = self.st.buf.len() - f.buf as usize;
+                for i in k.lo as usize..k.hi as usize {
+                    let n = &o.names[i];
+                    if n.len() > pos {
+                        if let Some(cp) = cp_at(n, pos) {
+                            if (lo..=hi).contains(&cp) && self.name_ok(fi - 1, k.obj as usize, i) {
+                                return true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    pub(super) fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
+        let mut tmp = [0u8; 4];
+        let bytes: smallvec::SmallVec<[u8; 4]> = utf8(cp, &mut tmp).iter().copied().collect();
+        if bytes.is_empty() {
+            return false;
+        }
+        bytes.iter().all(|&b| self.feed(fi, b))
+    }
+
+    /// One decoded content byte into every alternative of a string or key frame.
+    pub(super) fn feed(&mut self, fi: usize, b: u8) -> bool {
+        let f = self.st.frames[fi];
+        let prog = self.prog();
+        let lead = b & 0xC0 != 0x80;
+        let mut any = false;
+        if f.kind() == Kind::Str {
+            for ai in self.alt_range(fi) {
+                let a = self.st.alts[ai];
+                if !a.alive {
+                    continue;
+                }
+                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] else {
+                    continue;
+                };
+                let d = &prog.dfas[*dfa];
+                let p = a.str();
+                let n = d.next(p.state, b);
+                let count = p.chars + u32::from(lead);
+                // Live iff the fewest code points that complete it still fit under `max`.
+                if n == DEAD || count.saturating_add(d.short(n)) > *max {
+                    self.kill(ai);
+                } else {
+                    if n != p.state || count != p.chars {
+                        self.set_alt(ai, a.with_str(StrProgress { state: n, chars: count }));
+                    }
+                    any = true;
+                }
+            }
+            return any;
+        }
+        // A key: extend the decoded text, narrow name ranges, step the undeclared automaton.
+        let pos = self.st.buf.len() - f.buf as usize;
+        self.note_lens();
+        self.st.buf.push(b);
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let o = self.obj(a.core);
+            let k = a.key();
+            let names = &o.names[k.lo as usize..k.hi as usize];
+            let lo = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] < b);
+            let hi = k.lo as usize + names.partition_point(|n| n.len() <= pos || n[pos] <= b);
+            let ex = match &o.extra {
+                Some(x) if k.extra != DEAD => prog.dfas[x.dfa].next(k.extra, b),
+                _ => DEAD,
+            };
+            let objai = k.obj as usize;
+            let text = &self.st.buf[f.buf as usize..];
+            let names_live = (lo..hi).any(|i| self.name_ok(fi - 1, objai, i));
+            let extra_live = ex != DEAD && {
+                let d = &prog.dfas[(o.extra.as_ref().expect("extra").dfa).index()];
+                match d.finite_count(ex) {
+                    None => true,
+                    Some(cnt) => cnt > self.seen_extra_with_prefix(fi - 1, objai, text),
+                }
+            };
+            if !names_live && !extra_live {
+                self.kill(ai);
+            } else {
+                let k = KeyProgress { extra: ex, lo: lo as u32, hi: hi as u32, obj: k.obj };
+                self.set_alt(ai, a.with_key(k));
+                any = true;
+            }
+        }
+        any
+    }
+
+    pub(super) fn str_close(&mut self, fi: usize) -> bool {
+        self.close_with(fi, |rt, a| match &rt.prog().cores[a.core] {
+            CoreRt::String { dfa, min, .. } => {
+                rt.prog().dfas[*dfa].is_accept(a.str().state) && a.str().chars >= *min
+            }
+            _ => false,
+        })
+    }
+}
