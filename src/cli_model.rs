@@ -3,9 +3,9 @@
 //! loading with progress on stderr, the chat prompt, the vocabulary check, the overlapped loop,
 //! and the timing fields of `--format json`. Also where the main job looks for the model.
 
-use super::{build_engine, load_vocab, Format, GenerateArgs};
+use super::{build_engine, decode_setup, load_vocab, Format, GenerateArgs};
 use clap::Args;
-use grammask::decode::{decode, decode_overlapped, DecodeConfig, ThinkGate, ThinkMarkers};
+use grammask::decode::{decode, decode_overlapped};
 use grammask::model::{GgufModel, LoadProgress, ModelConfig};
 use grammask::stats::Summary;
 use grammask::ConstraintEngine;
@@ -116,28 +116,14 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
         let other = load_vocab(&args.vocab)?;
         model.check_vocab(&other).map_err(|e| e.to_string())?;
     }
-    let mut engine: Option<Box<dyn ConstraintEngine>> =
+    let engine: Option<Box<dyn ConstraintEngine>> =
         if m.no_constraint { None } else { Some(build_engine(&vocab, &args.constraint)?) };
-    let mut dc = DecodeConfig::builder()
-        .temperature(args.temperature)
-        .top_p(args.top_p)
-        .top_k(args.top_k)
-        .min_p(args.min_p)
-        .logprobs(args.logprobs)
-        .seed(args.seed);
-    if let Some(budget) = args.think_budget {
-        dc = dc.think_budget(Some(budget));
-        let markers = ThinkMarkers::from_vocab(&vocab).map_err(|e| e.to_string())?;
-        if let Some(e) = engine.take() {
-            engine = Some(Box::new(ThinkGate::new(e, markers)));
-        }
-    }
     let user = m.prompt.as_deref().unwrap_or(DEFAULT_PROMPT);
     let prompt = model.chat_prompt(m.system.as_deref(), user).map_err(|e| e.to_string())?;
     model.set_prompt(&prompt).map_err(|e| e.to_string())?;
     // The context bounds the generation: the limit is what fits after the prompt.
     let max_tokens = args.max_tokens.min(model.context() - prompt.len());
-    let dc = dc.max_tokens(max_tokens).build().map_err(|e| e.to_string())?;
+    let (dc, mut engine) = decode_setup(args, &vocab, engine, max_tokens)?;
     let prefill = model.prefill().map_err(|e| e.to_string())?;
     model.reset_stats();
     let t0 = Instant::now();

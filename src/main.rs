@@ -265,16 +265,16 @@ fn check(args: CheckArgs) -> CliResult<()> {
     Ok(())
 }
 
-fn generate(args: GenerateArgs) -> CliResult<()> {
-    #[cfg(feature = "model")]
-    if let Some(path) = args.model.model.clone() {
-        return cli_model::generate(&args, &path);
-    }
-    let vocab = load_vocab(&args.vocab)?;
-    let mut engine = build_engine(&vocab, &args.constraint)?;
-    let mut model = RandomLogits::new(&vocab, args.seed);
+/// The decode config the sampling flags describe (for the random-logit and the real model
+/// alike), with the thinking gate put around `engine` when `--think-budget` asks for one.
+fn decode_setup(
+    args: &GenerateArgs,
+    vocab: &Vocabulary,
+    mut engine: Option<Box<dyn ConstraintEngine>>,
+    max_tokens: usize,
+) -> CliResult<(DecodeConfig, Option<Box<dyn ConstraintEngine>>)> {
     let mut builder = DecodeConfig::builder()
-        .max_tokens(args.max_tokens)
+        .max_tokens(max_tokens)
         .temperature(args.temperature)
         .top_p(args.top_p)
         .top_k(args.top_k)
@@ -283,8 +283,10 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
         .seed(args.seed);
     if let Some(budget) = args.think_budget {
         builder = builder.think_budget(Some(budget));
-        let markers = ThinkMarkers::from_vocab(&vocab).map_err(|e| e.to_string())?;
-        engine = Box::new(ThinkGate::new(engine, markers));
+        let markers = ThinkMarkers::from_vocab(vocab).map_err(|e| e.to_string())?;
+        if let Some(e) = engine.take() {
+            engine = Some(Box::new(ThinkGate::new(e, markers)));
+        }
     }
     let mut config = builder.build().map_err(|e| e.to_string())?;
     config.sampler.temperature_placement = match args.temperature_placement {
@@ -295,12 +297,27 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
     if std::env::var_os("GRAMMASK_SAMPLING_REJECTION").is_some_and(|v| v == "0") {
         config.sampler.filter_algorithm = grammask::sampler::FilterAlgorithm::Sort;
     }
+    Ok((config, engine))
+}
+
+fn generate(args: GenerateArgs) -> CliResult<()> {
+    #[cfg(feature = "model")]
+    if let Some(path) = args.model.model.clone() {
+        return cli_model::generate(&args, &path);
+    }
+    let vocab = load_vocab(&args.vocab)?;
+    let engine = build_engine(&vocab, &args.constraint)?;
+    let mut model = RandomLogits::new(&vocab, args.seed);
     #[cfg(feature = "model")]
     let unconstrained = args.model.no_constraint;
     #[cfg(not(feature = "model"))]
     let unconstrained = false;
-    let engine: Option<&mut dyn ConstraintEngine> =
-        if unconstrained { None } else { Some(engine.as_mut()) };
+    let engine = if unconstrained { None } else { Some(engine) };
+    let (config, mut engine) = decode_setup(&args, &vocab, engine, args.max_tokens)?;
+    let engine: Option<&mut dyn ConstraintEngine> = match engine.as_mut() {
+        Some(e) => Some(e.as_mut()),
+        None => None,
+    };
     let gen = decode(&mut model, &vocab, engine, &config).map_err(|e| e.to_string())?;
     let summary = Summary::of(&gen.mask_us);
     let skipped = gen.counters.masks_skipped;

@@ -13,7 +13,7 @@ fn grammask(args: &[&str]) -> (bool, String, String) {
 }
 
 #[test]
-fn no_arguments_generates_json_on_the_embedded_tokenizer() {
+fn no_arguments_runs_the_main_job() {
     let (ok, out, err) = grammask(&[]);
     assert!(ok, "{err}");
     assert!(out.contains("finish_reason: "), "{out}");
@@ -141,4 +141,34 @@ fn regex_grammar_and_check() {
     let (ok, _, err) = grammask(&["check", "--grammar", bad.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("item"), "the error names the undefined rule: {err}");
+}
+
+#[test]
+fn temperature_placement_is_a_flag() {
+    let run = |placement: &str| {
+        grammask(&[
+            "generate",
+            "--json",
+            "--seed",
+            "3",
+            "--temperature",
+            "0.7",
+            "--top-p",
+            "0.9",
+            "--max-tokens",
+            "40",
+            "--temperature-placement",
+            placement,
+            "--format",
+            "json",
+        ])
+    };
+    for placement in ["before", "after"] {
+        let (ok, out, err) = run(placement);
+        assert!(ok, "{placement}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert!(v["n_tokens"].as_u64().is_some_and(|n| n > 0), "{out}");
+    }
+    let (ok, _, err) = run("sideways");
+    assert!(!ok && err.contains("sideways"), "{err}");
 }
