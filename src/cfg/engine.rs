@@ -40,8 +40,8 @@ use crate::automaton::DfaStateId;
 use crate::engine::history::History;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, allows_with, bool_view, check_mask_len, precheck, refused, BoolView,
-    ConstraintEngine, EngineError, EngineErrorKind,
+    allow_eos, allows_with, bool_view, mask_prelude, precheck, refused, BoolView, ConstraintEngine,
+    EngineError, EngineErrorKind,
 };
 use crate::mask::TokenMask;
 use crate::token::TokenId;
@@ -589,9 +589,7 @@ impl ConstraintEngine for CfgConstraint {
     }
 
     fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
-        check_mask_len(&self.vocab, mask.len())?;
-        if self.finished {
-            mask.clear();
+        if mask_prelude(&self.vocab, mask, self.finished)? {
             return Ok(());
         }
         let sig =

@@ -13,8 +13,8 @@ use super::EngineOptions;
 use crate::engine::history::History;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, allows_with, bool_view, check_mask_len, precheck, refused, BoolView,
-    ConstraintEngine, EngineError,
+    allow_eos, allows_with, bool_view, mask_prelude, precheck, refused, BoolView, ConstraintEngine,
+    EngineError,
 };
 use crate::mask::TokenMask;
 use crate::recognizer::{run_bytes, ByteLogic, CopyStack};
@@ -176,9 +176,7 @@ where
     }
 
     fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
-        check_mask_len(&self.vocab, mask.len())?;
-        if self.finished {
-            mask.clear();
+        if mask_prelude(&self.vocab, mask, self.finished)? {
             return Ok(());
         }
         let state = self.state;

@@ -272,6 +272,20 @@ pub(crate) fn bool_view<E: ConstraintEngine + ?Sized>(
     Ok(view(engine).store(m))
 }
 
+/// The start every `fill_mask` shares: check the buffer's width, and after EOS clear it.
+/// `Ok(true)` when the mask is complete already (the engine is finished).
+pub(crate) fn mask_prelude(
+    vocab: &Vocabulary,
+    mask: &mut TokenMask,
+    finished: bool,
+) -> Result<bool, EngineError> {
+    check_mask_len(vocab, mask.len())?;
+    if finished {
+        mask.clear();
+    }
+    Ok(finished)
+}
+
 /// The refusal error for a text token, with its bytes rendered.
 pub(crate) fn refused(vocab: &Vocabulary, token: TokenId, accepted_bytes: usize) -> EngineError {
     EngineError::new(EngineErrorKind::Refused {

@@ -45,7 +45,8 @@ use super::{CompiledSchema, PropertyOrder, SchemaError};
 use crate::engine::history::History;
 use crate::engine::mask_cache::MaskCache;
 use crate::engine::{
-    allow_eos, check_mask_len, precheck, refused, BoolView, ConstraintEngine, EngineError,
+    allow_eos, allows_with, bool_view, check_mask_len, mask_prelude, precheck, refused, BoolView,
+    ConstraintEngine, EngineError,
 };
 use crate::json::slices::JsonVocab;
 use crate::json::syntax::{
@@ -759,9 +760,7 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     fn fill_mask(&mut self, mask: &mut TokenMask) -> Result<(), EngineError> {
-        check_mask_len(&self.vocab, mask.len())?;
-        if self.finished {
-            mask.clear();
+        if mask_prelude(&self.vocab, mask, self.finished)? {
             return Ok(());
         }
         let key = self.number_key();
@@ -834,26 +833,17 @@ impl ConstraintEngine for SchemaConstraint {
     }
 
     fn allows(&self, token: TokenId) -> bool {
-        let accepting = self.accepting_state();
-        match precheck(&self.vocab, token, self.finished, accepting) {
-            Ok(true) => true,
-            Ok(false) => {
-                let mut st = self.st.clone();
-                let mut log = Vec::new();
-                let mut graves = Graves::default();
-                let mut rt =
-                    Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
-                self.vocab.token_bytes(token).iter().all(|&b| rt.try_push_byte(b))
-            }
-            Err(_) => false,
-        }
+        allows_with(&self.vocab, token, self.finished, self.accepting_state(), |bytes| {
+            let mut st = self.st.clone();
+            let mut log = Vec::new();
+            let mut graves = Graves::default();
+            let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+            bytes.iter().all(|&b| rt.try_push_byte(b))
+        })
     }
 
     fn step_mask(&mut self, vocab_size: usize) -> Result<&[bool], EngineError> {
-        check_mask_len(&self.vocab, vocab_size)?;
-        let mut m = self.view.take_mask(vocab_size);
-        self.fill_mask(&mut m)?;
-        Ok(self.view.store(m))
+        bool_view(self, vocab_size, |e| &mut e.view)
     }
 
     fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
