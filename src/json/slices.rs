@@ -417,6 +417,25 @@ pub(crate) struct JsonClasses {
     prepared: OnceLock<()>,
 }
 
+impl JsonClasses {
+    /// [`JsonVocab::prefix_string_classes`] without the extension lookup (for hot walks that
+    /// hold the classes already).
+    pub(crate) fn prefix_strings(
+        &self,
+        vocab: &Vocabulary,
+        prefix: &[u8],
+    ) -> Option<Arc<StringClasses>> {
+        cached_for_prefix(&self.prefix_strings, prefix, || {
+            StringClasses::build_for_prefix(vocab, prefix)
+        })
+    }
+
+    /// [`JsonVocab::number_classes`] without the extension lookup.
+    pub(crate) fn numbers(&self, vocab: &Vocabulary, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
+        cached_for_prefix(&self.numbers, prefix, || NumberClasses::build_for_prefix(vocab, prefix))
+    }
+}
+
 impl VocabExtension for JsonClasses {
     fn build(_: &Vocabulary) -> JsonClasses {
         JsonClasses::default()
@@ -456,15 +475,11 @@ impl JsonVocab for Vocabulary {
     }
 
     fn prefix_string_classes(&self, prefix: &[u8]) -> Option<Arc<StringClasses>> {
-        cached_for_prefix(&self.extension::<JsonClasses>().prefix_strings, prefix, || {
-            StringClasses::build_for_prefix(self, prefix)
-        })
+        self.extension::<JsonClasses>().prefix_strings(self, prefix)
     }
 
     fn number_classes(&self, prefix: &[u8]) -> Option<Arc<NumberClasses>> {
-        cached_for_prefix(&self.extension::<JsonClasses>().numbers, prefix, || {
-            NumberClasses::build_for_prefix(self, prefix)
-        })
+        self.extension::<JsonClasses>().numbers(self, prefix)
     }
 
     fn prepare_json_classes(&self) {

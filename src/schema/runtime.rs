@@ -681,7 +681,9 @@ impl SchemaConstraint {
         if !fast.string_mask(&vocab.string_classes(), mask)
             && !numbers.is_some_and(|c| fast.number_mask(&c, b"", mask))
         {
-            let mut hook = fast::StringHook { fast: &mut self.fast, vocab: &vocab, base: b"" };
+            let json = vocab.extension::<crate::json::slices::JsonClasses>();
+            let mut hook =
+                fast::StringHook { fast: &mut self.fast, vocab: &vocab, classes: &json, base: b"" };
             vocab.trie().walk_hooked(&mut rt, mask, &mut hook);
         }
         self.log.clear();

@@ -35,7 +35,7 @@
 //! vocabulary of every short substring of the test documents.
 
 use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Undo};
-use crate::json::slices::{JsonVocab, NumberClasses, StringClasses};
+use crate::json::slices::{JsonClasses, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::number;
@@ -320,7 +320,9 @@ impl Fast<'_, '_> {
                 }
             }
         }
-        let mut hook = StringHook { fast: self.fast, vocab: self.vocab, base: prefix };
+        let json = self.vocab.extension::<JsonClasses>();
+        let mut hook =
+            StringHook { fast: self.fast, vocab: self.vocab, classes: &json, base: prefix };
         classes.rest.walk_hooked(&mut *self.rt, mask, &mut hook);
         true
     }
@@ -769,6 +771,8 @@ impl Fast<'_, '_> {
 pub(super) struct StringHook<'x> {
     pub fast: &'x mut FastState,
     pub vocab: &'x Vocabulary,
+    /// The vocabulary's JSON classes, fetched once per walk (not per trie node).
+    pub classes: &'x JsonClasses,
     pub base: &'x [u8],
 }
 
@@ -780,7 +784,7 @@ impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
         };
         match f.kind() {
             Kind::Str | Kind::Key if f.lex.at_char_boundary() && path.last() == Some(&b'"') => {
-                let Some(classes) = self.vocab.prefix_string_classes(&full(path)) else {
+                let Some(classes) = self.classes.prefix_strings(self.vocab, &full(path)) else {
                     return false;
                 };
                 let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
@@ -790,7 +794,7 @@ impl<'a> crate::vocab::WalkHook<Rt<'a>> for StringHook<'_> {
             // answers its whole subtree).
             Kind::Num if rt.st.buf.len() - f.buf as usize == 1 => {
                 let prefix = full(path);
-                let Some(classes) = self.vocab.number_classes(&prefix) else { return false };
+                let Some(classes) = self.classes.numbers(self.vocab, &prefix) else { return false };
                 let mut fast = Fast { rt, fast: self.fast, vocab: self.vocab };
                 fast.number_mask(&classes, &prefix, mask)
             }
