@@ -3,7 +3,7 @@
 //!
 //! A [`Vocabulary`] is built once per tokenizer and shared by every engine and request: it is a
 //! cheap-to-clone handle (`Arc` inside), immutable, `Send + Sync`. Construction decodes each
-//! token string with the encoding the tokenizer's decoder implies (see [`decode`]) and builds
+//! token string with the encoding the tokenizer's decoder implies (see `vocab/decode.rs`) and builds
 //! the flat trie ([`TokTrie`]). The vocabulary knows nothing of any grammar: engines attach
 //! what they precompute per vocabulary (the JSON engines' lexical slices and token classes)
 //! through the typed extension cache ([`VocabExtension`], [`Vocabulary::extension`]), the way
