@@ -30,7 +30,7 @@
 //!
 //! ## Layers
 //! Bottom up, each using only the ones below it (checked by `tests/it/architecture.rs`; the map
-//! is `docs/architecture.md`): [`token`], [`bytes`], [`stats`] → [`mask`] → [`recognizer`],
+//! is `docs/architecture.md`): [`token`], [`bytes`], [`io`], [`stats`] → [`mask`] → [`recognizer`],
 //! [`sampler`] → [`vocab`], [`automaton`] → [`engine`] → the engines [`json`], [`regex`],
 //! [`cfg`](mod@cfg), [`schema`] → [`constraint`] → [`decode`] → the harness and the CLI.
 //!
@@ -83,12 +83,21 @@
 //!   runs of at most 32 bytes by default), nesting depth (64 by default, at most 128).
 //! - [`EngineOptions`]: rollback history (64 tokens) and mask-cache size (8 masks).
 //! - [`SchemaOptions`]: [`Whitespace`] (flexible runs of at most 4 by default), property order, `lenient`, and
-//!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives).
+//!   [`schema::SchemaLimits`] (nodes, `$ref` depth, automaton states, alternatives, instance
+//!   nesting depth).
 //! - [`RegexConfig`] / [`DfaConfig`]: DFA state and memory limits (past them, a lazy DFA with a
 //!   per-request memory bound, [`RegexConfig::lazy_max_memory`]); [`CfgConfig`]: grammar size,
-//!   Earley items per set (over it: [`EngineErrorKind::LimitExceeded`], never a smaller mask)
-//!   and DFA states per lexeme.
+//!   Earley items per set and per engine call (over them: [`EngineErrorKind::LimitExceeded`],
+//!   never a smaller mask) and DFA states per lexeme.
 //! - Tokens longer than [`vocab::MAX_TOKEN_BYTES`] are refused at vocabulary construction.
+//! - Files are read through [`io::read_limited`] (256 MiB by default,
+//!   [`vocab::VocabConfig::max_file_bytes`]); documents are tokenized with
+//!   [`Vocabulary::encode_exact`] (in pieces, checked to spell the text as text tokens).
+//! - Schema numbers are exact decimals (serde_json's `arbitrary_precision`); parse schema text
+//!   with [`schema::parse_schema_text`] for errors that name the position or the depth limit.
+//!
+//! `docs/limits.md` lists every limit with its default, its CLI flag (`--limit NAME=N`,
+//! `--max-file-bytes`) and the error a user sees.
 //!
 //! ## Cargo features
 //! | feature | default | what it adds |
@@ -116,6 +125,7 @@ pub mod engine;
 pub mod gpu;
 #[cfg(feature = "harness")]
 pub mod harness;
+pub mod io;
 pub mod json;
 pub mod mask;
 #[cfg(feature = "model")]

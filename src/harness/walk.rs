@@ -101,54 +101,15 @@ fn describe(engine: &dyn ConstraintEngine, token: TokenId) -> String {
     engine.vocab().describe(token)
 }
 
-/// Tokenize `text` so that the tokens' bytes spell it exactly.
-///
-/// The tokenizer's own encoding is used when it round-trips. Some tokenizers normalise text
-/// (Qwen3's NFC turns `a` + U+0308 into `ä`), which would make the harness walk a different
-/// document; then each character is encoded on its own and the pieces concatenated — a
-/// non-canonical but exact tokenization, which is just as good for an exact engine.
+/// Tokenize `text` so that the tokens' bytes spell it exactly, as text tokens
+/// ([`Vocabulary::encode_exact`]: the normaliser, dropped bytes and special-token text are
+/// all checked, with a per-piece fallback).
 ///
 /// # Errors
 /// A message when the tokenizer fails, or cannot spell some character of `text` exactly (e.g.
 /// a tokenizer that prepends a space to every text).
 pub fn tokenize(vocab: &Vocabulary, text: &str) -> Result<Vec<TokenId>, String> {
-    let tokens = encode(vocab, text)?;
-    if spells(vocab, &tokens, text) {
-        return Ok(tokens);
-    }
-    let mut out = Vec::with_capacity(tokens.len() + 4);
-    let mut buf = [0u8; 4];
-    for c in text.chars() {
-        let piece = c.encode_utf8(&mut buf);
-        let t = encode(vocab, piece)?;
-        if !spells(vocab, &t, piece) {
-            return Err(format!(
-                "the tokenizer cannot spell {:?} exactly (it became {:?}) in {:?}",
-                piece,
-                String::from_utf8_lossy(
-                    &t.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<u8>>()
-                ),
-                truncate(text, 80)
-            ));
-        }
-        out.extend(t);
-    }
-    Ok(out)
-}
-
-fn encode(vocab: &Vocabulary, text: &str) -> Result<Vec<TokenId>, String> {
-    vocab.encode(text).map_err(|e| format!("tokenizer: {e}"))
-}
-
-fn spells(vocab: &Vocabulary, tokens: &[TokenId], text: &str) -> bool {
-    let mut rest = text.as_bytes();
-    for &t in tokens {
-        match rest.strip_prefix(vocab.token_bytes(t)) {
-            Some(r) => rest = r,
-            None => return false,
-        }
-    }
-    rest.is_empty()
+    vocab.encode_exact(text).map_err(|e| format!("tokenizer: {e} in {:?}", truncate(text, 80)))
 }
 
 /// At most `n` characters of `s`, with `…` when cut.

@@ -218,7 +218,8 @@ impl GgufTokenizer {
     }
 
     pub(crate) fn vocabulary(&self, n_vocab: Option<usize>) -> Result<Vocabulary, ModelError> {
-        let config = VocabConfig { n_vocab, extra_eos: self.extra_eos.clone() };
+        let config =
+            VocabConfig { n_vocab, extra_eos: self.extra_eos.clone(), ..VocabConfig::default() };
         Vocabulary::from_bytes(&self.tokenizer_json, Some(&self.config_json), &config)
             .map_err(|e| ModelError::new(ModelErrorKind::Vocab(e)))
     }

@@ -59,6 +59,13 @@ pub enum VocabErrorKind {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A file is larger than [`VocabConfig::max_file_bytes`].
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// `tokenizers` could not load the tokenizer.
     Tokenizer(String),
     /// `tokenizer_config.json` is not valid JSON or has a field of the wrong type.
@@ -83,6 +90,16 @@ pub enum VocabErrorKind {
         n_vocab: usize,
         /// The tokenizer's size.
         n_tokens: usize,
+    },
+    /// [`Vocabulary::encode_exact`]: no tokenization of this character by text tokens spells
+    /// it (the tokenizer normalises or drops it).
+    CannotSpell {
+        /// Byte offset of the character in the document.
+        offset: usize,
+        /// The character.
+        text: String,
+        /// What the tokenizer's tokens spell instead.
+        got: String,
     },
     /// A token is longer than the trie supports.
     TokenTooLong {
@@ -109,6 +126,10 @@ impl fmt::Display for VocabError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             VocabErrorKind::Io { path, source } => write!(f, "cannot read {path}: {source}"),
+            VocabErrorKind::TooLarge { path, limit } => write!(
+                f,
+                "{path} is larger than the file size limit of {limit} bytes (--max-file-bytes)"
+            ),
             VocabErrorKind::Tokenizer(m) => write!(f, "cannot load tokenizer: {m}"),
             VocabErrorKind::Config(m) => write!(f, "bad tokenizer_config.json: {m}"),
             VocabErrorKind::UnknownToken { role, content } => {
@@ -120,6 +141,11 @@ impl fmt::Display for VocabError {
             VocabErrorKind::LogitsTooNarrow { n_vocab, n_tokens } => write!(
                 f,
                 "logits width {n_vocab} is smaller than the tokenizer's {n_tokens} tokens"
+            ),
+            VocabErrorKind::CannotSpell { offset, text, got } => write!(
+                f,
+                "the tokenizer cannot spell {text:?} (byte {offset} of the document) with text \
+                 tokens: its tokens spell {got:?}"
             ),
             VocabErrorKind::TokenTooLong { id, len } => {
                 write!(f, "token {id} is {len} bytes long; at most {MAX_TOKEN_BYTES} are supported")
@@ -199,9 +225,14 @@ impl fmt::Debug for Vocabulary {
     }
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, VocabError> {
-    std::fs::read(path).map_err(|source| {
-        VocabError::new(VocabErrorKind::Io { path: path.display().to_string(), source })
+fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, VocabError> {
+    use crate::io::ReadErrorKind;
+    crate::io::read_limited(path, limit).map_err(|e| {
+        VocabError::new(match e.into_parts() {
+            (path, ReadErrorKind::TooLarge { limit }) => VocabErrorKind::TooLarge { path, limit },
+            (path, ReadErrorKind::Io(source)) => VocabErrorKind::Io { path, source },
+            (path, other) => VocabErrorKind::Tokenizer(format!("{path}: {other:?}")),
+        })
     })
 }
 
@@ -243,13 +274,30 @@ fn parse_config(bytes: &[u8]) -> Result<TokenizerConfig, VocabError> {
 }
 
 /// Options for building a [`Vocabulary`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct VocabConfig {
     /// Logits width when the model pads its vocabulary (default: the tokenizer's size).
     pub n_vocab: Option<usize>,
     /// Extra EOS ids (e.g. from `generation_config.json`), added to the config's EOS token.
     pub extra_eos: Vec<u32>,
+    /// Extra EOS tokens by content (e.g. `<|im_end|>`), added to the config's EOS token; each
+    /// must be a token of the tokenizer (default: none).
+    pub extra_eos_tokens: Vec<String>,
+    /// Largest `tokenizer.json` / `tokenizer_config.json` read from a file (default
+    /// [`crate::io::DEFAULT_MAX_FILE_BYTES`], 256 MiB).
+    pub max_file_bytes: u64,
+}
+
+impl Default for VocabConfig {
+    fn default() -> Self {
+        VocabConfig {
+            n_vocab: None,
+            extra_eos: Vec::new(),
+            extra_eos_tokens: Vec::new(),
+            max_file_bytes: crate::io::DEFAULT_MAX_FILE_BYTES,
+        }
+    }
 }
 
 builder!(VocabConfig {
@@ -257,6 +305,10 @@ builder!(VocabConfig {
     with_n_vocab => n_vocab: Option<usize>,
     /// Extra EOS ids, added to the config's EOS token.
     with_extra_eos => extra_eos: Vec<u32>,
+    /// Extra EOS tokens by content, added to the config's EOS token.
+    with_extra_eos_tokens => extra_eos_tokens: Vec<String>,
+    /// Largest tokenizer or config file read (default 256 MiB).
+    with_max_file_bytes => max_file_bytes: u64,
 });
 
 impl Vocabulary {
@@ -279,8 +331,8 @@ impl Vocabulary {
         config: &VocabConfig,
     ) -> Result<Vocabulary, VocabError> {
         let path = path.as_ref();
-        let tok = read_file(path)?;
-        let cfg = find_config(path).map(|p| read_file(&p)).transpose()?;
+        let tok = read_file(path, config.max_file_bytes)?;
+        let cfg = find_config(path).map(|p| read_file(&p, config.max_file_bytes)).transpose()?;
         Self::build(
             load_tokenizer(&tok)?,
             cfg.as_deref(),
@@ -337,8 +389,13 @@ impl Vocabulary {
             )
         };
         let mut eos = Vec::new();
-        for c in &tcfg.eos {
+        for c in tcfg.eos.iter().chain(&config.extra_eos_tokens) {
             eos.push(lookup("EOS", c)?);
+        }
+        if eos.is_empty() && config.extra_eos.is_empty() {
+            // No config says which token ends a text (a `tokenizer.json` copied alone): take
+            // the tokenizer's own special tokens that are end-of-text markers by name.
+            eos.extend(inner.tokenizer.as_ref().map(eos_from_specials).unwrap_or_default());
         }
         let bos = tcfg.bos.as_deref().map(|c| lookup("BOS", c)).transpose()?;
         let pad = tcfg.pad.as_deref().map(|c| lookup("pad", c)).transpose()?;
@@ -550,6 +607,95 @@ impl Vocabulary {
         Ok(plain)
     }
 
+    /// Tokenize a document so that the tokens' bytes spell `text` exactly, as text: the
+    /// tokenization a constraint is judged on.
+    ///
+    /// [`Vocabulary::encode_continuation`] alone can lie in three ways, each checked here:
+    /// a normaliser that rewrites the text (Qwen3's NFC turns `e` + U+0301 into `é`), a
+    /// tokenizer that drops bytes it cannot encode, and text that spells a special token
+    /// (`<|endoftext|>` inside a JSON string is text, not the special token). The text is
+    /// encoded in pieces of at most [`Vocabulary::ENCODE_PIECE_BYTES`] (cut after whitespace
+    /// where possible), so memory stays proportional to the piece, not to the document; a
+    /// piece whose encoding does not spell it exactly as text tokens is split in halves, down
+    /// to single characters — a non-canonical but exact tokenization, which is what an exact
+    /// engine needs.
+    ///
+    /// # Errors
+    /// [`VocabErrorKind::CannotSpell`] when some character cannot be spelled by text tokens;
+    /// the errors of [`Vocabulary::encode`].
+    ///
+    /// # Example
+    /// ```
+    /// let vocab = grammask::Vocabulary::embedded().unwrap();
+    /// // Qwen3 normalises to NFC: the plain encoding of `e` + U+0301 spells `é` instead.
+    /// let ids = vocab.encode_exact("e\u{301}").unwrap();
+    /// let bytes: Vec<u8> = ids.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+    /// assert_eq!(bytes, "e\u{301}".as_bytes());
+    /// ```
+    pub fn encode_exact(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut rest = text;
+        let mut offset = 0;
+        while !rest.is_empty() {
+            let cut = piece_end(rest, Self::ENCODE_PIECE_BYTES);
+            self.encode_piece(&rest[..cut], offset, &mut out)?;
+            offset += cut;
+            rest = &rest[cut..];
+        }
+        Ok(out)
+    }
+
+    /// Largest piece of a document [`Vocabulary::encode_exact`] hands the tokenizer at once.
+    pub const ENCODE_PIECE_BYTES: usize = 1 << 16;
+
+    fn encode_piece(
+        &self,
+        piece: &str,
+        offset: usize,
+        out: &mut Vec<TokenId>,
+    ) -> Result<(), VocabError> {
+        let ids = self.encode_continuation(piece)?;
+        if self.spells_as_text(&ids, piece.as_bytes()) {
+            out.extend(ids);
+            return Ok(());
+        }
+        let mut chars = piece.char_indices();
+        if chars.nth(1).is_none() {
+            return Err(VocabError::new(VocabErrorKind::CannotSpell {
+                offset,
+                text: piece.to_string(),
+                got: String::from_utf8_lossy(
+                    &ids.iter().flat_map(|&t| self.token_bytes(t).to_vec()).collect::<Vec<u8>>(),
+                )
+                .into_owned(),
+            }));
+        }
+        let mut mid = piece.len() / 2;
+        while !piece.is_char_boundary(mid) {
+            mid += 1;
+        }
+        if mid == piece.len() {
+            mid = piece.char_indices().last().map_or(0, |(i, _)| i);
+        }
+        self.encode_piece(&piece[..mid], offset, out)?;
+        self.encode_piece(&piece[mid..], offset + mid, out)
+    }
+
+    /// Do `ids` spell `text` exactly, with text tokens only?
+    fn spells_as_text(&self, ids: &[TokenId], text: &[u8]) -> bool {
+        let mut rest = text;
+        for &t in ids {
+            if self.kind(t) != TokenKind::Text {
+                return false;
+            }
+            match rest.strip_prefix(self.token_bytes(t)) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+
     /// Every text token with its bytes, in id order (special tokens are never text).
     pub fn text_tokens(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
         (0..self.n_tokens())
@@ -581,6 +727,51 @@ impl Vocabulary {
     }
 }
 
+/// Special tokens whose names mark the end of a text or a turn in the tokenizers of the major
+/// model families (GPT-2/Qwen `<|endoftext|>`, Qwen chat `<|im_end|>`, Llama 3
+/// `<|end_of_text|>`/`<|eot_id|>`, Llama 2/Mistral `</s>`, Gemma `<eos>`/`<end_of_turn>`,
+/// gpt-oss `<|return|>`, DeepSeek `<｜end▁of▁sentence｜>`, Phi `<|end|>`).
+pub const KNOWN_EOS_NAMES: &[&str] = &[
+    "<|endoftext|>",
+    "<|im_end|>",
+    "<|end_of_text|>",
+    "<|eot_id|>",
+    "</s>",
+    "<eos>",
+    "<end_of_turn>",
+    "<|return|>",
+    "<｜end▁of▁sentence｜>",
+    "<|end|>",
+];
+
+/// The special added tokens of `tok` named in [`KNOWN_EOS_NAMES`].
+fn eos_from_specials(tok: &tokenizers::Tokenizer) -> Vec<TokenId> {
+    let added = tok.get_added_tokens_decoder();
+    let mut out: Vec<TokenId> = added
+        .iter()
+        .filter(|(_, t)| t.special && KNOWN_EOS_NAMES.contains(&t.content.as_str()))
+        .map(|(&id, _)| TokenId(id))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Where the next piece of at most `max` bytes of `text` ends: after the last whitespace
+/// before `max` when there is one (so a word is not cut), else at a character boundary.
+fn piece_end(text: &str, max: usize) -> usize {
+    if text.len() <= max {
+        return text.len();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    match text.as_bytes()[..end].iter().rposition(|b| b.is_ascii_whitespace()) {
+        Some(i) if i > 0 => i + 1,
+        _ => end.max(text.chars().next().map_or(1, char::len_utf8)),
+    }
+}
+
 fn find_config(path: &Path) -> Option<std::path::PathBuf> {
     let dir = path.parent()?;
     let beside = dir.join("tokenizer_config.json");
@@ -593,8 +784,17 @@ fn find_config(path: &Path) -> Option<std::path::PathBuf> {
 }
 
 fn load_tokenizer(bytes: &[u8]) -> Result<tokenizers::Tokenizer, VocabError> {
-    tokenizers::Tokenizer::from_bytes(bytes)
-        .map_err(|e| VocabError::new(VocabErrorKind::Tokenizer(e.to_string())))
+    tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
+        // `tokenizers` reports a missing field as a JSON syntax error: say which it is.
+        let why = match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Err(j) => format!("not JSON: {j}"),
+            Ok(v) if v.get("model").is_none_or(|m| !m.is_object()) => {
+                "valid JSON but not a tokenizer.json (no `model` object)".to_string()
+            }
+            Ok(_) => e.to_string(),
+        };
+        VocabError::new(VocabErrorKind::Tokenizer(why))
+    })
 }
 
 /// Decode every token of `tokenizer` and build the trie.

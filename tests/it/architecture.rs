@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules by layer, bottom up: a module may use only modules of lower layers.
 const LAYERS: &[&[&str]] = &[
     // Tokens, masks, byte sets, measurement and the builder macro: no grammar, no vocabulary.
-    &["builder", "bytes", "token", "stats"],
+    &["builder", "bytes", "io", "token", "stats"],
     &["mask"],
     // The byte-level interface a trie walk drives; the sampler needs only logits and masks.
     &["recognizer", "sampler"],
