@@ -19,6 +19,9 @@ pub enum SchemaErrorKind {
         keyword: String,
         /// JSON pointer of the subschema holding it.
         pointer: String,
+        /// Why, when more can be said than the keyword (empty otherwise): the regex construct
+        /// a `pattern` uses, the `$ref` cycle.
+        reason: String,
     },
     /// The schema is not a valid JSON Schema (a keyword of the wrong type, a bad regex…).
     Invalid {
@@ -61,7 +64,18 @@ impl SchemaError {
         &self.kind
     }
     pub(crate) fn unsupported(keyword: &str, pointer: &str) -> Self {
-        Self::new(SchemaErrorKind::Unsupported { keyword: keyword.into(), pointer: pointer.into() })
+        Self::unsupported_because(keyword, pointer, "")
+    }
+    pub(crate) fn unsupported_because(
+        keyword: &str,
+        pointer: &str,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::new(SchemaErrorKind::Unsupported {
+            keyword: keyword.into(),
+            pointer: pointer.into(),
+            reason: reason.into(),
+        })
     }
     pub(crate) fn invalid(pointer: &str, message: impl Into<String>) -> Self {
         Self::new(SchemaErrorKind::Invalid { pointer: pointer.into(), message: message.into() })
@@ -85,8 +99,12 @@ fn ptr(p: &str) -> &str {
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            SchemaErrorKind::Unsupported { keyword, pointer } => {
-                write!(f, "unsupported keyword {keyword:?} at {}", ptr(pointer))
+            SchemaErrorKind::Unsupported { keyword, pointer, reason } => {
+                write!(f, "unsupported keyword {keyword:?} at {}", ptr(pointer))?;
+                if !reason.is_empty() {
+                    write!(f, ": {reason}")?;
+                }
+                Ok(())
             }
             SchemaErrorKind::Invalid { pointer, message } => {
                 write!(f, "invalid schema at {}: {message}", ptr(pointer))
@@ -97,9 +115,14 @@ impl fmt::Display for SchemaError {
             SchemaErrorKind::Unsatisfiable { pointer, reason } => {
                 write!(f, "schema at {} is unsatisfiable: {reason}", ptr(pointer))
             }
-            SchemaErrorKind::Limit { limit, value } => {
-                write!(f, "schema exceeds the {limit} limit ({value})")
+            SchemaErrorKind::Limit { limit: "nesting_depth", value } => {
+                write!(f, "schema text nests deeper than {value} levels (the JSON parser's limit)")
             }
+            SchemaErrorKind::Limit { limit, value } => write!(
+                f,
+                "schema exceeds the {limit} limit ({value}; raise it with SchemaLimits or \
+                 `--limit {limit}=N`)"
+            ),
         }
     }
 }

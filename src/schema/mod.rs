@@ -82,6 +82,35 @@ pub enum FormatMode {
     Annotate,
 }
 
+/// Parse a schema's JSON text, with errors a user can act on: where the text stops being JSON,
+/// and a schema nested deeper than the parser's depth limit (128, serde_json's) named as that
+/// limit instead of "not JSON". Numbers keep their exact decimal text (the crate builds
+/// `serde_json` with `arbitrary_precision`), so `18446744073709551617` or `1e400` mean what they
+/// say in `const`, `enum` and the numeric bounds.
+///
+/// # Errors
+/// [`SchemaErrorKind::Invalid`] (at the root pointer) for text that is not JSON,
+/// [`SchemaErrorKind::Limit`] `nesting_depth` for nesting over 128.
+///
+/// # Example
+/// ```
+/// use grammask::schema::{parse_schema_text, SchemaErrorKind};
+/// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+/// let e = parse_schema_text(&deep).unwrap_err();
+/// assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nesting_depth", value: 128 }));
+/// let n = parse_schema_text(r#"{"const": 18446744073709551617}"#).unwrap();
+/// assert_eq!(n["const"].to_string(), "18446744073709551617");
+/// ```
+pub fn parse_schema_text(text: &str) -> Result<serde_json::Value, SchemaError> {
+    serde_json::from_str(text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            SchemaError::limit("nesting_depth", 128)
+        } else {
+            SchemaError::invalid("", format!("not JSON: {e}"))
+        }
+    })
+}
+
 /// Compile-time size limits: a hostile schema gets a typed [`SchemaErrorKind::Limit`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -94,6 +123,11 @@ pub struct SchemaLimits {
     pub max_dfa_states: usize,
     /// Alternatives (typed cores) of one subschema (default 64).
     pub max_alternatives: usize,
+    /// Deepest nesting of arrays and objects in an instance (default 128, the depth
+    /// `serde_json` parses): the engine refuses the `[` or `{` that would go deeper, so a
+    /// recursive schema (`{"items": {"$ref": "#"}}`) cannot be driven into masks whose cost
+    /// grows without bound.
+    pub max_instance_depth: usize,
 }
 
 impl Default for SchemaLimits {
@@ -103,6 +137,7 @@ impl Default for SchemaLimits {
             max_ref_depth: 256,
             max_dfa_states: 20_000,
             max_alternatives: 64,
+            max_instance_depth: 128,
         }
     }
 }
@@ -190,6 +225,8 @@ builder!(SchemaLimits {
     with_max_dfa_states => max_dfa_states: usize,
     /// Alternatives (typed cores) of one subschema (default 64).
     with_max_alternatives => max_alternatives: usize,
+    /// Deepest array/object nesting of an instance (default 128).
+    with_max_instance_depth => max_instance_depth: usize,
 });
 
 /// Resolved whitespace rules the runtime reads.

@@ -217,6 +217,10 @@ impl<'a> Rt<'a> {
             _ => return false,
         };
         let prog = self.prog();
+        // `frames` holds the root and every open container: one more would pass the limit.
+        if matches!(kind, Kind::Obj | Kind::Arr) && self.st.frames.len() > prog.max_depth {
+            return false;
+        }
         self.note_lens();
         let start = self.st.alts.len();
         let bits0 = self.st.bits.len() as u32;

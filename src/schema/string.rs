@@ -13,8 +13,6 @@
 //! This module is self-contained on purpose (the crate-wide regex automaton lands separately).
 
 use crate::json::syntax::{surrogate_pair, HIGH_SURROGATES, LOW_SURROGATES};
-use regex_automata::dfa::StartKind;
-use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use rustc_hash::FxHashMap;
@@ -440,37 +438,61 @@ fn count_finite(trans: &[u32], stride: usize, accept: &[bool], mult: &[u32]) -> 
 }
 
 /// Wide-form automaton of a `regex-automata` dense DFA for `regex` (full match).
+/// The message of `e` and of every error below it, as `outer: inner: …` (regex-automata's
+/// build errors say only "error building NFA"; the syntax error with its offset is the source).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        out.push_str(": ");
+        out.push_str(&inner.to_string());
+        cur = inner.source();
+    }
+    out
+}
+
+/// Bytes of lazy-DFA cache per state of the limit: the determiniser's memory (transition rows
+/// plus the NFA state sets behind each DFA state) is bounded by `max_states` times this, and
+/// so is its time, which is proportional to the sets it builds (a search pattern like
+/// `\p{L}{5,500}` has sets of thousands of NFA states: it gives up within a second).
+const CACHE_BYTES_PER_STATE: usize = 1024;
+
 fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
-    let dfa = dense::Builder::new()
+    use regex_automata::hybrid::dfa::DFA as LazyDfa;
+    use regex_automata::nfa::thompson;
+    // The lazy DFA determinises one state at a time, so the state limit, the cache (memory)
+    // limit and the NFA size limit are all checked while the work is done, never after it.
+    let cache_bytes = max_states.saturating_mul(CACHE_BYTES_PER_STATE).max(1 << 20);
+    let dfa = LazyDfa::builder()
         .configure(
-            dense::Config::new()
+            LazyDfa::config()
                 .match_kind(MatchKind::All)
-                .start_kind(StartKind::Anchored)
-                .dfa_size_limit(Some(max_states.saturating_mul(2048)))
-                .determinize_size_limit(Some(max_states.saturating_mul(4096))),
+                .cache_capacity(cache_bytes)
+                .skip_cache_capacity_check(true),
         )
+        .thompson(thompson::Config::new().nfa_size_limit(Some(cache_bytes)))
         .build(regex)
         .map_err(|e| {
-            if e.to_string().contains("exceeds") || e.to_string().contains("limit") {
+            let m = error_chain(&e);
+            if m.contains("exceeds") || m.contains("limit") {
                 DfaError::TooBig
             } else {
-                DfaError::Regex(e.to_string())
+                DfaError::Regex(m)
             }
         })?;
+    let mut cache = dfa.create_cache();
+    let gave_up = |_| DfaError::TooBig;
     let s0 = dfa
-        .start_state(&start::Config::new().anchored(Anchored::Yes))
+        .start_state(&mut cache, &start::Config::new().anchored(Anchored::Yes))
         .map_err(|e| DfaError::Regex(e.to_string()))?;
-    let mut map: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut map: FxHashMap<regex_automata::hybrid::LazyStateID, u32> = FxHashMap::default();
     let mut ids = vec![s0];
-    map.insert(s0.as_u32(), 0);
+    map.insert(s0, 0);
     let mut trans: Vec<u32> = Vec::new();
     let mut accept = Vec::new();
-    // Index 0 of the raw DFA is the start; we add an explicit dead state at the end.
     let mut i = 0;
     let mut dead_idx: Option<u32> = None;
-    // One column per byte class of the dense DFA (its transitions are the same for every
-    // byte of a class), looked up through a representative byte.
-    let bc = dfa.byte_classes();
+    let bc = dfa.get_nfa().byte_classes().clone();
     let reps: Vec<u8> = bc.representatives(0..=255).filter_map(|u| u.as_u8()).collect();
     let mut col = vec![0u8; bc.alphabet_len()];
     for (k, &b) in reps.iter().enumerate() {
@@ -483,16 +505,20 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
     while i < ids.len() {
         let s = ids[i];
         i += 1;
-        let is_dead = dfa.is_dead_state(s) || dfa.is_quit_state(s);
+        let is_dead = s.is_dead() || s.is_quit();
         for &b in &reps {
-            let t = if is_dead { s } else { dfa.next_state(s, b) };
-            let idx = match map.get(&t.as_u32()) {
+            let t = if is_dead { s } else { dfa.next_state(&mut cache, s, b).map_err(gave_up)? };
+            // A cleared cache invalidates every id kept: the automaton is too big for it.
+            if cache.clear_count() > 0 {
+                return Err(DfaError::TooBig);
+            }
+            let idx = match map.get(&t) {
                 Some(&x) => x,
                 None => {
                     let x = ids.len() as u32;
-                    map.insert(t.as_u32(), x);
+                    map.insert(t, x);
                     ids.push(t);
-                    if ids.len() > max_states * 4 + 16 {
+                    if ids.len() > max_states * 2 + 16 {
                         return Err(DfaError::TooBig);
                     }
                     x
@@ -503,7 +529,11 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
         if is_dead && dead_idx.is_none() {
             dead_idx = Some((i - 1) as u32);
         }
-        accept.push(!is_dead && dfa.is_match_state(dfa.next_eoi_state(s)));
+        let end = if is_dead { s } else { dfa.next_eoi_state(&mut cache, s).map_err(gave_up)? };
+        if cache.clear_count() > 0 {
+            return Err(DfaError::TooBig);
+        }
+        accept.push(!is_dead && end.is_match());
     }
     Ok(RawDfa { classes, stride: reps.len(), trans, accept, start: 0 })
 }
@@ -732,7 +762,11 @@ pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
                     '0' if !chars.get(i).is_some_and(|c| c.is_ascii_digit()) => {
                         (r"\x00".into(), r"\x00".into())
                     }
-                    '1'..='9' => return Err("back-references are not supported".into()),
+                    '1'..='9' => {
+                        return Err("back-references (\\1…) are not supported: the language \
+                                    they describe is not regular"
+                            .into())
+                    }
                     'c' => {
                         let Some(&l) = chars.get(i).filter(|l| l.is_ascii_alphabetic()) else {
                             return Err("bad \\c escape".into());
@@ -843,7 +877,19 @@ pub(crate) fn translate_ecma(p: &str) -> Result<String, String> {
                         out.push_str("(?P<");
                         i += 2;
                     }
-                    _ => return Err("look-around assertions are not supported".into()),
+                    (Some('=' | '!'), _) | (Some('<'), Some('=' | '!')) => {
+                        return Err("look-around assertions ((?=…), (?!…), (?<=…), (?<!…)) are \
+                                    not supported: no finite automaton decides them exactly"
+                            .into())
+                    }
+                    _ => {
+                        return Err(format!(
+                            "the group {:?} is not supported: ECMA-262 patterns (JSON Schema's \
+                             dialect) have no inline flags such as (?i); only (?:…) and \
+                             (?<name>…) groups",
+                            chars[i - 1..(i + 3).min(chars.len())].iter().collect::<String>()
+                        ))
+                    }
                 }
             }
             _ => out.push(c),

@@ -152,7 +152,8 @@ impl<'a> Compiler<'a> {
         }
         let any_dfa = self.any_dfa;
         let ignored = std::mem::take(&mut self.ignored);
-        Ok((Program { nodes, cores, dfas: self.dfas, root, any_dfa }, ignored))
+        let max_depth = self.limits.max_instance_depth;
+        Ok((Program { nodes, cores, dfas: self.dfas, root, any_dfa, max_depth }, ignored))
     }
 
     /// Every expression reachable from `root` through the finalised cores' children,

@@ -171,7 +171,7 @@ impl<'a> Compiler<'a> {
                 }
                 Err(msg) => {
                     if msg.contains("not supported") {
-                        self.unsupported("pattern", ptr)?;
+                        self.unsupported_because("pattern", ptr, &msg)?;
                     } else {
                         return Err(SchemaError::invalid(ptr, format!("pattern: {msg}")));
                     }

@@ -95,7 +95,7 @@ fn dfa_err(e: DfaError, kw: &str, ptr: &str, limits: &SchemaLimits) -> SchemaErr
         DfaError::TooBig => SchemaError::limit("dfa_states", limits.max_dfa_states),
         DfaError::Regex(m) => {
             if m.contains("not supported") || m.contains("look") || m.contains("back-reference") {
-                SchemaError::unsupported(kw, ptr)
+                SchemaError::unsupported_because(kw, ptr, m)
             } else {
                 SchemaError::invalid(ptr, format!("{kw}: {m}"))
             }
@@ -259,11 +259,16 @@ impl<'a> Compiler<'a> {
     /// Keyword `kw` at `ptr` cannot be compiled exactly: an error, or in lenient mode a
     /// note in [`Compiler::ignored`].
     fn unsupported(&mut self, kw: &str, ptr: &str) -> Result<(), SchemaError> {
+        self.unsupported_because(kw, ptr, "")
+    }
+
+    /// [`Compiler::unsupported`] with the reason the error names.
+    fn unsupported_because(&mut self, kw: &str, ptr: &str, why: &str) -> Result<(), SchemaError> {
         if self.opts.lenient {
             self.ignored.push(format!("{kw} at {}", if ptr.is_empty() { "(root)" } else { ptr }));
             Ok(())
         } else {
-            Err(SchemaError::unsupported(kw, ptr))
+            Err(SchemaError::unsupported_because(kw, ptr, why))
         }
     }
 
@@ -275,11 +280,17 @@ impl<'a> Compiler<'a> {
         kw: &str,
         ptr: &str,
     ) -> Result<Option<T>, SchemaError> {
-        let r = unless_unsupported(r)?;
-        if r.is_none() {
-            self.unsupported(kw, ptr)?;
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => match e.kind() {
+                SchemaErrorKind::Unsupported { reason, .. } => {
+                    let reason = reason.clone();
+                    self.unsupported_because(kw, ptr, &reason)?;
+                    Ok(None)
+                }
+                _ => Err(e),
+            },
         }
-        Ok(r)
     }
 
     /// An expression: non-objects, or objects with `required` and property schemas.

@@ -154,4 +154,6 @@ pub(crate) struct Program {
     pub dfas: Vec<ByteDfa>,
     pub root: ExprId,
     pub any_dfa: DfaId,
+    /// [`crate::schema::SchemaLimits::max_instance_depth`].
+    pub max_depth: usize,
 }
