@@ -127,12 +127,15 @@ pub struct Chart {
     predicted: Vec<u32>,
     generation: u32,
     max_items: usize,
+    /// Item additions allowed between two `clear_overflow`s (one engine call), and those made.
+    max_work: usize,
+    work: usize,
     overflowed: bool,
 }
 
 impl Chart {
     /// The chart before any byte: set 0 is the closure of `S' → • root`.
-    pub(crate) fn new(g: &CfgGrammar, max_items: usize) -> Chart {
+    pub(crate) fn new(g: &CfgGrammar, max_items: usize, max_work: usize) -> Chart {
         let mut c = Chart {
             items: Vec::new(),
             starts: vec![0],
@@ -150,6 +153,8 @@ impl Chart {
             predicted: vec![0; g.alts.len()],
             generation: 0,
             max_items,
+            max_work,
+            work: 0,
             overflowed: false,
         };
         c.generation += 1;
@@ -199,15 +204,22 @@ impl Chart {
     /// be told apart from an overflow afterwards).
     pub(crate) fn clear_overflow(&mut self) {
         self.overflowed = false;
+        self.work = 0;
     }
 
     /// The item limit per set.
-    pub(crate) fn max_items(&self) -> usize {
-        self.max_items
+    /// The limit behind the last overflow: the work budget when it is spent, else the set size.
+    pub(crate) fn overflow_limit(&self) -> (&'static str, usize) {
+        if self.work > self.max_work {
+            ("CfgConfig::max_work_per_call", self.max_work)
+        } else {
+            ("CfgConfig::max_items_per_set", self.max_items)
+        }
     }
 
     #[inline]
     fn add(&mut self, it: Item, base: usize) {
+        self.work += 1;
         let n = self.items.len() - base;
         if n < LINEAR_DEDUP {
             if self.items[base..].contains(&it) {
@@ -307,7 +319,7 @@ impl Chart {
                 }
                 Sym::T(_) => {}
             }
-            if self.items.len() - base > self.max_items {
+            if self.items.len() - base > self.max_items || self.work > self.max_work {
                 self.overflowed = true;
                 return None;
             }
@@ -817,7 +829,7 @@ const _: () = assert!(END_FLAG != T_FLAG);
 /// Does the grammar accept `text` (whole-string)? Runs the same recogniser; tests use an
 /// independent one.
 pub(crate) fn accepts(g: &CfgGrammar, text: &[u8], max_items: usize) -> bool {
-    let mut c = Chart::new(g, max_items);
+    let mut c = Chart::new(g, max_items, usize::MAX);
     if !text.iter().all(|&b| c.push(g, b)) {
         return false;
     }

@@ -298,11 +298,8 @@ fn build_slices(
     (slices, loop_slice)
 }
 
-fn items_limit(value: usize) -> EngineError {
-    EngineError::new(EngineErrorKind::LimitExceeded {
-        limit: "CfgConfig::max_items_per_set",
-        value,
-    })
+fn items_limit((limit, value): (&'static str, usize)) -> EngineError {
+    EngineError::new(EngineErrorKind::LimitExceeded { limit, value })
 }
 
 /// The GBNF constraint engine (see the module docs).
@@ -372,7 +369,11 @@ impl CfgConstraint {
     }
 
     pub(crate) fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
-        let chart = Chart::new(&shared.grammar, shared.config.max_items_per_set);
+        let chart = Chart::new(
+            &shared.grammar,
+            shared.config.max_items_per_set,
+            shared.config.max_work_per_call,
+        );
         let cache = MaskCache::new(shared.config.engine.mask_cache);
         let history = History::new(shared.config.engine.history);
         CfgConstraint {
@@ -517,7 +518,7 @@ impl CfgConstraint {
         }
         if chart.overflowed() {
             mask.clear();
-            return Err(items_limit(chart.max_items()));
+            return Err(items_limit(chart.overflow_limit()));
         }
         if !g.tokens.is_empty() {
             for it in chart.last() {
@@ -559,7 +560,7 @@ impl CfgConstraint {
         chart.clear_overflow();
         let before = chart.set_count();
         if !chart.push_token(g, vocab.token_bytes(token), &self.tok_scratch) {
-            return Err(items_limit(chart.max_items()));
+            return Err(items_limit(chart.overflow_limit()));
         }
         self.history.push((before, self.finished));
         Ok(true)
@@ -620,14 +621,14 @@ impl ConstraintEngine for CfgConstraint {
             if !chart.push(g, b) {
                 chart.truncate(before);
                 if chart.overflowed() {
-                    return Err(items_limit(chart.max_items()));
+                    return Err(items_limit(chart.overflow_limit()));
                 }
                 return Err(refused(&self.vocab, token, i));
             }
         }
         if !chart.commit(g) {
             chart.truncate(before);
-            return Err(items_limit(chart.max_items()));
+            return Err(items_limit(chart.overflow_limit()));
         }
         // Record the state before the token.
         self.history.push((before, self.finished));

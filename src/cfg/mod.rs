@@ -91,6 +91,13 @@ pub struct CfgConfig {
     /// exceed it, rather than a wrong mask; [`CfgConstraint::overflowed`] reports it for
     /// `advance_bytes` and `allows`.
     pub max_items_per_set: usize,
+    /// Most Earley items one engine call (`fill_mask`, `advance`, `allows`) may add to the
+    /// chart, over all the sets it builds (default 50,000,000: under a second; a byte-level
+    /// mask over a 150k-token trie legitimately adds millions). An
+    /// ambiguous grammar (`s ::= s s | "a" | ""`) does work quadratic in the output's length
+    /// per byte; past the budget the call returns [`crate::EngineErrorKind::LimitExceeded`]
+    /// (state unchanged) instead of taking seconds.
+    pub max_work_per_call: usize,
     /// Engine limits: rollback history and the number of cached masks (default 64 / 32).
     pub engine: EngineOptions,
     /// Precompute lexical slices for character-class loops and lexeme DFA states whose safe
@@ -110,6 +117,7 @@ impl Default for CfgConfig {
         CfgConfig {
             max_grammar_symbols: 200_000,
             max_items_per_set: 20_000,
+            max_work_per_call: 50_000_000,
             engine: EngineOptions::default().with_mask_cache(32),
             slice_min_tokens: 1_000,
             lexer: true,
@@ -123,6 +131,8 @@ builder!(CfgConfig {
     with_max_grammar_symbols => max_grammar_symbols: usize,
     /// Most Earley items in one set (default 20,000).
     with_max_items_per_set => max_items_per_set: usize,
+    /// Most Earley items one engine call may add (default 50,000,000).
+    with_max_work_per_call => max_work_per_call: usize,
     /// Engine limits (default: history 64, 32 cached masks).
     with_engine => engine: EngineOptions,
     /// Least tokens a slice must allow to be built (default 1,000; `usize::MAX`: none).
@@ -242,7 +252,8 @@ impl fmt::Display for CfgError {
             }
             CfgErrorKind::TooBig { symbols, limit } => write!(
                 f,
-                "grammar too big: {symbols} symbols after lowering repetitions and classes (limit {limit})"
+                "grammar too big: {symbols} symbols after lowering repetitions and classes (limit {limit}; \
+                 CfgConfig::max_grammar_symbols, `--limit grammar_symbols=N`)"
             ),
         }
     }
