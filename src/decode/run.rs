@@ -309,9 +309,25 @@ fn decode_with(
                 let t = if !constrained {
                     out.counters.unconstrained_steps += 1;
                     let t0 = Instant::now();
-                    let t = sampler
+                    let mut t = sampler
                         .sample(Logits::F32(&logits), None, &out.tokens)
                         .map_err(|e| sample_error(step, e))?;
+                    // An engine that asks for no mask may still refuse a token (a think gate
+                    // refuses EOS while its constraint's answer is pending): redraw under its
+                    // mask then.
+                    if let Some(e) = engine.as_deref_mut().filter(|e| !e.allows(t)) {
+                        out.counters.check_rejections += 1;
+                        let t1 = Instant::now();
+                        e.fill_mask(&mut mask)?;
+                        out.mask_us.push(micros(t1));
+                        out.counters.masks_filled += 1;
+                        if mask.is_none_allowed() {
+                            return Err(DecodeError::new(DecodeErrorKind::DeadEnd { step }));
+                        }
+                        t = sampler
+                            .sample(Logits::F32(&logits), Some(&mask), &out.tokens)
+                            .map_err(|e| sample_error(step, e))?;
+                    }
                     timing.sample_us = micros(t0);
                     t
                 } else {

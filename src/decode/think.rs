@@ -8,7 +8,9 @@
 //!   channel, counts reasoning pieces and, with a budget, latches a forced close. Markers are
 //!   recognised by token id (the way the model emits them), and appear in neither channel.
 //! - [`ThinkGate`]: wraps any engine. While the think block is open `wants_mask()` is false and
-//!   every token is accepted (the model thinks freely; an EOS there ends the generation); the
+//!   every token but EOS is accepted (the model thinks freely; the answer the constraint
+//!   describes is still pending, so a stop there would be a `stop` whose content fails the
+//!   constraint — the decode loop redraws under the gate's mask instead); the
 //!   `</think>` token closes the block and from then on every call goes to the inner engine, so
 //!   the answer conforms to the constraint the way a reasoning model answers in JSON. Between
 //!   the two, up to `separator` (default 2) whitespace-only tokens are allowed on top of the
@@ -183,7 +185,6 @@ pub struct ThinkGate<E: ConstraintEngine + ?Sized = dyn ConstraintEngine> {
     inner: Box<E>,
     close: TokenId,
     thinking: bool,
-    finished_thinking_eos: bool,
     /// Whitespace-only tokens still allowed before the answer (set at the close).
     separator_left: usize,
     separator: usize,
@@ -213,7 +214,6 @@ impl<E: ConstraintEngine + ?Sized> ThinkGate<E> {
             inner,
             close: markers.close,
             thinking: true,
-            finished_thinking_eos: false,
             separator_left: 0,
             separator: 2,
             blank,
@@ -269,8 +269,9 @@ impl<E: ConstraintEngine + ?Sized> ThinkGate<E> {
                 n_vocab: v.n_vocab(),
             }));
         }
-        if self.finished_thinking_eos {
-            return Err(EngineError::new(EngineErrorKind::AfterEos { token }));
+        if v.is_eos(token) {
+            // The constraint's answer has not started: EOS cannot end the output here.
+            return Err(EngineError::new(EngineErrorKind::EosNotAllowed { token }));
         }
         Ok(())
     }
@@ -295,13 +296,12 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
         }
         let v = self.inner.vocab();
         crate::engine::check_mask_len(v, mask.len())?;
-        if self.finished_thinking_eos {
-            mask.clear();
-        } else {
-            mask.set_all();
-            for i in v.n_tokens()..v.n_vocab() {
-                mask.remove(TokenId::from_index(i));
-            }
+        mask.set_all();
+        for i in v.n_tokens()..v.n_vocab() {
+            mask.remove(TokenId::from_index(i));
+        }
+        for &e in v.eos_ids() {
+            mask.remove(e);
         }
         Ok(())
     }
@@ -324,9 +324,6 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
             self.separator_left = self.separator;
             self.record(Consumed::Close);
         } else {
-            if self.inner.vocab().is_eos(token) {
-                self.finished_thinking_eos = true;
-            }
             self.record(Consumed::Thinking);
         }
         Ok(())
@@ -337,7 +334,7 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
     }
 
     fn is_finished(&self) -> bool {
-        self.finished_thinking_eos || (!self.thinking && self.inner.is_finished())
+        !self.thinking && self.inner.is_finished()
     }
 
     fn can_only_end(&self) -> bool {
@@ -376,8 +373,7 @@ impl<E: ConstraintEngine + ?Sized> ConstraintEngine for ThinkGate<E> {
         for _ in 0..n {
             match self.record.pop_back().expect("checked length") {
                 Consumed::Close => self.thinking = true,
-                Consumed::Thinking => self.finished_thinking_eos = false,
-                Consumed::Separator | Consumed::Inner => {}
+                Consumed::Thinking | Consumed::Separator | Consumed::Inner => {}
             }
         }
         // The separator allowance left: full after the close minus the separator tokens since,

@@ -137,7 +137,8 @@ impl fmt::Display for EngineError {
             ),
             EngineErrorKind::LimitExceeded { limit, value } => write!(
                 f,
-                "resource limit {limit} = {value} exceeded; state unchanged (raise the limit)"
+                "resource limit {limit} = {value} exceeded; state unchanged (raise it in the \
+                 config, or with --limit in the CLI: docs/limits.md)"
             ),
         }
     }

@@ -144,7 +144,7 @@ fn random_thinking_then_a_constrained_answer() {
 }
 
 #[test]
-fn the_gate_masks_nothing_while_thinking_and_rolls_back_across_the_close() {
+fn the_gate_masks_only_eos_while_thinking_and_rolls_back_across_the_close() {
     let vocab = common::qwen3();
     let mut gate = gated();
     let d = doc();
@@ -152,7 +152,9 @@ fn the_gate_masks_nothing_while_thinking_and_rolls_back_across_the_close() {
     assert!(!gate.wants_mask());
     let mut mask = TokenMask::new(vocab.n_vocab());
     gate.fill_mask(&mut mask).unwrap();
-    assert_eq!(mask.count(), vocab.n_tokens());
+    // Everything but EOS: the answer the constraint describes is still pending.
+    assert_eq!(mask.count(), vocab.n_tokens() - vocab.eos_ids().len());
+    assert!(vocab.eos_ids().iter().all(|&e| !mask.contains(e)));
     for &t in &d[..close_at + 3] {
         gate.advance(t).unwrap();
     }
