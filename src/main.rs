@@ -1,6 +1,7 @@
 //! The `grammask` command-line tool: decode with a random-logit model under a constraint
 //! (`generate`), and walk a document token by token through a constraint (`walk`), printing
-//! per-step mask latency. Errors print one clear line and exit with status 1.
+//! per-step mask latency. Errors print one clear line and exit with status 1 (2: a usage
+//! error, from clap); `walk` exits with status 3 when the constraint refuses the document.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use grammask::decode::{decode, DecodeConfig, RandomLogits, ThinkGate, ThinkMarkers};
@@ -24,6 +25,16 @@ use std::time::Instant;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Largest file read (tokenizer, config, schema, grammar, document), in bytes.
+    #[arg(long, global = true, default_value_t = grammask::io::DEFAULT_MAX_FILE_BYTES)]
+    max_file_bytes: u64,
+}
+
+/// `--max-file-bytes`, set once in `main` before any file is read.
+static MAX_FILE_BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+fn max_file_bytes() -> u64 {
+    *MAX_FILE_BYTES.get().unwrap_or(&grammask::io::DEFAULT_MAX_FILE_BYTES)
 }
 
 #[derive(Subcommand)]
@@ -47,8 +58,8 @@ struct MaskbenchArgs {
     #[command(flatten)]
     vocab: VocabArgs,
     /// Worker threads (use 1 for latency figures).
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: u64,
     /// Write one JSON line per schema here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -59,8 +70,8 @@ struct MaskbenchArgs {
     #[arg(long)]
     limit: Option<usize>,
     /// Only every N-th file (an evenly spread sample).
-    #[arg(long, default_value_t = 1)]
-    stride: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    stride: u64,
     /// Keys in schema order instead of any order.
     #[arg(long)]
     schema_order: bool,
@@ -81,9 +92,9 @@ struct ConstraintArgs {
     /// Allow any JSON value at the top level, not only an object (with --json).
     #[arg(long)]
     any_value: bool,
-    /// Whitespace policy between JSON tokens.
-    #[arg(long, value_enum, default_value_t = WsArg::Flexible)]
-    whitespace: WsArg,
+    /// Whitespace policy between JSON tokens, for --json and --schema [default: flexible].
+    #[arg(long, value_enum, conflicts_with_all = ["regex", "grammar"])]
+    whitespace: Option<WsArg>,
     /// A regex the whole output must match.
     #[arg(long, conflicts_with_all = ["json", "grammar", "schema"])]
     regex: Option<String>,
@@ -93,6 +104,63 @@ struct ConstraintArgs {
     /// A JSON Schema file the output must validate against.
     #[arg(long, conflicts_with_all = ["json", "regex", "grammar"])]
     schema: Option<PathBuf>,
+    /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
+    /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
+    /// ref_depth, instance_depth (--schema); grammar_symbols, items_per_set, work_per_call
+    /// (--grammar); regex_states, regex_memory, lazy_memory (--regex); json_depth (--json);
+    /// history, mask_cache (any).
+    #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
+    limits: Vec<(String, usize)>,
+}
+
+/// `--limit NAME=N`.
+fn parse_limit(s: &str) -> Result<(String, usize), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=N"))?;
+    let value: usize =
+        value.trim().replace('_', "").parse().map_err(|e| format!("{name}: {value:?}: {e}"))?;
+    if !LIMIT_NAMES.contains(&name.trim()) {
+        return Err(format!("unknown limit {name:?}; known: {}", LIMIT_NAMES.join(", ")));
+    }
+    Ok((name.trim().to_string(), value))
+}
+
+const LIMIT_NAMES: &[&str] = &[
+    "alternatives",
+    "dfa_states",
+    "nodes",
+    "ref_depth",
+    "instance_depth",
+    "grammar_symbols",
+    "items_per_set",
+    "work_per_call",
+    "regex_states",
+    "regex_memory",
+    "lazy_memory",
+    "json_depth",
+    "history",
+    "mask_cache",
+];
+
+/// The limits `c.limits` names that do not apply to the constraint `kind` describes.
+fn check_limit_kinds(c: &ConstraintArgs, kind: &str, own: &[&str]) -> CliResult<()> {
+    for (name, _) in &c.limits {
+        if !own.contains(&name.as_str()) && name != "history" && name != "mask_cache" {
+            return Err(format!("--limit {name} does not apply to {kind}"));
+        }
+    }
+    Ok(())
+}
+
+/// `--limit history=…`/`mask_cache=…` onto engine options.
+fn engine_limits(c: &ConstraintArgs, mut e: grammask::EngineOptions) -> grammask::EngineOptions {
+    for (name, v) in &c.limits {
+        match name.as_str() {
+            "history" => e.history = *v,
+            "mask_cache" => e.mask_cache = *v,
+            _ => {}
+        }
+    }
+    e
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -108,6 +176,11 @@ struct VocabArgs {
     /// Path to a Hugging Face tokenizer.json (default: the embedded Qwen3 tokenizer).
     #[arg(long)]
     tokenizer: Option<PathBuf>,
+    /// An end-of-sequence token, by id or by content (repeatable), added to the one the
+    /// tokenizer's config names. Needed for a tokenizer.json without tokenizer_config.json
+    /// whose special tokens have no known end-of-text name.
+    #[arg(long = "eos", value_name = "ID|TOKEN")]
+    eos: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -197,36 +270,102 @@ macro_rules! say {
 mod cli_model;
 
 fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
-    match &args.tokenizer {
-        Some(p) => Vocabulary::from_file(p).map_err(|e| e.to_string()),
-        None => Vocabulary::embedded().map_err(|e| e.to_string()),
+    let (ids, names): (Vec<&String>, Vec<&String>) =
+        args.eos.iter().partition(|e| e.parse::<u32>().is_ok());
+    let config = grammask::vocab::VocabConfig::default()
+        .with_extra_eos(ids.iter().map(|e| e.parse().expect("partitioned")).collect())
+        .with_extra_eos_tokens(names.into_iter().cloned().collect())
+        .with_max_file_bytes(max_file_bytes());
+    let vocab = match &args.tokenizer {
+        Some(p) => Vocabulary::from_file_with(p, &config).map_err(|e| e.to_string())?,
+        None if args.eos.is_empty() => Vocabulary::embedded().map_err(|e| e.to_string())?,
+        None => return Err("--eos needs --tokenizer (the embedded tokenizer knows its EOS)".into()),
+    };
+    if vocab.eos_ids().is_empty() {
+        return Err(format!(
+            "no EOS token is known for {}: no tokenizer_config.json beside it names one and none \
+             of its special tokens has a known end-of-text name; give --eos ID|TOKEN",
+            args.tokenizer.as_ref().map_or("the tokenizer".into(), |p| p.display().to_string())
+        ));
     }
+    Ok(vocab)
 }
 
 fn read_text(path: &PathBuf) -> CliResult<String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    grammask::io::read_text_limited(path, max_file_bytes()).map_err(|e| e.to_string())
 }
 
 /// The constraint the flags describe (free-form JSON when none is given).
 fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
+    let get = |name: &str| c.limits.iter().rev().find(|(n, _)| n == name).map(|&(_, v)| v);
     if let Some(pattern) = &c.regex {
-        return Ok(Constraint::regex(pattern));
+        check_limit_kinds(c, "--regex", &["regex_states", "regex_memory", "lazy_memory"])?;
+        let mut config = grammask::RegexConfig::default();
+        if let Some(v) = get("regex_states") {
+            config.dfa.max_states = v;
+        }
+        if let Some(v) = get("regex_memory") {
+            config.dfa.max_memory = v;
+        }
+        if let Some(v) = get("lazy_memory") {
+            config.lazy_max_memory = v;
+        }
+        config.engine = engine_limits(c, config.engine);
+        return Ok(Constraint::regex_with(pattern, config));
     }
     if let Some(path) = &c.schema {
+        check_limit_kinds(
+            c,
+            "--schema",
+            &["alternatives", "dfa_states", "nodes", "ref_depth", "instance_depth"],
+        )?;
         let text = read_text(path)?;
-        let schema: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-        return Ok(Constraint::json_schema(&schema));
+        let schema: serde_json::Value = grammask::schema::parse_schema_text(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut options = grammask::SchemaOptions::default();
+        if let Some(WsArg::Compact) = c.whitespace {
+            options.whitespace = Whitespace::Compact;
+        }
+        let l = &mut options.limits;
+        for (name, v) in &c.limits {
+            match name.as_str() {
+                "alternatives" => l.max_alternatives = *v,
+                "dfa_states" => l.max_dfa_states = *v,
+                "nodes" => l.max_nodes = *v,
+                "ref_depth" => l.max_ref_depth = *v,
+                "instance_depth" => l.max_instance_depth = *v,
+                _ => {}
+            }
+        }
+        options.engine = engine_limits(c, options.engine);
+        return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {
-        return Ok(Constraint::gbnf(&read_text(path)?));
+        check_limit_kinds(c, "--grammar", &["grammar_symbols", "items_per_set", "work_per_call"])?;
+        let mut config = CfgConfig::default();
+        for (name, v) in &c.limits {
+            match name.as_str() {
+                "grammar_symbols" => config.max_grammar_symbols = *v,
+                "items_per_set" => config.max_items_per_set = *v,
+                "work_per_call" => config.max_work_per_call = *v,
+                _ => {}
+            }
+        }
+        config.engine = engine_limits(c, config.engine);
+        return Ok(Constraint::gbnf_with(&read_text(path)?, config));
     }
+    check_limit_kinds(c, "--json", &["json_depth"])?;
     let top = if c.any_value { TopLevel::AnyValue } else { TopLevel::Object };
-    let whitespace = match c.whitespace {
+    let whitespace = match c.whitespace.unwrap_or(WsArg::Flexible) {
         WsArg::Compact => Whitespace::Compact,
         WsArg::Flexible => Whitespace::Flexible { max_run: JsonConfig::DEFAULT_MAX_WS_RUN },
     };
-    Ok(Constraint::json_with(JsonConfig::default().with_top_level(top).with_whitespace(whitespace)))
+    let mut config = JsonConfig::default().with_top_level(top).with_whitespace(whitespace);
+    if let Some(v) = get("json_depth") {
+        config.max_depth = v;
+    }
+    config.engine = engine_limits(c, config.engine);
+    Ok(Constraint::json_with(config))
 }
 
 fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
@@ -241,11 +380,11 @@ fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn Con
 fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
     let vocab = load_vocab(&args.vocab)?;
     let mut opts = MaskbenchOptions {
-        jobs: args.jobs,
+        jobs: usize::try_from(args.jobs).unwrap_or(1),
         out: args.out,
         filter: args.filter,
         limit: args.limit,
-        stride: args.stride.max(1),
+        stride: usize::try_from(args.stride).unwrap_or(usize::MAX),
         progress_every: 100,
         ..MaskbenchOptions::default()
     };
@@ -254,6 +393,13 @@ fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
     }
     let summary = run_maskbench(&args.dir, &vocab, &opts).map_err(|e| e.to_string())?;
     say!("{summary}");
+    if summary.schemas > 0 && summary.load_errors.len() == summary.schemas {
+        return Err(format!(
+            "none of the {} files in {} is a readable MaskBench file",
+            summary.schemas,
+            args.dir.display()
+        ));
+    }
     Ok(())
 }
 
@@ -367,12 +513,13 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
     Ok(())
 }
 
-fn walk(args: WalkArgs) -> CliResult<()> {
+/// Walk the document; `Ok(false)` when the constraint refuses it (exit status 3).
+fn walk(args: WalkArgs) -> CliResult<bool> {
     let vocab = load_vocab(&args.vocab)?;
     let mut engine = build_engine(&vocab, &args.constraint)?;
     let raw = read_text(&args.input)?;
     let text = raw.strip_suffix('\n').unwrap_or(&raw);
-    let tokens = vocab.encode_continuation(text).map_err(|e| e.to_string())?;
+    let tokens = vocab.encode_exact(text).map_err(|e| format!("{}: {e}", args.input.display()))?;
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::with_capacity(tokens.len() + 1);
     let mut refused_at = None;
@@ -421,11 +568,12 @@ fn walk(args: WalkArgs) -> CliResult<()> {
             say!("mask latency: {summary}");
         }
     }
-    Ok(())
+    Ok(accepted)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    MAX_FILE_BYTES.set(cli.max_file_bytes).expect("set once");
     let command = match cli.command {
         Some(c) => c,
         // No subcommand: the README's main job, `generate --json` on the embedded tokenizer.
@@ -442,13 +590,16 @@ fn main() -> ExitCode {
         }
     };
     let result = match command {
-        Command::Generate(a) => generate(a),
+        Command::Generate(a) => generate(a).map(|()| true),
         Command::Walk(a) => walk(a),
-        Command::Check(a) => check(a),
-        Command::Maskbench(a) => maskbench(a),
+        Command::Check(a) => check(a).map(|()| true),
+        Command::Maskbench(a) => maskbench(a).map(|()| true),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // A refused document: the verdict was printed; the status says it too (2 is clap's
+        // usage error).
+        Ok(false) => ExitCode::from(3),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

@@ -60,7 +60,7 @@ fn walk_reports_acceptance_and_the_first_refused_token() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"name\": 01}").unwrap();
     let (ok, out, _) = grammask(&["walk", "--input", bad.to_str().unwrap(), "--format", "json"]);
-    assert!(ok);
+    assert!(!ok, "a refused document exits non-zero (status 3, tests/it/hardening.rs)");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["accepted"], false);
     assert!(v["refused_at"]["index"].is_number(), "{out}");
