@@ -19,6 +19,7 @@ mod decode_tools;
 mod engine_errors;
 mod gpu_mlx;
 mod grammar_cases;
+mod hardening;
 mod json_cases;
 mod json_props;
 mod json_schema_suite;

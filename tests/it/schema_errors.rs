@@ -76,7 +76,7 @@ fn unsupported_keywords_name_keyword_and_pointer() {
     ];
     for (schema, keyword, pointer) in cases {
         match err(schema.clone()) {
-            SchemaErrorKind::Unsupported { keyword: k, pointer: p } => {
+            SchemaErrorKind::Unsupported { keyword: k, pointer: p, .. } => {
                 assert_eq!((k.as_str(), p.as_str()), (keyword, pointer), "{schema}");
             }
             e => panic!("{schema}: {e:?}"),
@@ -180,7 +180,7 @@ fn remote_refs_resolve_to_preloaded_documents_only() {
     let schema = json!({"type": "object", "properties": {"id": {"$ref": "https://example.com/defs.json#/$defs/id"}}});
     // Not loaded: a typed error, never a fetch.
     match err(schema.clone()) {
-        SchemaErrorKind::Unsupported { keyword, pointer } => {
+        SchemaErrorKind::Unsupported { keyword, pointer, .. } => {
             assert_eq!((keyword.as_str(), pointer.as_str()), ("$ref", "/properties/id"));
         }
         e => panic!("{e:?}"),
@@ -248,7 +248,7 @@ fn custom_metaschema_vocabularies() {
     }));
     let got = CompiledSchema::compile(&schema, &opts).expect_err("unknown required vocabulary");
     match got.kind() {
-        SchemaErrorKind::Unsupported { keyword, pointer } => {
+        SchemaErrorKind::Unsupported { keyword, pointer, .. } => {
             assert_eq!((keyword.as_str(), pointer.as_str()), ("$vocabulary", ""));
         }
         e => panic!("{e:?}"),
