@@ -21,8 +21,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
   "maturin>=1.5,<2" pytest numpy jsonschema tokenizers "mlx[cpu]"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-  --force-reinstall --no-deps ./bindings/python
+# --no-build-isolation: the venv's maturin builds the wheel (its backend runs `maturin` from
+# PATH), into the workspace's target/, so the release build is shared with later runs.
+PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+  --no-build-isolation --force-reinstall --no-deps ./bindings/python
 export GRAMMASK_BIN="$PWD/target/release/grammask"
 if [ ! -x "$GRAMMASK_BIN" ]; then
   cargo build --release --bin grammask
