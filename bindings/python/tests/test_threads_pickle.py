@@ -117,3 +117,14 @@ def test_accept_string_refusal_past_the_history_restores_the_state(qwen3):
     assert m.find_jump_forward_string() == ""
     m.reset()
     assert m.accepted_tokens == [] and not m.is_terminated()
+
+
+def test_file_recipes_pickle_to_the_same_vocabulary():
+    from conftest import tokenizer_path
+
+    path = tokenizer_path("llama3")
+    v = gm.Vocabulary.from_tokenizer_json(path, vocab_size=128_320, eos_token_ids=[128_001])
+    v2 = pickle.loads(pickle.dumps(v))
+    assert (v2.vocab_size, v2.n_tokens, v2.eos_token_ids) == (v.vocab_size, v.n_tokens, v.eos_token_ids)
+    assert all(v2.token_bytes(t) == v.token_bytes(t) for t in range(0, v.n_tokens, 997))
+    assert pickle.loads(pickle.dumps(v)) is v2, "cached per recipe"
