@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import grammask as gm
+from conftest import REPO
 
 HARD = {"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "number"}}}
 
@@ -28,27 +29,43 @@ def hard_matchers(vocab: gm.Vocabulary, n: int) -> list[gm.Matcher]:
 
 
 def test_the_gil_is_released_during_a_batch_fill(qwen3):
-    matchers = hard_matchers(qwen3, 48)
-    bm = gm.allocate_token_bitmask(len(matchers), qwen3.vocab_size)
-    ticks: list[float] = []
-    span: dict[str, float] = {}
-    stop = threading.Event()
+    # Masks of the C-expression grammar mid-expression cost ~1 ms each (mask cache off), so
+    # one serial batch call lasts tens of milliseconds.
+    grammar = (REPO / "grammars" / "c_expr.gbnf").read_text()
+    compiled = gm.CompiledConstraint.gbnf(qwen3, grammar, mask_cache=0)
+    n = 48
+    for _attempt in range(4):
+        matchers = [gm.Matcher(compiled) for _ in range(n)]
+        assert all(m.accept_string("x = (a + ") for m in matchers)
+        bm = gm.allocate_token_bitmask(n, qwen3.vocab_size)
+        ticks: list[float] = []
+        span: dict[str, float] = {}
+        stop = threading.Event()
 
-    def fill() -> None:
-        span["start"] = time.perf_counter()
-        for _ in range(4):  # one thread: the call is long (tens of ms) on any machine
+        def fill() -> None:
+            span["start"] = time.perf_counter()
             gm.fill_next_token_bitmask_batch(matchers, bm, n_threads=1)
-        span["end"] = time.perf_counter()
-        stop.set()
+            span["end"] = time.perf_counter()
+            stop.set()
 
-    worker = threading.Thread(target=fill)
-    worker.start()
-    while not stop.is_set():
-        ticks.append(time.perf_counter())
-    worker.join()
-    inside = [t for t in ticks if span["start"] < t < span["end"]]
-    # With the GIL held for each call the main thread could run only between the 4 calls.
-    assert len(inside) > 1000, f"the main thread ran {len(inside)} times during the fills"
+        worker = threading.Thread(target=fill)
+        worker.start()
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+        worker.join()
+        duration = span["end"] - span["start"]
+        if duration >= 0.04:
+            break
+        n *= 2  # a fast machine: make the call long enough to judge
+    assert duration >= 0.04, f"the batch call took only {duration * 1e3:.1f} ms"
+    # Were the GIL held during the call, the main thread could run only in the one switch
+    # interval (5 ms) before the call starts; the middle half of the call would see no tick.
+    lo, hi = span["start"] + duration / 4, span["end"] - duration / 4
+    middle = [t for t in ticks if lo < t < hi]
+    assert len(middle) > 100, (
+        f"the main thread ran {len(middle)} times in the middle {duration / 2 * 1e3:.0f} ms "
+        "of the batch fill"
+    )
 
 
 def test_batch_fill_equals_single_fills_on_any_thread_count(qwen3):
