@@ -70,3 +70,16 @@ def test_apply_sets_forbidden_logits_to_minus_infinity(qwen3):
     assert set(np.nonzero(np.isfinite(one))[0].tolist()) == allowed
     copy = gm.apply_token_bitmask(before, bm)
     assert np.array_equal(copy, logits, equal_nan=True) and np.isfinite(before).all()
+
+
+def test_a_bitmask_for_the_largest_batch_applies_to_a_smaller_one(qwen3):
+    matcher = gm.Matcher(gm.CompiledConstraint.regex(qwen3, "[0-9]+"))
+    bm = gm.allocate_token_bitmask(8, qwen3.vocab_size)  # max_num_seqs rows
+    matcher.fill_next_token_bitmask(bm, 1)
+    logits = np.zeros((3, qwen3.vocab_size), dtype=np.float32)
+    gm.apply_token_bitmask_inplace(logits, bm)
+    assert np.isfinite(logits[0]).all() and np.isfinite(logits[2]).all()
+    assert set(np.nonzero(np.isfinite(logits[1]))[0].tolist()) == unpack_xgrammar(bm[1], qwen3.vocab_size)
+    only = np.zeros((3, qwen3.vocab_size), dtype=np.float32)
+    gm.apply_token_bitmask_inplace(only, bm, indices=[1])
+    assert np.array_equal(only, logits)

@@ -45,7 +45,9 @@ def _check(vocab_size: int, words: int) -> None:
 
 
 def _rows(indices: Sequence[int] | None, n: int) -> Any:
-    return slice(None) if indices is None else list(indices)
+    """The rows to apply: `indices`, or the first `n` (a bitmask allocated for the largest
+    batch, as vLLM keeps one, applies to a smaller batch of logits)."""
+    return slice(0, n) if indices is None else list(indices)
 
 
 def apply_token_bitmask_inplace(
@@ -57,7 +59,8 @@ def apply_token_bitmask_inplace(
     applies row ``indices[k]`` of the bitmask to row ``indices[k]`` of the logits only.
 
     Raises ``VocabularyMismatchError`` when the bitmask covers fewer tokens than the logits row,
-    ``TypeError`` for an MLX array (immutable: use ``apply_token_bitmask``)."""
+    ``TypeError`` for an MLX array (immutable: use ``apply_token_bitmask``). A bitmask with
+    more rows than the logits applies its first rows."""
     module = type(logits).__module__
     if module.startswith("torch"):
         return _apply_torch(logits, bitmask, indices)
@@ -93,7 +96,7 @@ def _apply_torch(logits: Any, bitmask: Any, indices: Sequence[int] | None) -> An
         logits.masked_fill_(~allowed.reshape(-1), float("-inf"))
         return logits
     if indices is None:
-        logits.masked_fill_(~allowed, float("-inf"))
+        logits.masked_fill_(~allowed[: logits.shape[0]], float("-inf"))
     else:
         rows = torch.as_tensor(list(indices), device=logits.device)
         logits[rows] = logits[rows].masked_fill(~allowed[rows], float("-inf"))
