@@ -33,8 +33,7 @@ fn read(py: Python<'_>, path: &str) -> PyResult<Vec<u8>> {
 }
 
 impl PyVocabulary {
-    fn new(py: Python<'_>, inner: Vocabulary, recipe: Bound<'_, PyTuple>) -> Self {
-        let _ = py;
+    fn new(inner: Vocabulary, recipe: Bound<'_, PyTuple>) -> Self {
         PyVocabulary { inner, recipe: recipe.unbind() }
     }
 }
@@ -76,7 +75,7 @@ impl PyVocabulary {
             }
         }
         .map_err(|e| errors::vocab_error(py, &e))?;
-        Ok(Self::new(py, vocab, recipe))
+        Ok(Self::new(vocab, recipe))
     }
 
     /// The vocabulary stored in a GGUF model file's `tokenizer.ggml.*` metadata (llama.cpp's
@@ -100,7 +99,7 @@ impl PyVocabulary {
         let vocab = py
             .detach(|| Vocabulary::from_gguf_with(&path, vocab_size))
             .map_err(|e| errors::vocab_error(py, &e))?;
-        Ok(Self::new(py, vocab, recipe))
+        Ok(Self::new(vocab, recipe))
     }
 
     /// From a `tokenizers.Tokenizer` (or a transformers fast tokenizer, whose
@@ -140,7 +139,7 @@ impl PyVocabulary {
         let vocab = py
             .detach(|| Vocabulary::embedded_with(&cfg))
             .map_err(|e| errors::vocab_error(py, &e))?;
-        Ok(Self::new(py, vocab, recipe))
+        Ok(Self::new(vocab, recipe))
     }
 
     /// The logits width: the number of bits every mask has (`ceil(vocab_size / 32)` int32
@@ -222,7 +221,7 @@ impl PyVocabulary {
                 Vocabulary::from_bytes(json.as_bytes(), config.as_deref().map(str::as_bytes), &cfg)
             })
             .map_err(|e| errors::vocab_error(py, &e))?;
-        Ok(Self::new(py, vocab, recipe))
+        Ok(Self::new(vocab, recipe))
     }
 }
 
