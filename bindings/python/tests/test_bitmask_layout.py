@@ -83,3 +83,15 @@ def test_a_bitmask_for_the_largest_batch_applies_to_a_smaller_one(qwen3):
     only = np.zeros((3, qwen3.vocab_size), dtype=np.float32)
     gm.apply_token_bitmask_inplace(only, bm, indices=[1])
     assert np.array_equal(only, logits)
+
+
+def test_vocab_size_masks_only_the_first_logits(qwen3):
+    matcher = gm.Matcher(gm.CompiledConstraint.regex(qwen3, "[0-9]+"))
+    bm = gm.allocate_token_bitmask(1, qwen3.vocab_size)
+    matcher.fill_next_token_bitmask(bm, 0)
+    # Logits 64 wider than the bitmask covers: with vocab_size, the tail is left alone.
+    logits = np.zeros((1, bm.shape[1] * 32 + 64), dtype=np.float32)
+    gm.apply_token_bitmask_inplace(logits, bm, vocab_size=qwen3.vocab_size)
+    assert np.isfinite(logits[0, qwen3.vocab_size:]).all()
+    finite = set(np.nonzero(np.isfinite(logits[0, : qwen3.vocab_size]))[0].tolist())
+    assert finite == unpack_xgrammar(bm[0], qwen3.vocab_size)

@@ -51,21 +51,31 @@ def _rows(indices: Sequence[int] | None, n: int) -> Any:
 
 
 def apply_token_bitmask_inplace(
-    logits: Any, bitmask: Any, *, indices: Sequence[int] | None = None
+    logits: Any,
+    bitmask: Any,
+    *,
+    vocab_size: int | None = None,
+    indices: Sequence[int] | None = None,
 ) -> Any:
     """Set ``logits[b, i] = -inf`` wherever bit ``i`` of ``bitmask[b]`` is clear, in place, and
     return ``logits``. ``logits``: ``[batch, vocab]`` or ``[vocab]`` (numpy array or torch
-    tensor); ``bitmask``: ``[batch, words]`` or ``[words]`` (numpy or torch). ``indices``
-    applies row ``indices[k]`` of the bitmask to row ``indices[k]`` of the logits only.
+    tensor); ``bitmask``: ``[batch, words]`` or ``[words]`` (numpy or torch). ``vocab_size``
+    (XGrammar's argument) masks only the first ``vocab_size`` logits of each row and leaves the
+    rest; ``indices`` applies row ``indices[k]`` of the bitmask to row ``indices[k]`` of the
+    logits only.
 
     Raises ``VocabularyMismatchError`` when the bitmask covers fewer tokens than the logits row,
     ``TypeError`` for an MLX array (immutable: use ``apply_token_bitmask``). A bitmask with
     more rows than the logits applies its first rows."""
     module = type(logits).__module__
-    if module.startswith("torch"):
-        return _apply_torch(logits, bitmask, indices)
     if module.startswith("mlx"):
         raise TypeError("MLX arrays are immutable: use grammask.apply_token_bitmask(logits, bitmask)")
+    if vocab_size is not None and vocab_size < logits.shape[-1]:
+        # A view: writing through it is writing into `logits`.
+        apply_token_bitmask_inplace(logits[..., :vocab_size], bitmask, indices=indices)
+        return logits
+    if module.startswith("torch"):
+        return _apply_torch(logits, bitmask, indices)
     if not isinstance(logits, np.ndarray):
         raise TypeError(f"logits must be a numpy array or a torch tensor, not {type(logits)!r}")
     bm = np.asarray(bitmask)
