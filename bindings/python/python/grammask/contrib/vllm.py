@@ -1,7 +1,8 @@
 """A structured-output backend with the method set of vLLM's V1 engine.
 
-Mirrors ``vllm/v1/structured_output/backend_types.py`` (vLLM V1 engine, the revision of
-vllm-project/vllm at commit d26c81b6; later revisions add ``find_jump_string``, also provided):
+Mirrors ``vllm/v1/structured_output/backend_types.py`` of vLLM v0.10.1.1 (the V1 engine's ABCs;
+checked against that release's API page and the source at vllm-project/vllm commit d26c81b6);
+later releases keep the methods and add ``find_jump_string``, also provided:
 
 - ``StructuredOutputBackend(vllm_config, tokenizer, vocab_size)``:
   ``compile_grammar(request_type, grammar_spec) -> StructuredOutputGrammar``,
