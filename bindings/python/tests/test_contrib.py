@@ -99,6 +99,7 @@ def test_vllm_backend_method_set(qwen3):
     assert (row[eos // 32] >> (eos % 32)) & 1 and int(row.astype(bool).sum()) >= 1
     assert grammar.find_jump_string() is None
     assert grammar.accept_tokens("req-1", [eos]) and grammar.is_terminated()
+    assert not grammar.accept_tokens("req-1", doc[:1]), "nothing after EOS"
     grammar.reset()
     assert not grammar.is_terminated() and grammar.num_processed_tokens == 0
     assert grammar.accept_tokens("req-1", qwen3.encode("{")) and not grammar.accept_tokens("r", qwen3.encode("]"))
