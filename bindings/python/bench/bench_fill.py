@@ -9,7 +9,7 @@ found (`$GRAMMASK_SHARED` or ../shared beside the repository). The Rust figure i
 With `--peers`, llguidance's Python package (when importable) fills the same states side by
 side. Not run by CI.
 
-usage: python bindings/python/bench/bench_fill.py [--iterations N] [--peers]
+usage: python bindings/python/bench/bench_fill.py [--iterations N] [--peers] [--only SECTION]
 """
 
 from __future__ import annotations
@@ -220,11 +220,16 @@ def peers(iterations: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=400)
-    ap.add_argument("--peers", action="store_true")
+    ap.add_argument("--peers", action="store_true", help="also run llguidance side by side")
+    ap.add_argument(
+        "--only", choices=["overhead", "batch", "peers"], help="run one section alone"
+    )
     args = ap.parse_args()
-    overhead(args.iterations)
-    batch(args.iterations)
-    if args.peers:
+    if args.only in (None, "overhead"):
+        overhead(args.iterations)
+    if args.only in (None, "batch"):
+        batch(args.iterations)
+    if args.peers or args.only == "peers":
         peers(args.iterations)
 
 
