@@ -111,6 +111,14 @@
 //!
 //! With `default-features = false` the library compiles no clap, no harness, no embedded
 //! tokenizer, no model backend.
+//!
+//! ## Python
+//! `bindings/python` (a workspace member, not a feature) is the `grammask` Python package over
+//! this public API: XGrammar-shaped int32 bitmasks in [`TokenMask`]'s layout, matchers, a
+//! batched fill that releases the GIL, adapters for transformers, mlx-lm and a vLLM-style
+//! backend (`docs/python.md`). A model that pads its logits row gets the width through
+//! [`vocab::VocabConfig::n_vocab`] (`Vocabulary::from_file_with`, `Vocabulary::embedded_with`,
+//! `Vocabulary::from_gguf_with`).
 
 #[macro_use]
 mod builder;

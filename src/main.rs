@@ -254,6 +254,12 @@ struct WalkArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Write every mask of the walk to this file: for each step (one per token, then the final
+    /// one), the mask's `ceil(n_vocab / 32)` `u32` words little-endian, LSB-first (the
+    /// `TokenMask` layout). With `--format json` the output then also lists the token ids. The
+    /// reference the Python package's tests compare their masks with.
+    #[arg(long)]
+    dump_masks: Option<PathBuf>,
 }
 
 type CliResult<T> = Result<T, String>;
@@ -523,10 +529,17 @@ fn walk(args: WalkArgs) -> CliResult<bool> {
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::with_capacity(tokens.len() + 1);
     let mut refused_at = None;
+    let mut dump = Vec::new();
+    let mut keep = |mask: &TokenMask| {
+        if args.dump_masks.is_some() {
+            dump.extend(mask.words().iter().flat_map(|w| w.to_le_bytes()));
+        }
+    };
     for (i, &t) in tokens.iter().enumerate() {
         let t0 = Instant::now();
         engine.fill_mask(&mut mask).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64() * 1e6);
+        keep(&mask);
         if !mask.contains(t) || engine.advance(t).is_err() {
             refused_at = Some((i, t));
             break;
@@ -536,8 +549,12 @@ fn walk(args: WalkArgs) -> CliResult<bool> {
         let t0 = Instant::now();
         engine.fill_mask(&mut mask).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64() * 1e6);
+        keep(&mask);
         vocab.eos_ids().iter().any(|&e| mask.contains(e))
     };
+    if let Some(path) = &args.dump_masks {
+        std::fs::write(path, &dump).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     let accepted = refused_at.is_none() && eos_allowed;
     let summary = Summary::of(&times);
     match args.format {
@@ -549,13 +566,17 @@ fn walk(args: WalkArgs) -> CliResult<bool> {
                     "bytes": String::from_utf8_lossy(vocab.token_bytes(t)),
                 })
             });
-            let v = serde_json::json!({
+            let mut v = serde_json::json!({
                 "accepted": accepted,
                 "refused_at": refused,
                 "eos_allowed": eos_allowed,
                 "n_tokens": tokens.len(),
                 "mask_us": summary.to_json(),
             });
+            if args.dump_masks.is_some() {
+                v["tokens"] = tokens.iter().map(|t| t.0).collect();
+                v["n_vocab"] = vocab.n_vocab().into();
+            }
             say!("{v}");
         }
         Format::Text => {

@@ -243,11 +243,26 @@ impl Vocabulary {
     /// # Ok::<(), grammask::model::ModelError>(())
     /// ```
     pub fn from_gguf(path: impl AsRef<Path>) -> Result<Vocabulary, ModelError> {
+        Self::from_gguf_with(path, None)
+    }
+
+    /// [`Vocabulary::from_gguf`] with a logits width `n_vocab` wider than the tokenizer (a
+    /// model whose output row is padded, e.g. to a multiple of 64): ids past the tokenizer's
+    /// size are padding, never allowed. `None` is the tokenizer's size.
+    ///
+    /// # Errors
+    /// As [`Vocabulary::from_gguf`]; a width below the tokenizer's size is
+    /// [`ModelErrorKind::Vocab`] wrapping [`crate::vocab::VocabErrorKind::LogitsTooNarrow`].
+    pub fn from_gguf_with(
+        path: impl AsRef<Path>,
+        n_vocab: Option<usize>,
+    ) -> Result<Vocabulary, ModelError> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|source| {
             ModelError::new(ModelErrorKind::Io { path: path.display().to_string(), source })
         })?;
-        Self::from_gguf_bytes(&bytes)
+        let file = GgufFile::parse(&bytes)?;
+        GgufTokenizer::from_file(&file)?.vocabulary(n_vocab)
     }
 
     /// [`Vocabulary::from_gguf`] over the bytes of a GGUF file.

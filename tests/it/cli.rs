@@ -68,6 +68,42 @@ fn walk_reports_acceptance_and_the_first_refused_token() {
 }
 
 #[test]
+fn walk_dumps_every_mask_in_the_token_mask_layout() {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = dir.join("doc.json");
+    std::fs::write(&doc, "{\"a\": [1, true]}").unwrap();
+    let dump = dir.join("masks.bin");
+    let (ok, out, err) = grammask(&[
+        "walk",
+        "--input",
+        doc.to_str().unwrap(),
+        "--format",
+        "json",
+        "--dump-masks",
+        dump.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let tokens: Vec<u32> =
+        v["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect();
+    let words = (v["n_vocab"].as_u64().unwrap() as usize).div_ceil(32);
+    let bytes = std::fs::read(&dump).unwrap();
+    assert_eq!(bytes.len(), (tokens.len() + 1) * words * 4, "one mask per token, then the last");
+    let bit = |step: usize, t: u32| {
+        let w = step * words + t as usize / 32;
+        let word = u32::from_le_bytes(bytes[w * 4..w * 4 + 4].try_into().unwrap());
+        word >> (t % 32) & 1 == 1
+    };
+    for (step, &t) in tokens.iter().enumerate() {
+        assert!(bit(step, t), "step {step}: token {t} is in its mask");
+    }
+    // The first mask of a `{`-object constraint refuses `1` (token ids of digits vary, so look
+    // for the id of the second token of the document, `"`, which cannot start it).
+    assert!(!bit(0, tokens[1]) || tokens[0] == tokens[1]);
+}
+
+#[test]
 fn errors_are_one_line_and_non_zero() {
     let (ok, _, err) = grammask(&["walk", "--input", "/nonexistent/doc.json"]);
     assert!(!ok);

@@ -467,6 +467,27 @@ const CORPUS: &[&str] = &[
 ];
 
 #[test]
+fn gguf_vocabulary_takes_a_padded_logits_width() {
+    let path = shared().join("tokenizers/llama3.json");
+    if !path.is_file() {
+        eprintln!("skipped: {} absent", path.display());
+        return;
+    }
+    let file = std::env::temp_dir().join(format!("grammask-gguf-pad-{}.gguf", std::process::id()));
+    std::fs::write(&file, gguf_from_hf(&path, "llama-bpe")).unwrap();
+    let plain = Vocabulary::from_gguf(&file).unwrap();
+    let padded = Vocabulary::from_gguf_with(&file, Some(plain.n_tokens() + 64)).unwrap();
+    assert_eq!(padded.n_vocab(), plain.n_tokens() + 64);
+    assert_eq!(padded.n_tokens(), plain.n_tokens());
+    assert_eq!(padded.eos_ids(), plain.eos_ids());
+    let pad = TokenId::from_index(plain.n_tokens() + 1);
+    assert_eq!(padded.kind(pad), grammask::vocab::TokenKind::Padding);
+    let err = Vocabulary::from_gguf_with(&file, Some(8)).unwrap_err();
+    assert!(err.to_string().contains("smaller than"), "{err}");
+    std::fs::remove_file(&file).ok();
+}
+
+#[test]
 fn gguf_vocabulary_matches_tokenizers_on_shared_tokenizers() {
     let dir = shared().join("tokenizers");
     for (name, pre) in [("llama3", "llama-bpe"), ("qwen3", "qwen2")] {

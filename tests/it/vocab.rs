@@ -111,6 +111,18 @@ fn padded_logits_and_extra_eos() {
 }
 
 #[test]
+fn embedded_with_pads_the_logits_row() {
+    // Qwen3 models emit 151,936 logits for the tokenizer's 151,669 tokens (the Python package's
+    // `vocab_size` override reaches this through `embedded_with`).
+    let v = Vocabulary::embedded_with(&VocabConfig::default().with_n_vocab(Some(151_936))).unwrap();
+    assert_eq!((v.n_vocab(), v.n_tokens()), (151_936, qwen3().n_tokens()));
+    assert_eq!(v.kind(TokenId(151_700)), TokenKind::Padding);
+    assert_eq!(v.eos_ids(), qwen3().eos_ids());
+    let narrow = Vocabulary::embedded_with(&VocabConfig::default().with_n_vocab(Some(10)));
+    assert!(matches!(narrow.unwrap_err().kind(), VocabErrorKind::LogitsTooNarrow { .. }));
+}
+
+#[test]
 fn bad_inputs_are_typed_errors() {
     let err = Vocabulary::from_file("/nonexistent/tokenizer.json").unwrap_err();
     assert!(matches!(err.kind(), VocabErrorKind::Io { .. }));

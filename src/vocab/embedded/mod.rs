@@ -23,13 +23,17 @@ impl Vocabulary {
     /// # Errors
     /// Never in practice; the embedded files are checked by the test suite.
     pub fn embedded() -> Result<Vocabulary, VocabError> {
+        Self::embedded_with(&VocabConfig::default())
+    }
+
+    /// [`Vocabulary::embedded`] with options: a padded logits width (Qwen3 models emit
+    /// 151,936 logits for the tokenizer's 151,669 tokens), extra EOS ids.
+    ///
+    /// # Errors
+    /// Option errors (EOS out of range, a width below the tokenizer's size).
+    pub fn embedded_with(config: &VocabConfig) -> Result<Vocabulary, VocabError> {
         let tok = gunzip(EMBEDDED_TOKENIZER);
         let cfg = gunzip(EMBEDDED_CONFIG);
-        Self::build(
-            load_tokenizer(&tok)?,
-            Some(&cfg),
-            &VocabConfig::default(),
-            VocabSource::Embedded,
-        )
+        Self::build(load_tokenizer(&tok)?, Some(&cfg), config, VocabSource::Embedded)
     }
 }
