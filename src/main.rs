@@ -106,7 +106,7 @@ struct ConstraintArgs {
     schema: Option<PathBuf>,
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
-    /// ref_depth, instance_depth (--schema); grammar_symbols, items_per_set, work_per_call
+    /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call
     /// (--grammar); regex_states, regex_memory, lazy_memory (--regex); json_depth (--json);
     /// history, mask_cache (any).
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
@@ -130,6 +130,7 @@ const LIMIT_NAMES: &[&str] = &[
     "nodes",
     "ref_depth",
     "instance_depth",
+    "compile_ms",
     "grammar_symbols",
     "items_per_set",
     "work_per_call",
@@ -323,7 +324,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         check_limit_kinds(
             c,
             "--schema",
-            &["alternatives", "dfa_states", "nodes", "ref_depth", "instance_depth"],
+            &["alternatives", "dfa_states", "nodes", "ref_depth", "instance_depth", "compile_ms"],
         )?;
         let text = read_text(path)?;
         let schema: serde_json::Value = grammask::schema::parse_schema_text(&text)
@@ -340,6 +341,9 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
                 "nodes" => l.max_nodes = *v,
                 "ref_depth" => l.max_ref_depth = *v,
                 "instance_depth" => l.max_instance_depth = *v,
+                "compile_ms" => {
+                    l.max_compile_time = Some(std::time::Duration::from_millis(*v as u64));
+                }
                 _ => {}
             }
         }

@@ -128,6 +128,11 @@ pub struct SchemaLimits {
     /// recursive schema (`{"items": {"$ref": "#"}}`) cannot be driven into masks whose cost
     /// grows without bound.
     pub max_instance_depth: usize,
+    /// A wall-clock deadline for one compile (default `None`: the size limits above bound the
+    /// work, and a schema compiles or not whatever the machine's load). With `Some(t)` the
+    /// compiler and its automaton loops stop once `t` has passed:
+    /// [`SchemaErrorKind::Limit`] `compile_time_ms`.
+    pub max_compile_time: Option<std::time::Duration>,
 }
 
 impl Default for SchemaLimits {
@@ -138,6 +143,7 @@ impl Default for SchemaLimits {
             max_dfa_states: 20_000,
             max_alternatives: 64,
             max_instance_depth: 128,
+            max_compile_time: None,
         }
     }
 }
@@ -227,6 +233,8 @@ builder!(SchemaLimits {
     with_max_alternatives => max_alternatives: usize,
     /// Deepest array/object nesting of an instance (default 128).
     with_max_instance_depth => max_instance_depth: usize,
+    /// A wall-clock deadline for one compile (default none).
+    with_max_compile_time => max_compile_time: Option<std::time::Duration>,
 });
 
 /// Resolved whitespace rules the runtime reads.
@@ -308,6 +316,9 @@ impl CompiledSchema {
         schema: &serde_json::Value,
         options: &SchemaOptions,
     ) -> Result<Arc<CompiledSchema>, SchemaError> {
+        let _deadline = string::Deadline::set(
+            options.limits.max_compile_time.map(|t| std::time::Instant::now() + t),
+        );
         let ws = WsRules::new(&options.whitespace)?;
         // A custom metaschema without the validation vocabulary: compile a copy without it.
         let stripped = vocabulary::apply(schema, options)?;

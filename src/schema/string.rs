@@ -16,6 +16,34 @@ use crate::json::syntax::{surrogate_pair, HIGH_SURROGATES, LOW_SURROGATES};
 use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
+use std::time::Instant;
+
+thread_local! {
+    /// The deadline of the schema compile running on this thread
+    /// ([`crate::schema::SchemaLimits::max_compile_time`]); automaton loops check it.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Sets this thread's compile deadline until dropped (the previous one is restored).
+pub(crate) struct Deadline(Option<Instant>);
+
+impl Deadline {
+    pub(crate) fn set(at: Option<Instant>) -> Deadline {
+        Deadline(DEADLINE.replace(at))
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        DEADLINE.set(self.0);
+    }
+}
+
+/// Has the compile running on this thread passed its deadline?
+pub(crate) fn past_deadline() -> bool {
+    DEADLINE.get().is_some_and(|d| Instant::now() >= d)
+}
 use std::collections::VecDeque;
 
 /// The dead state of every [`ByteDfa`].
@@ -61,6 +89,8 @@ pub(crate) enum DfaError {
     Regex(String),
     /// More states than the limit.
     TooBig,
+    /// The compile's deadline passed.
+    Deadline,
 }
 
 impl ByteDfa {
@@ -492,7 +522,7 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
     let mut accept = Vec::new();
     let mut i = 0;
     let mut dead_idx: Option<u32> = None;
-    let bc = dfa.get_nfa().byte_classes().clone();
+    let bc = *dfa.get_nfa().byte_classes();
     let reps: Vec<u8> = bc.representatives(0..=255).filter_map(|u| u.as_u8()).collect();
     let mut col = vec![0u8; bc.alphabet_len()];
     for (k, &b) in reps.iter().enumerate() {
@@ -503,6 +533,9 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
         *c = col[bc.get(b as u8) as usize];
     }
     while i < ids.len() {
+        if i % 64 == 0 && past_deadline() {
+            return Err(DfaError::Deadline);
+        }
         let s = ids[i];
         i += 1;
         let is_dead = s.is_dead() || s.is_quit();
@@ -567,6 +600,9 @@ pub(crate) fn product(
     let (reps, rep_of) = pair_classes(a, b);
     let mut i = 0;
     while i < pairs.len() {
+        if i % 64 == 0 && past_deadline() {
+            return Err(DfaError::Deadline);
+        }
         let (x, y) = pairs[i];
         i += 1;
         for &byte in &reps {

@@ -35,7 +35,7 @@ pub(crate) fn compile_error(py: Python<'_>, e: &ConstraintError) -> PyErr {
     let (mut keyword, mut pointer) = (None, None);
     if let ConstraintError::Schema(se) = e {
         match se.kind() {
-            SchemaErrorKind::Unsupported { keyword: k, pointer: p } => {
+            SchemaErrorKind::Unsupported { keyword: k, pointer: p, .. } => {
                 keyword = s(py, k);
                 pointer = s(py, p);
             }

@@ -90,9 +90,16 @@ fn unless_unsupported<T>(r: Result<T, SchemaError>) -> Result<Option<T>, SchemaE
     }
 }
 
+/// The error for a compile past [`SchemaLimits::max_compile_time`].
+fn deadline_error(limits: &SchemaLimits) -> SchemaError {
+    let ms = limits.max_compile_time.map_or(0, |t| t.as_millis());
+    SchemaError::limit("compile_time_ms", usize::try_from(ms).unwrap_or(usize::MAX))
+}
+
 fn dfa_err(e: DfaError, kw: &str, ptr: &str, limits: &SchemaLimits) -> SchemaError {
     match e {
         DfaError::TooBig => SchemaError::limit("dfa_states", limits.max_dfa_states),
+        DfaError::Deadline => deadline_error(limits),
         DfaError::Regex(m) => {
             if m.contains("not supported") || m.contains("look") || m.contains("back-reference") {
                 SchemaError::unsupported_because(kw, ptr, m)
@@ -159,6 +166,9 @@ impl<'a> Compiler<'a> {
     fn check_size(&self) -> Result<(), SchemaError> {
         if self.exprs.len() + self.cores.len() > self.limits.max_nodes {
             return Err(SchemaError::limit("nodes", self.limits.max_nodes));
+        }
+        if string::past_deadline() {
+            return Err(deadline_error(&self.limits));
         }
         Ok(())
     }
