@@ -4,7 +4,7 @@
 //! process is killed.
 //!
 //! The limit is a parameter with a documented default ([`DEFAULT_MAX_FILE_BYTES`]); the
-//! loaders take it from their configs ([`crate::VocabConfig::max_file_bytes`]) and the CLI from
+//! loaders take it from their configs ([`crate::vocab::VocabConfig::max_file_bytes`]) and the CLI from
 //! `--max-file-bytes`. The read stops one byte past the limit, so a file of unbounded size
 //! costs at most `limit + 1` bytes of memory before the error.
 
