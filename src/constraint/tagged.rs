@@ -431,8 +431,45 @@ struct ContentInfo {
     after: u32,
     /// `bmask[b]` bit `i` set iff `end[i] == b`.
     bmask: Box<[u64; 256]>,
-    exit_set: TokenMask,
-    exit_trie: TokTrie,
+    /// Tokens that can touch the end text from anywhere (a partial match to continue, or the
+    /// content complete before them), and their trie.
+    exit_all: Exits,
+    /// Tokens that can touch it when nothing is matched yet and the content is not complete
+    /// before them: the end must start inside the token, after a byte that can complete the
+    /// content (for JSON: a closing byte or whitespace). The common case inside a call.
+    exit_mid: Exits,
+}
+
+/// A set of tokens as a mask, a list and a trie.
+struct Exits {
+    mask: TokenMask,
+    list: Vec<TokenId>,
+    trie: TokTrie,
+}
+
+impl Exits {
+    /// Clear these tokens in `mask` (by list when it is short, else word by word).
+    fn remove_from(&self, mask: &mut TokenMask) {
+        if self.list.len() * 16 < mask.words().len() {
+            for &t in &self.list {
+                mask.remove(t);
+            }
+        } else {
+            for (w, x) in mask.words_mut().iter_mut().zip(self.mask.words()) {
+                *w &= !x;
+            }
+        }
+    }
+}
+
+impl ContentInfo {
+    fn exits(&self, full: bool) -> &Exits {
+        if full {
+            &self.exit_all
+        } else {
+            &self.exit_mid
+        }
+    }
 }
 
 /// A compiled [`Tagged`] description (shared by every engine made from it).
@@ -896,26 +933,40 @@ impl Compiler<'_> {
             let k = s.len().min(e.len());
             s[..k] == e[..k]
         };
-        let mut exit_set = TokenMask::new(self.vocab.n_vocab());
-        let mut exits: Vec<TokenId> = Vec::new();
+        let json = matches!(compiled, Compiled::Json(..) | Compiled::Schema(_));
+        let completes = |b: u8| !json || b"}]\"0123456789el \t\n\r".contains(&b);
+        let n = self.vocab.n_vocab();
+        let (mut all, mut mid) = ((TokenMask::new(n), Vec::new()), (TokenMask::new(n), Vec::new()));
         if !end.is_empty() {
-            for i in 0..self.vocab.n_vocab() {
+            for i in 0..n {
                 let t = TokenId(i as u32);
                 let bytes = self.vocab.token_bytes(t);
                 if bytes.is_empty() {
                     continue;
                 }
-                let hit = (0..bytes.len()).any(|k| compat(&bytes[k..], &end))
+                let inside =
+                    (1..bytes.len()).any(|k| completes(bytes[k - 1]) && compat(&bytes[k..], &end));
+                let any = inside
+                    || compat(bytes, &end)
+                    || (1..bytes.len()).any(|k| compat(&bytes[k..], &end))
                     || (1..end.len()).any(|j| compat(bytes, &end[j..]));
-                if hit {
-                    exit_set.insert(t);
-                    exits.push(t);
+                if inside {
+                    mid.0.insert(t);
+                    mid.1.push(t);
+                }
+                if any {
+                    all.0.insert(t);
+                    all.1.push(t);
                 }
             }
         }
         let vocab = self.vocab;
-        let exit_trie = TokTrie::build(exits.iter().map(|&t| (t, vocab.token_bytes(t))));
-        self.contents.push(ContentInfo { tag, compiled, end, after, bmask, exit_set, exit_trie });
+        let exits = |(mask, list): (TokenMask, Vec<TokenId>)| {
+            let trie = TokTrie::build(list.iter().map(|&t| (t, vocab.token_bytes(t))));
+            Exits { mask, list, trie }
+        };
+        let (exit_all, exit_mid) = (exits(all), exits(mid));
+        self.contents.push(ContentInfo { tag, compiled, end, after, bmask, exit_all, exit_mid });
         Ok(self.add(St::Content((self.contents.len() - 1) as u32)))
     }
 
@@ -1526,9 +1577,11 @@ impl TaggedEngine {
         let bytes = self.prog.vocab.token_bytes(t);
         if let Some(c) = self.in_content() {
             let info = &self.prog.contents[c as usize];
-            if self.outer.alive && self.outer.d == 0 && !info.exit_set.contains(t) {
-                let live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                return live.as_ref().is_some_and(|l| l.dyn_engine().allows(t));
+            let live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let l = live.as_ref().expect("content has an engine");
+            let full = self.outer.d != 0 || !self.outer.alive || l.dyn_engine().is_accepting();
+            if !full && !info.exits(false).mask.contains(t) {
+                return l.dyn_engine().allows(t);
             }
         } else {
             let key = self.prog.key(self.outer);
@@ -1620,12 +1673,13 @@ impl ConstraintEngine for TaggedEngine {
             mask.clear();
         }
         if !info.end.is_empty() {
-            for (w, x) in mask.words_mut().iter_mut().zip(info.exit_set.words()) {
-                *w &= !x;
-            }
+            let full = o.d != 0 || !o.alive || l.dyn_engine().is_accepting();
+            let exits = info.exits(full);
+            exits.remove_from(mask);
+            let trie = &exits.trie;
             let pool = self.pool.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut w = Walker::new(&prog, o, Some(l), pool);
-            info.exit_trie.walk(&mut w, mask);
+            trie.walk(&mut w, mask);
             w.finish();
         } else if o.alive && l.dyn_engine().is_accepting() {
             for &(t, _) in prog.specials(&o) {
