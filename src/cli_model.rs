@@ -172,6 +172,8 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
+            let text = super::cli_tools::render(&vocab, &gen.tokens);
+            super::cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             say!("{v}");
         }
         Format::Text => {

@@ -93,6 +93,8 @@ struct ConstraintArgs {
     /// A JSON Schema file the output must validate against.
     #[arg(long, conflicts_with_all = ["json", "regex", "grammar"])]
     schema: Option<PathBuf>,
+    #[command(flatten)]
+    tools: cli_tools::ToolArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -195,6 +197,7 @@ macro_rules! say {
 
 #[cfg(feature = "model")]
 mod cli_model;
+mod cli_tools;
 
 fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     match &args.tokenizer {
@@ -230,8 +233,12 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
 }
 
 fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
-    let source = c.schema.as_ref().or(c.grammar.as_ref());
-    let compiled = constraint_of(c)?.compile(vocab).map_err(|e| match source {
+    let source = c.schema.as_ref().or(c.grammar.as_ref()).or(c.tools.tools.as_ref());
+    let constraint = match cli_tools::constraint(&c.tools, vocab)? {
+        Some(t) => t,
+        None => constraint_of(c)?,
+    };
+    let compiled = constraint.compile(vocab).map_err(|e| match source {
         Some(path) => format!("{}: {e}", path.display()),
         None => e.to_string(),
     })?;
@@ -333,6 +340,8 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
+            let text = cli_tools::render(&vocab, &gen.tokens);
+            cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             if args.logprobs > 0 {
                 v["logprobs"] = serde_json::Value::Array(
                     gen.logprobs
@@ -355,6 +364,13 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
                 say!("reasoning: {}", gen.reasoning_content());
             }
             say!("{}", gen.content());
+            for l in cli_tools::lines(
+                &args.constraint.tools,
+                &vocab,
+                &cli_tools::render(&vocab, &gen.tokens),
+            ) {
+                say!("{l}");
+            }
             say!("finish_reason: {}", gen.finish_reason);
             say!("steps: {}", gen.tokens.len());
             say!("mask latency: {summary}");
@@ -402,13 +418,16 @@ fn walk(args: WalkArgs) -> CliResult<()> {
                     "bytes": String::from_utf8_lossy(vocab.token_bytes(t)),
                 })
             });
-            let v = serde_json::json!({
+            let mut v = serde_json::json!({
                 "accepted": accepted,
                 "refused_at": refused,
                 "eos_allowed": eos_allowed,
                 "n_tokens": tokens.len(),
                 "mask_us": summary.to_json(),
             });
+            if accepted {
+                cli_tools::report(&args.constraint.tools, &vocab, text, &mut v);
+            }
             say!("{v}");
         }
         Format::Text => {

@@ -591,3 +591,121 @@ fn end_strings_inside_json_strings_are_content() {
     let (content, calls) = extract_tool_calls(ToolFormat::Qwen3, text);
     assert_eq!(calls.len(), 1, "{content}");
 }
+
+// ------------------------------------------------------------------ the CLI
+
+#[test]
+fn cli_generate_and_walk_report_tool_calls_apart_from_content() {
+    let dir = std::env::temp_dir().join(format!("grammask-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = dir.join("tools.json");
+    let list = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["location", "unit"], "additionalProperties": false}}}]);
+    std::fs::write(&tools, list.to_string()).unwrap();
+    let bin = env!("CARGO_BIN_EXE_grammask");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let t = tools.to_str().unwrap();
+    let validator = jsonschema::validator_for(&list[0]["function"]["parameters"]).unwrap();
+    let mut seen = 0;
+    for seed in ["1", "2", "3"] {
+        let v = run(&[
+            "generate",
+            "--tools",
+            t,
+            "--tool-choice",
+            "required",
+            "--format",
+            "json",
+            "--max-tokens",
+            "400",
+            "--seed",
+            seed,
+        ]);
+        assert_eq!(v["tool_format"], "qwen3", "detected from the embedded tokenizer");
+        if v["finish_reason"] != "stop" {
+            continue;
+        }
+        let calls = v["tool_calls"].as_array().unwrap();
+        assert!(!calls.is_empty(), "{v}");
+        for c in calls {
+            assert_eq!(c["name"], "get_weather");
+            assert!(validator.is_valid(&c["arguments"]), "{c}");
+            seen += 1;
+        }
+        assert!(!v["content"].as_str().unwrap().contains("<tool_call>"), "calls are not content");
+    }
+    assert!(seen > 0, "some generation finished");
+    let doc = dir.join("doc.txt");
+    std::fs::write(&doc, "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\", \"unit\": \"celsius\"}}\n</tool_call>\n").unwrap();
+    let v = run(&["walk", "--tools", t, "--input", doc.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(v["accepted"], true, "{v}");
+    assert_eq!(v["content"], "Sure.");
+    assert_eq!(v["tool_calls"][0]["arguments"]["location"], "Oslo");
+    std::fs::write(&doc, "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\", \"unit\": \"kelvin\"}}\n</tool_call>\n").unwrap();
+    let v = run(&["walk", "--tools", t, "--input", doc.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(v["accepted"], false, "an enum violation inside the call: {v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------ the real model
+
+#[cfg(feature = "model")]
+#[test]
+fn real_model_tool_calls_validate_against_their_schemas() {
+    use grammask::model::{GgufModel, ModelConfig};
+    let path = match std::env::var_os("GRAMMASK_MODEL") {
+        Some(p) => PathBuf::from(p),
+        None => shared().join("models/smollm2-135m-instruct-q4_1.gguf"),
+    };
+    if !path.is_file() {
+        eprintln!("skipped: no model at {} and GRAMMASK_MODEL unset", path.display());
+        return;
+    }
+    let tools = function_schemas(4);
+    if tools.is_empty() {
+        eprintln!("skipped: no maskbench-dev function schemas");
+        return;
+    }
+    let config = ModelConfig::builder().threads(2).context(2048).build().unwrap();
+    let mut model = GgufModel::from_bytes(std::fs::read(&path).unwrap(), &config).unwrap();
+    let vocab = model.vocab().clone();
+    let mut validated = 0;
+    for tool in &tools {
+        let system = format!(
+            "You call functions. Reply with {{\"name\": \"{}\", \"parameters\": {{...}}}} where the parameters follow this JSON Schema: {}",
+            tool.name, tool.parameters
+        );
+        let prompt =
+            model.chat_prompt(Some(&system), "Please make the call with sensible values.").unwrap();
+        model.set_prompt(&prompt).unwrap();
+        let tagged = tool_constraint(
+            &vocab,
+            std::slice::from_ref(tool),
+            &ToolChoice::Required,
+            ToolFormat::Llama3,
+            Reasoning::Off,
+        )
+        .unwrap();
+        let Ok(compiled) = Constraint::tagged(tagged).compile(&vocab) else { continue };
+        let mut engine = compiled.engine();
+        let out =
+            decode(&mut model, &vocab, Some(&mut *engine), &DecodeConfig::greedy(160)).unwrap();
+        let text = render(&vocab, &out.tokens);
+        let (_, calls) = extract_tool_calls(ToolFormat::Llama3, &text);
+        eprintln!("real model {}: {text:?}", tool.name);
+        if !engine.is_accepting() && !engine.is_finished() {
+            continue;
+        }
+        let validator = jsonschema::validator_for(&tool.parameters).unwrap();
+        for c in &calls {
+            assert!(validator.is_valid(&c.arguments), "{}: {}", tool.name, c.arguments);
+            validated += 1;
+        }
+    }
+    assert!(validated > 0, "at least one call finished within the token budget");
+}
