@@ -11,7 +11,7 @@
 use grammask::constraint::tools::{
     parse_tools, tool_constraint, Reasoning, ToolChoice, ToolFormat,
 };
-use grammask::{Constraint, ConstraintEngine, TokenMask, Vocabulary};
+use grammask::{Constraint, TokenMask, Vocabulary};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
