@@ -17,6 +17,18 @@ use std::path::{Path, PathBuf};
 
 // ------------------------------------------------------------------ oracle on a small vocabulary
 
+/// An allowed token by `p`: for even `p` one without the filler `a`, so that walks go into
+/// tags often.
+fn pick(vocab: &Vocabulary, allowed: &[TokenId], p: usize) -> TokenId {
+    let busy: Vec<TokenId> =
+        allowed.iter().copied().filter(|&t| !vocab.token_bytes(t).contains(&b'a')).collect();
+    if p % 2 == 0 && !busy.is_empty() {
+        busy[(p / 2) % busy.len()]
+    } else {
+        allowed[p % allowed.len()]
+    }
+}
+
 const ALPHA: &[u8] = b"ab<t>1";
 
 fn small_vocab() -> Vocabulary {
@@ -106,12 +118,13 @@ fn viable(s: &[u8], max: usize, first: bool) -> bool {
 }
 
 fn small_tags(max: Option<usize>, first: bool) -> Tagged {
-    let tag = Tag::new(
-        "t",
-        vec![Piece::text("<t>")],
-        Tagged::content(Constraint::regex("b+|1")),
-        vec![Piece::text(">")],
-    );
+    small_tags_with(Constraint::regex("b+|1"), max, first)
+}
+
+/// The same language with the content as any inner constraint of that language.
+fn small_tags_with(content: Constraint, max: Option<usize>, first: bool) -> Tagged {
+    let tag =
+        Tag::new("t", vec![Piece::text("<t>")], Tagged::content(content), vec![Piece::text(">")]);
     Tagged::tags(
         TriggeredTags::new(vec![Piece::text("<t")], vec![tag])
             .with_max_tags(max)
@@ -120,8 +133,18 @@ fn small_tags(max: Option<usize>, first: bool) -> Tagged {
 }
 
 fn check_against_oracle(picks: &[usize], max: Option<usize>, first: bool) {
+    check_content_against_oracle(Constraint::regex("b+|1"), picks, max, first);
+}
+
+fn check_content_against_oracle(
+    content: Constraint,
+    picks: &[usize],
+    max: Option<usize>,
+    first: bool,
+) {
     let vocab = small_vocab();
-    let compiled = Constraint::tagged(small_tags(max, first)).compile(&vocab).expect("compiles");
+    let compiled =
+        Constraint::tagged(small_tags_with(content, max, first)).compile(&vocab).expect("compiles");
     let mut engine = compiled.engine();
     let lim = max.unwrap_or(usize::MAX);
     let eos = TokenId(vocab.n_vocab() as u32 - 1);
@@ -154,7 +177,7 @@ fn check_against_oracle(picks: &[usize], max: Option<usize>, first: bool) {
         if allowed.is_empty() {
             break;
         }
-        let t = allowed[p % allowed.len()];
+        let t = pick(&vocab, &allowed, p);
         engine.advance(t).unwrap();
         out.extend_from_slice(vocab.token_bytes(t));
         // Rollback restores the same masks.
@@ -188,6 +211,93 @@ proptest! {
         max in 1usize..3,
     ) {
         check_against_oracle(&picks, Some(max), true);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+    #[test]
+    fn a_gbnf_content_equals_the_brute_force_language(picks in proptest::collection::vec(0usize..1000, 1..10)) {
+        check_content_against_oracle(Constraint::gbnf("root ::= \"b\"+ | \"1\""), &picks, None, false);
+    }
+
+    #[test]
+    fn a_json_content_equals_the_brute_force_language(picks in proptest::collection::vec(0usize..1000, 1..10)) {
+        // Positive integers: over this alphabet, runs of `1` (and no byte of the alphabet
+        // starts anything else an integer may hold).
+        check_json_against_oracle(Constraint::json_schema(&json!({"type": "integer", "minimum": 1})), &picks);
+    }
+}
+
+/// The JSON Schema variant: content is a positive integer (over `ab<t>1`: a run of `1`).
+fn check_json_against_oracle(content: Constraint, picks: &[usize]) {
+    let vocab = small_vocab();
+    let compiled =
+        Constraint::tagged(small_tags_with(content, None, false)).compile(&vocab).unwrap();
+    let mut engine = compiled.engine();
+    let json_ok = |c: &[u8]| !c.is_empty() && c.iter().all(|&b| b == b'1');
+    let member = |s: &[u8]| -> bool {
+        let mut r = s;
+        loop {
+            let Some(i) = r.windows(2).position(|w| w == b"<t") else { return true };
+            r = &r[i + 2..];
+            if !r.starts_with(b">") {
+                return false;
+            }
+            r = &r[1..];
+            let Some(j) = r.iter().position(|&b| b == b'>') else { return false };
+            if !json_ok(&r[..j]) {
+                return false;
+            }
+            r = &r[j + 1..];
+        }
+    };
+    let viable = |s: &[u8]| -> bool {
+        // Completions of up to 3 bytes suffice: "1>" finishes any live content.
+        let mut stack = vec![s.to_vec()];
+        while let Some(x) = stack.pop() {
+            if member(&x) {
+                return true;
+            }
+            if x.len() < s.len() + 3 {
+                for &b in ALPHA {
+                    let mut y = x.clone();
+                    y.push(b);
+                    stack.push(y);
+                }
+            }
+        }
+        false
+    };
+    let eos = TokenId(vocab.n_vocab() as u32 - 1);
+    let mut out = Vec::new();
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    for &p in picks {
+        engine.fill_mask(&mut mask).unwrap();
+        let mut allowed = Vec::new();
+        for i in 0..vocab.n_vocab() {
+            let t = TokenId(i as u32);
+            let expect = if t == eos {
+                member(&out)
+            } else {
+                let mut s = out.clone();
+                s.extend_from_slice(vocab.token_bytes(t));
+                viable(&s)
+            };
+            assert_eq!(
+                mask.contains(t),
+                expect,
+                "after {:?}, {:?}",
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(vocab.token_bytes(t))
+            );
+            if expect && t != eos {
+                allowed.push(t);
+            }
+        }
+        let t = pick(&vocab, &allowed, p);
+        engine.advance(t).unwrap();
+        out.extend_from_slice(vocab.token_bytes(t));
     }
 }
 
