@@ -3,7 +3,7 @@
 //! loading with progress on stderr, the chat prompt, the vocabulary check, the overlapped loop,
 //! and the timing fields of `--format json`. Also where the main job looks for the model.
 
-use super::{build_engine, decode_setup, load_vocab, Format, GenerateArgs};
+use super::{build_engine, cli_tools, decode_setup, load_vocab, Format, GenerateArgs};
 use clap::Args;
 use grammask::decode::{decode, decode_overlapped};
 use grammask::model::{GgufModel, LoadProgress, ModelConfig};
@@ -172,6 +172,8 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
+            let text = cli_tools::render(&vocab, &gen.tokens);
+            cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             say!("{v}");
         }
         Format::Text => {

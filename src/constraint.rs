@@ -30,7 +30,12 @@ use crate::regex::{RegexConfig, RegexConstraint};
 use crate::schema::{CompiledSchema, SchemaConstraint, SchemaError, SchemaOptions};
 use crate::vocab::Vocabulary;
 use std::fmt;
+
+pub mod tagged;
+pub mod tools;
+
 use std::sync::Arc;
+pub use tagged::{Piece, Tag, Tagged, TaggedEngine, TaggedError, TaggedErrorKind, TriggeredTags};
 
 /// What the output must be: a description, not yet compiled. Build one with [`Constraint::json`],
 /// [`Constraint::json_schema`], [`Constraint::regex`] or [`Constraint::gbnf`] (each with its
@@ -61,6 +66,14 @@ pub enum Constraint {
         /// Grammar limits and engine options.
         config: CfgConfig,
     },
+    /// Structural tags: free text with constrained islands (see [`tagged`] and
+    /// `docs/tagged.md`).
+    Tagged {
+        /// The description.
+        tagged: Arc<Tagged>,
+        /// Rollback history and the inner engines' options.
+        options: EngineOptions,
+    },
 }
 
 /// Which kind of constraint a [`Constraint`] or [`CompiledConstraint`] is.
@@ -75,16 +88,19 @@ pub enum ConstraintKind {
     Regex,
     /// [`Constraint::Gbnf`].
     Gbnf,
+    /// [`Constraint::Tagged`].
+    Tagged,
 }
 
 impl ConstraintKind {
-    /// `"json"`, `"json_schema"`, `"regex"` or `"gbnf"`.
+    /// `"json"`, `"json_schema"`, `"regex"`, `"gbnf"` or `"tagged"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ConstraintKind::Json => "json",
             ConstraintKind::JsonSchema => "json_schema",
             ConstraintKind::Regex => "regex",
             ConstraintKind::Gbnf => "gbnf",
+            ConstraintKind::Tagged => "tagged",
         }
     }
 }
@@ -130,6 +146,12 @@ impl Constraint {
         Constraint::Gbnf { grammar: grammar.to_owned(), config }
     }
 
+    /// Structural tags (free text with triggered, constrained islands) with the default
+    /// [`EngineOptions`].
+    pub fn tagged(tagged: Tagged) -> Constraint {
+        Constraint::Tagged { tagged: Arc::new(tagged), options: EngineOptions::default() }
+    }
+
     /// The same constraint with other engine options (rollback history, mask cache), whatever
     /// its kind.
     #[must_use]
@@ -139,6 +161,7 @@ impl Constraint {
             Constraint::JsonSchema { options, .. } => options.engine = engine,
             Constraint::Regex { config, .. } => config.engine = engine,
             Constraint::Gbnf { config, .. } => config.engine = engine,
+            Constraint::Tagged { options, .. } => *options = engine,
         }
         self
     }
@@ -150,6 +173,7 @@ impl Constraint {
             Constraint::JsonSchema { .. } => ConstraintKind::JsonSchema,
             Constraint::Regex { .. } => ConstraintKind::Regex,
             Constraint::Gbnf { .. } => ConstraintKind::Gbnf,
+            Constraint::Tagged { .. } => ConstraintKind::Tagged,
         }
     }
 
@@ -177,6 +201,9 @@ impl Constraint {
             Constraint::Gbnf { grammar, config } => {
                 Compiled::Gbnf(CfgConstraint::from_gbnf(vocab, grammar, config)?.shared())
             }
+            Constraint::Tagged { tagged, options } => {
+                Compiled::Tagged(tagged::compile(tagged, options, vocab)?)
+            }
         };
         Ok(CompiledConstraint { inner: Arc::new(compiled), vocab: vocab.clone() })
     }
@@ -195,6 +222,7 @@ enum Compiled {
     Schema(Arc<CompiledSchema>),
     Regex(Arc<crate::regex::Shared>),
     Gbnf(Arc<crate::cfg::engine::Shared>),
+    Tagged(Arc<tagged::Program>),
 }
 
 impl fmt::Debug for CompiledConstraint {
@@ -216,6 +244,7 @@ impl CompiledConstraint {
             Compiled::Schema(s) => Box::new(SchemaConstraint::new(s.clone(), v)),
             Compiled::Regex(s) => Box::new(RegexConstraint::with_shared(v, s.clone())),
             Compiled::Gbnf(s) => Box::new(CfgConstraint::with_shared(v, s.clone())),
+            Compiled::Tagged(p) => Box::new(TaggedEngine::new(p.clone())),
         }
     }
 
@@ -231,6 +260,7 @@ impl CompiledConstraint {
             Compiled::Schema(_) => ConstraintKind::JsonSchema,
             Compiled::Regex(_) => ConstraintKind::Regex,
             Compiled::Gbnf(_) => ConstraintKind::Gbnf,
+            Compiled::Tagged(_) => ConstraintKind::Tagged,
         }
     }
 }
@@ -247,6 +277,9 @@ pub enum ConstraintError {
     Regex(RegexError),
     /// A grammar that does not compile ([`CfgError::kind`] says why).
     Gbnf(CfgError),
+    /// A structural-tag description that does not compile ([`TaggedError::kind`] says why,
+    /// naming the tag).
+    Tagged(TaggedError),
 }
 
 impl ConstraintError {
@@ -257,6 +290,7 @@ impl ConstraintError {
             ConstraintError::Schema(_) => ConstraintKind::JsonSchema,
             ConstraintError::Regex(_) => ConstraintKind::Regex,
             ConstraintError::Gbnf(_) => ConstraintKind::Gbnf,
+            ConstraintError::Tagged(_) => ConstraintKind::Tagged,
         }
     }
 }
@@ -268,6 +302,7 @@ impl fmt::Display for ConstraintError {
             ConstraintError::Schema(e) => write!(f, "json schema: {e}"),
             ConstraintError::Regex(e) => write!(f, "regex: {e}"),
             ConstraintError::Gbnf(e) => write!(f, "grammar: {e}"),
+            ConstraintError::Tagged(e) => write!(f, "structural tags: {e}"),
         }
     }
 }
@@ -279,6 +314,7 @@ impl std::error::Error for ConstraintError {
             ConstraintError::Schema(e) => e,
             ConstraintError::Regex(e) => e,
             ConstraintError::Gbnf(e) => e,
+            ConstraintError::Tagged(e) => e,
         })
     }
 }
@@ -292,7 +328,7 @@ macro_rules! from_engine_error {
         })*
     };
 }
-from_engine_error!(JsonConfigError => Json, SchemaError => Schema, RegexError => Regex, CfgError => Gbnf);
+from_engine_error!(JsonConfigError => Json, SchemaError => Schema, RegexError => Regex, CfgError => Gbnf, TaggedError => Tagged);
 
 #[cfg(test)]
 mod tests {

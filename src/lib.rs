@@ -7,7 +7,8 @@
 //!
 //! ## When to use it
 //! Structured output from an LLM you run yourself: JSON objects (OpenAI's `json_object`),
-//! schema-conforming JSON, regex-shaped text, grammar-shaped text. Plug an engine into your
+//! schema-conforming JSON, regex-shaped text, grammar-shaped text, and free text with tool calls
+//! and reasoning in a model's own format (structural tags). Plug an engine into your
 //! decode loop through the object-safe [`ConstraintEngine`] trait.
 //!
 //! ## A complete example
@@ -38,6 +39,10 @@
 //! - [`constraint`]: [`Constraint`] — the one way to build any constraint: `Constraint::json()`,
 //!   `::json_schema(&schema)`, `::regex(pattern)`, `::gbnf(grammar)` → [`CompiledConstraint`] →
 //!   `engine()`; [`ConstraintError`] wraps each engine's typed error.
+//! - [`constraint::tagged`]: structural tags — `Constraint::tagged(Tagged)`: free text with
+//!   triggered, exactly constrained islands (tool calls, reasoning blocks), exact across every
+//!   edge a token spans; [`constraint::tools`]: the tool-call formats of Qwen3, Llama 3,
+//!   gpt-oss Harmony and DeepSeek-V3 built from an OpenAI `tools` list (`docs/tagged.md`).
 //! - [`vocab`]: [`Vocabulary`] — every token decoded once to its bytes, kinds (text, special,
 //!   padding), EOS ids, and the flat byte trie ([`vocab::TokTrie`]) every mask walks; engines
 //!   attach per-vocabulary data through [`vocab::VocabExtension`].
@@ -70,7 +75,8 @@
 //!
 //! ## Errors
 //! Typed per phase: [`vocab::VocabError`] (loading), [`json::JsonConfigError`] (configuration),
-//! [`SchemaError`], [`RegexError`] and [`CfgError`] (compiling a constraint),
+//! [`SchemaError`], [`RegexError`], [`CfgError`] and [`constraint::TaggedError`] (compiling a
+//! constraint),
 //! [`EngineError`] (advance/mask/rollback; the state is unchanged after an error),
 //! [`sampler::SampleError`] (sampling), [`decode::DecodeError`] (the loop). Each has a `kind()`
 //! and a message naming the culprit.

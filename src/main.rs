@@ -111,6 +111,8 @@ struct ConstraintArgs {
     /// history, mask_cache (any).
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     limits: Vec<(String, usize)>,
+    #[command(flatten)]
+    tools: cli_tools::ToolArgs,
 }
 
 /// `--limit NAME=N`.
@@ -275,6 +277,7 @@ macro_rules! say {
 
 #[cfg(feature = "model")]
 mod cli_model;
+mod cli_tools;
 
 fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     let (ids, names): (Vec<&String>, Vec<&String>) =
@@ -379,8 +382,12 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
 }
 
 fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
-    let source = c.schema.as_ref().or(c.grammar.as_ref());
-    let compiled = constraint_of(c)?.compile(vocab).map_err(|e| match source {
+    let source = c.schema.as_ref().or(c.grammar.as_ref()).or(c.tools.tools.as_ref());
+    let constraint = match cli_tools::constraint(&c.tools, vocab)? {
+        Some(t) => t,
+        None => constraint_of(c)?,
+    };
+    let compiled = constraint.compile(vocab).map_err(|e| match source {
         Some(path) => format!("{}: {e}", path.display()),
         None => e.to_string(),
     })?;
@@ -489,6 +496,8 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
+            let text = cli_tools::render(&vocab, &gen.tokens);
+            cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             if args.logprobs > 0 {
                 v["logprobs"] = serde_json::Value::Array(
                     gen.logprobs
@@ -511,6 +520,13 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
                 say!("reasoning: {}", gen.reasoning_content());
             }
             say!("{}", gen.content());
+            for l in cli_tools::lines(
+                &args.constraint.tools,
+                &vocab,
+                &cli_tools::render(&vocab, &gen.tokens),
+            ) {
+                say!("{l}");
+            }
             say!("finish_reason: {}", gen.finish_reason);
             say!("steps: {}", gen.tokens.len());
             say!("mask latency: {summary}");
@@ -580,6 +596,9 @@ fn walk(args: WalkArgs) -> CliResult<bool> {
             if args.dump_masks.is_some() {
                 v["tokens"] = tokens.iter().map(|t| t.0).collect();
                 v["n_vocab"] = vocab.n_vocab().into();
+            }
+            if accepted {
+                cli_tools::report(&args.constraint.tools, &vocab, text, &mut v);
             }
             say!("{v}");
         }

@@ -301,6 +301,13 @@ pub(crate) struct Shared {
     config: RegexConfig,
 }
 
+impl Shared {
+    /// The compiled grammar.
+    pub(crate) fn grammar(&self) -> &Arc<RegexGrammar> {
+        &self.grammar
+    }
+}
+
 fn build_shared(grammar: Arc<RegexGrammar>, vocab: &Vocabulary, config: &RegexConfig) -> Shared {
     let mut slices = Vec::new();
     let Some(dfa) = grammar.dfa() else {

@@ -30,6 +30,16 @@ impl<T> History<T> {
         self.items.push_back(state);
     }
 
+    /// How many entries are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Remove and return the newest entry.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        self.items.pop_back()
+    }
+
     /// Remove the last `n` entries and return the oldest of them: the state `n` tokens ago
     /// (`None` when `n == 0`).
     ///

@@ -654,6 +654,28 @@ impl SchemaConstraint {
         Ok(())
     }
 
+    /// Push one byte on the live state (the structural-tag combinator's byte probe); undone by
+    /// [`SchemaConstraint::probe_pop`], and the undo log dropped by
+    /// [`SchemaConstraint::probe_done`] once every probe byte is popped.
+    pub(crate) fn probe_push(&mut self, b: u8) -> bool {
+        self.rt().try_push_byte(b)
+    }
+
+    /// Undo the last `n` probe pushes.
+    pub(crate) fn probe_pop(&mut self, n: usize) {
+        self.rt().pop_bytes(n);
+    }
+
+    /// Is the value complete after the probe bytes pushed so far?
+    pub(crate) fn probe_accepting(&self) -> bool {
+        self.accepting_state()
+    }
+
+    /// End a probe whose bytes were all popped.
+    pub(crate) fn probe_done(&mut self) {
+        self.log.clear();
+    }
+
     /// Would `bytes` be accepted from the current state? (State unchanged.)
     pub fn accepts_bytes(&mut self, bytes: &[u8]) -> bool {
         let mut rt = self.rt();

@@ -21,8 +21,9 @@ const LAYERS: &[&[&str]] = &[
     // Engines.
     &["json", "regex"],
     &["cfg", "schema"],
-    // The one way to build any constraint, and combinators over the engines.
-    &["constraint", "tagged"],
+    // The one way to build any constraint; its structural-tag combinator (`constraint/tagged.rs`)
+    // is a child module, since `Tagged` contents are `Constraint`s and vice versa.
+    &["constraint"],
     // The decode loop.
     &["decode"],
     // Model backends.

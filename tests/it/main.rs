@@ -43,4 +43,5 @@ mod schema_fuzz;
 mod schema_maskbench;
 mod schema_walk;
 mod step_mask_views;
+mod tagged;
 mod vocab;

@@ -1,0 +1,109 @@
+//! `--tools` for `generate` and `walk`: an OpenAI `tools` list and `tool_choice` become the
+//! structural-tag constraint of the tokenizer's model format (`--tool-format`, detected from the
+//! tokenizer's marker tokens by default), and the JSON output reports the calls (`tool_calls`:
+//! name and parsed arguments) apart from the `content`. Kept out of `main.rs` so that the
+//! constraint flags there change by one flattened struct.
+
+use clap::Args;
+use grammask::constraint::tools::{
+    extract_tool_calls, parse_tools, tool_constraint, Reasoning, ToolChoice, ToolFormat,
+};
+use grammask::{Constraint, TokenId, Vocabulary};
+use std::path::PathBuf;
+
+/// The tool-calling flags.
+#[derive(Args, Clone, Default)]
+pub struct ToolArgs {
+    /// An OpenAI `tools` list (JSON file): the output is text and reasoning with tool calls in
+    /// the model's format, each call's arguments valid against its tool's parameters schema.
+    #[arg(long, conflicts_with_all = ["regex", "grammar", "schema"])]
+    pub tools: Option<PathBuf>,
+    /// `auto` (text or calls), `required` (start with a call), `none`, or a function name.
+    #[arg(long, default_value = "auto", requires = "tools")]
+    pub tool_choice: String,
+    /// `qwen3` (hermes), `llama3`, `harmony` (gpt-oss), `deepseek`, or `auto` (by the
+    /// tokenizer's marker tokens).
+    #[arg(long, default_value = "auto", requires = "tools")]
+    pub tool_format: String,
+    /// Byte budget of the reasoning block (`<think>`, Harmony's analysis); `0` forbids it.
+    #[arg(long, requires = "tools")]
+    pub reasoning_budget: Option<usize>,
+}
+
+/// The format the flags name for `vocab`.
+fn format(args: &ToolArgs, vocab: &Vocabulary) -> Result<ToolFormat, String> {
+    if args.tool_format == "auto" {
+        ToolFormat::detect(vocab).ok_or_else(|| {
+            "--tool-format auto: the tokenizer has no known tool-call tokens; name a format".into()
+        })
+    } else {
+        ToolFormat::parse(&args.tool_format)
+            .ok_or_else(|| format!("--tool-format {}: unknown format", args.tool_format))
+    }
+}
+
+/// The constraint `--tools` describes, or `None` without `--tools`.
+pub fn constraint(args: &ToolArgs, vocab: &Vocabulary) -> Result<Option<Constraint>, String> {
+    let Some(path) = &args.tools else { return Ok(None) };
+    let text = super::read_text(path)?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let tools = parse_tools(&json).map_err(|e| format!("{}: {e}", path.display()))?;
+    let reasoning = match args.reasoning_budget {
+        None => Reasoning::Free,
+        Some(0) => Reasoning::Off,
+        Some(n) => Reasoning::Budget(n),
+    };
+    let choice = ToolChoice::parse(&args.tool_choice);
+    let tagged = tool_constraint(vocab, &tools, &choice, format(args, vocab)?, reasoning)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(Constraint::tagged(tagged)))
+}
+
+/// The output as text with special tokens written as their strings (EOS left out).
+pub fn render(vocab: &Vocabulary, tokens: &[TokenId]) -> String {
+    let mut out = Vec::new();
+    for &t in tokens {
+        if vocab.is_eos(t) {
+            continue;
+        }
+        match vocab.token_bytes(t) {
+            [] => {
+                if let Some(s) = vocab.tokenizer().and_then(|k| k.id_to_token(t.0)) {
+                    out.extend_from_slice(s.as_bytes());
+                }
+            }
+            b => out.extend_from_slice(b),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// With `--tools`, set `content` and `tool_calls` in a JSON report from the output `text`.
+pub fn report(args: &ToolArgs, vocab: &Vocabulary, text: &str, v: &mut serde_json::Value) {
+    if args.tools.is_none() {
+        return;
+    }
+    let Ok(fmt) = format(args, vocab) else { return };
+    let (content, calls) = extract_tool_calls(fmt, text);
+    v["content"] = serde_json::Value::String(content);
+    v["tool_calls"] = serde_json::Value::Array(
+        calls
+            .into_iter()
+            .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments}))
+            .collect(),
+    );
+    v["tool_format"] = serde_json::Value::String(fmt.as_str().to_owned());
+}
+
+/// With `--tools`, the calls as text lines.
+pub fn lines(args: &ToolArgs, vocab: &Vocabulary, text: &str) -> Vec<String> {
+    let Some(fmt) = args.tools.as_ref().and_then(|_| format(args, vocab).ok()) else {
+        return Vec::new();
+    };
+    extract_tool_calls(fmt, text)
+        .1
+        .iter()
+        .map(|c| format!("tool call: {} {}", c.name, c.arguments))
+        .collect()
+}
