@@ -714,11 +714,12 @@ fn cli_generate_and_walk_report_tool_calls_apart_from_content() {
         "required": ["location", "unit"], "additionalProperties": false}}}]);
     std::fs::write(&tools, list.to_string()).unwrap();
     let bin = env!("CARGO_BIN_EXE_grammask");
-    let run = |args: &[&str]| {
+    let run_with = |args: &[&str], code: i32| {
         let out = std::process::Command::new(bin).args(args).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
+    let run = |args: &[&str]| run_with(args, 0);
     let t = tools.to_str().unwrap();
     let validator = jsonschema::validator_for(&list[0]["function"]["parameters"]).unwrap();
     let mut seen = 0;
@@ -757,7 +758,9 @@ fn cli_generate_and_walk_report_tool_calls_apart_from_content() {
     assert_eq!(v["content"], "Sure.");
     assert_eq!(v["tool_calls"][0]["arguments"]["location"], "Oslo");
     std::fs::write(&doc, "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\", \"unit\": \"kelvin\"}}\n</tool_call>\n").unwrap();
-    let v = run(&["walk", "--tools", t, "--input", doc.to_str().unwrap(), "--format", "json"]);
+    // A refused document: `walk` exits with status 3.
+    let v =
+        run_with(&["walk", "--tools", t, "--input", doc.to_str().unwrap(), "--format", "json"], 3);
     assert_eq!(v["accepted"], false, "an enum violation inside the call: {v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
