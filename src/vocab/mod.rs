@@ -593,7 +593,18 @@ fn find_config(path: &Path) -> Option<std::path::PathBuf> {
 }
 
 fn load_tokenizer(bytes: &[u8]) -> Result<tokenizers::Tokenizer, VocabError> {
-    tokenizers::Tokenizer::from_bytes(bytes)
+    // `tokenizers` panics on some malformed files instead of returning its error (0.22: a JSON
+    // syntax error inside `"decoder"`, e.g. `{"decoder":[`, hits an `expect("Helper")`). A bad
+    // file must be a typed error, never a panic of the caller's thread.
+    std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(bytes))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Err(format!("malformed tokenizer.json ({what})").into())
+        })
         .map_err(|e| VocabError::new(VocabErrorKind::Tokenizer(e.to_string())))
 }
 
