@@ -1,0 +1,13 @@
+#!/bin/sh
+# Run one fuzz target for SECONDS at the lowest CPU priority, with the campaign's limits:
+#   fuzz/run.sh TARGET SECONDS [extra libFuzzer flags]
+# Per input at most 10 s (-timeout) and 2 GB (-rss_limit_mb): a slower or bigger call is a
+# finding (a crash-*/timeout-*/oom-* file in fuzz/artifacts/TARGET/).
+set -eu
+cd "$(dirname "$0")"
+t=$1 secs=$2
+shift 2
+mkdir -p "corpus/$t" "seeds/$t"
+exec nice -n 19 cargo +nightly fuzz run -s none -a "$t" "corpus/$t" "seeds/$t" -- \
+  -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -print_final_stats=1 "$@"
