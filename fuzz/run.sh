@@ -1,7 +1,9 @@
 #!/bin/sh
 # Run one fuzz target for SECONDS at the lowest CPU priority, with the campaign's limits:
 #   fuzz/run.sh TARGET SECONDS [extra libFuzzer flags]
-# Per input at most 10 s (-timeout) and 2 GB (-rss_limit_mb): a slower or bigger call is a
+# Per engine call at most 1 s and per compile 2 s of thread CPU time (fuzz/src/lib.rs,
+# CALL_BUDGET and COMPILE_BUDGET: wall time lies on a shared machine), per input at most 60 s
+# of wall time (-timeout, a backstop) and 2 GB (-rss_limit_mb): a slower or bigger call is a
 # finding (a crash-*/timeout-*/oom-* file in fuzz/artifacts/TARGET/).
 set -eu
 cd "$(dirname "$0")"
@@ -9,5 +11,5 @@ t=$1 secs=$2
 shift 2
 mkdir -p "corpus/$t" "seeds/$t"
 exec nice -n 19 cargo +nightly fuzz run -s none -a "$t" "corpus/$t" "seeds/$t" -- \
-  -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -max_total_time="$secs" -timeout=60 -rss_limit_mb=2048 -max_len=4096 \
   -print_final_stats=1 "$@"

@@ -13,6 +13,8 @@ use grammask::{
     RegexConstraint, Whitespace,
 };
 use grammask_fuzz::gbnf_simple::Simple;
+use grammask_fuzz::schema_ast::Inst;
+use grammask_fuzz::{budgeted, COMPILE_BUDGET};
 use grammask_fuzz::{
     drive, extra_tokens, feed, full_matcher, json_depth, longest_ws_run, serde_json_syntax_ok,
     tiny_vocab, CfgSubject, JsonSubject, RegexSubject,
@@ -25,6 +27,34 @@ const ATOMS: &[&str] = &[
     "[0-9]{2}", "(ab)*", "c+",
 ];
 
+/// A member of each atom's language, per seed bit (the reverse check: a member is accepted).
+const ATOM_MEMBERS: &[[&str; 2]] = &[
+    ["a", "a"],
+    ["b", "b"],
+    ["ab", "ab"],
+    ["b", "c"],
+    ["z", "é"],
+    ["q", " "],
+    ["é", "é"],
+    ["β", "ω"],
+    ["7", "0"],
+    ["", "x"],
+    ["a", "bc"],
+    ["😀", "😀"],
+    ["\n", "\n"],
+    ["42", "09"],
+    ["", "abab"],
+    ["c", "ccc"],
+];
+
+/// xorshift64: the choices of a sampled member.
+fn next(r: &mut u64) -> u64 {
+    *r ^= *r << 13;
+    *r ^= *r >> 7;
+    *r ^= *r << 17;
+    *r
+}
+
 #[derive(Arbitrary, Debug)]
 enum Re {
     Atom(u8),
@@ -36,6 +66,38 @@ enum Re {
 }
 
 impl Re {
+    /// A string in the language of `self.render(depth)`.
+    fn sample(&self, depth: usize, r: &mut u64) -> String {
+        if depth > 6 {
+            return "a".into();
+        }
+        match self {
+            Re::Atom(i) => ATOM_MEMBERS[*i as usize % ATOMS.len()][(next(r) & 1) as usize].into(),
+            Re::Cat(a, b) => format!("{}{}", a.sample(depth + 1, r), b.sample(depth + 1, r)),
+            Re::Alt(a, b) => {
+                if next(r) & 1 == 0 {
+                    a.sample(depth + 1, r)
+                } else {
+                    b.sample(depth + 1, r)
+                }
+            }
+            Re::Star(a) => (0..next(r) % 3).map(|_| a.sample(depth + 1, r)).collect(),
+            Re::Opt(a) => {
+                if next(r) & 1 == 0 {
+                    String::new()
+                } else {
+                    a.sample(depth + 1, r)
+                }
+            }
+            Re::Rep(a, m, n) => {
+                let (m, n) = (*m % 4, *n % 4);
+                let (lo, hi) = (m.min(n) as u64, m.max(n) as u64);
+                let k = lo + next(r) % (hi - lo + 1);
+                (0..k).map(|_| a.sample(depth + 1, r)).collect()
+            }
+        }
+    }
+
     fn render(&self, depth: usize) -> String {
         if depth > 6 {
             return "a".into();
@@ -73,7 +135,83 @@ const LITS: &[&str] =
     &["\"a\"", "\"b\"", "\"ab\"", "\"\"", "\"é\"", "\"\\n\"", "\"{\"", "\"}\"", "\"x y\""];
 const CLASSES: &[&str] = &["[a-c]", "[^a]", "[0-9]", "[a-zA-Z_]", "[α-ω]", "[^\\n]", "[ \\t]"];
 
+/// A member of each literal's and class's language.
+const LIT_MEMBERS: &[&str] = &["a", "b", "ab", "", "é", "\n", "{", "}", "x y"];
+const CLASS_MEMBERS: &[[&str; 2]] =
+    &[["a", "c"], ["b", "é"], ["0", "9"], ["Z", "_"], ["α", "ω"], ["a", " "], [" ", "\t"]];
+
 impl G {
+    /// A string in the language of `self.render(..)` with `rules` as the grammar's rules, or
+    /// `None` when the derivation gets too deep (recursive rules).
+    fn sample(&self, rules: &[G], depth: usize, r: &mut u64, fuel: &mut u32) -> Option<String> {
+        if depth > 5 {
+            return Some("a".into());
+        }
+        let n = rules.len().clamp(1, 4);
+        Some(match self {
+            G::Lit(i) => LIT_MEMBERS[*i as usize % LITS.len()].into(),
+            G::Class(i) => {
+                CLASS_MEMBERS[*i as usize % CLASSES.len()][(next(r) & 1) as usize].into()
+            }
+            G::Any => "q".into(),
+            G::Ref(i) => {
+                // A rule's body renders from depth 0: follow it, with fuel against recursion.
+                if *fuel == 0 {
+                    return None;
+                }
+                *fuel -= 1;
+                let k = *i as usize % n;
+                match rules.get(k) {
+                    Some(g) => g.sample(rules, 0, r, fuel)?,
+                    // Only `root` exists when there are no rules: `root ::= "a"`.
+                    None => "a".into(),
+                }
+            }
+            G::Seq(xs) if !xs.is_empty() => {
+                let mut out = String::new();
+                for x in xs.iter().take(4) {
+                    out.push_str(&x.sample(rules, depth + 1, r, fuel)?);
+                }
+                out
+            }
+            G::Alt(xs) if !xs.is_empty() => {
+                let k = (next(r) as usize) % xs.len().min(4);
+                xs[k].sample(rules, depth + 1, r, fuel)?
+            }
+            G::Seq(_) | G::Alt(_) => String::new(),
+            G::Star(x) => {
+                let mut out = String::new();
+                for _ in 0..next(r) % 3 {
+                    out.push_str(&x.sample(rules, depth + 1, r, fuel)?);
+                }
+                out
+            }
+            G::Plus(x) => {
+                let mut out = String::new();
+                for _ in 0..1 + next(r) % 2 {
+                    out.push_str(&x.sample(rules, depth + 1, r, fuel)?);
+                }
+                out
+            }
+            G::Opt(x) => {
+                if next(r) & 1 == 0 {
+                    String::new()
+                } else {
+                    x.sample(rules, depth + 1, r, fuel)?
+                }
+            }
+            G::Rep(x, m, nn) => {
+                let (m, nn) = (*m % 3, *nn % 4);
+                let (lo, hi) = (m.min(nn) as u64, m.max(nn) as u64);
+                let mut out = String::new();
+                for _ in 0..lo + next(r) % (hi - lo + 1) {
+                    out.push_str(&x.sample(rules, depth + 1, r, fuel)?);
+                }
+                out
+            }
+        })
+    }
+
     fn render(&self, rules: usize, depth: usize) -> String {
         if depth > 5 {
             return "\"a\"".into();
@@ -126,6 +264,22 @@ struct Setup {
     history: u8,
     cache: u8,
     slices: bool,
+    /// Choices of the sampled member (the reverse check).
+    seed: u64,
+    /// A JSON value for the free-form JSON engine's reverse check, and its layout.
+    value: Inst,
+    pretty: bool,
+}
+
+/// The reverse check: `doc` is in the language (the judge said so), so the engine accepts it
+/// whole, token by token, and allows EOS after it.
+fn must_accept(e: &mut dyn grammask::ConstraintEngine, doc: &[u8], what: &str) {
+    let Ok((n, eos)) = feed(e, doc) else { return };
+    assert!(
+        n == doc.len() && eos,
+        "{what}: refuses {:?} after {n} bytes (EOS allowed at the end: {eos})",
+        String::from_utf8_lossy(doc)
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -160,24 +314,28 @@ fuzz_target!(|data: &[u8]| {
                 .with_max_depth(max_depth)
                 .with_engine(engine_opts);
             let Ok(engine) = JsonObjectConstraint::new(&vocab, &config) else { return };
-            // A document serde_json accepts, within the config's whitespace and depth: the
-            // engine must accept it whole.
-            let ws = longest_ws_run(&doc);
-            let trimmed = doc.first().is_some_and(|b| !b" \t\n\r".contains(b))
-                && doc.last().is_some_and(|b| !b" \t\n\r".contains(b));
-            if serde_json_syntax_ok(&doc)
-                && trimmed
-                && (if compact { ws == 0 } else { ws <= max_run as usize })
-                && json_depth(&doc) <= max_depth
-                && (any_value || doc[0] == b'{')
-            {
-                let Ok(mut e) = JsonObjectConstraint::new(&vocab, &config) else { return };
-                let Ok((n, eos)) = feed(&mut e, &doc) else { return };
-                assert!(
-                    n == doc.len() && eos,
-                    "JSON engine refuses valid {:?} after {n} bytes (eos {eos})",
-                    String::from_utf8_lossy(&doc)
-                );
+            // Documents serde_json accepts, within the config's whitespace and depth: the
+            // engine must accept them whole. The fuzzer's bytes, and a rendered value.
+            let value = setup.value.to_json(0);
+            let rendered = if setup.pretty {
+                serde_json::to_vec_pretty(&value)
+            } else {
+                serde_json::to_vec(&value)
+            }
+            .expect("serialises");
+            for doc in [&doc, &rendered] {
+                let ws = longest_ws_run(doc);
+                let trimmed = doc.first().is_some_and(|b| !b" \t\n\r".contains(b))
+                    && doc.last().is_some_and(|b| !b" \t\n\r".contains(b));
+                if serde_json_syntax_ok(doc)
+                    && trimmed
+                    && (if compact { ws == 0 } else { ws <= max_run as usize })
+                    && json_depth(doc) <= max_depth
+                    && (any_value || doc[0] == b'{')
+                {
+                    let Ok(mut e) = JsonObjectConstraint::new(&vocab, &config) else { return };
+                    must_accept(&mut e, doc, "JSON engine");
+                }
             }
             let mut s = JsonSubject { engine, object_only: !any_value };
             drive(&mut s, &mut u, history);
@@ -197,19 +355,25 @@ fuzz_target!(|data: &[u8]| {
             if std::env::var_os("FUZZ_DEBUG").is_some() {
                 eprintln!("pattern {pattern:?}");
             }
-            let Ok(engine) = RegexConstraint::new(&vocab, &pattern, &config) else { return };
+            let Ok(engine) = budgeted("compile", COMPILE_BUDGET, || {
+                RegexConstraint::new(&vocab, &pattern, &config)
+            }) else {
+                return;
+            };
             let judge = full_matcher(&pattern);
+            let mut seed = setup.seed | 1;
+            let member = match &setup.kind {
+                Kind::Regex { re, .. } => re.sample(0, &mut seed).into_bytes(),
+                _ => Vec::new(),
+            };
             if let Some(re) = &judge {
-                let input =
-                    regex_automata::Input::new(&doc).anchored(regex_automata::Anchored::Yes);
-                if re.search(&input).is_some_and(|m| m.end() == doc.len()) {
-                    let mut e = engine.fork();
-                    let Ok((n, eos)) = feed(&mut e, &doc) else { return };
-                    assert!(
-                        n == doc.len() && eos,
-                        "regex {pattern:?} refuses matching {:?} after {n} bytes",
-                        String::from_utf8_lossy(&doc)
-                    );
+                for doc in [&doc, &member] {
+                    let input =
+                        regex_automata::Input::new(doc).anchored(regex_automata::Anchored::Yes);
+                    // (A sampled member the judge refuses is the sampler's mistake: skipped.)
+                    if re.search(&input).is_some_and(|m| m.end() == doc.len()) {
+                        must_accept(&mut engine.fork(), doc, &format!("regex {pattern:?}"));
+                    }
                 }
             }
             let mut s = RegexSubject { engine, judge };
@@ -232,8 +396,22 @@ fuzz_target!(|data: &[u8]| {
             if std::env::var_os("FUZZ_DEBUG").is_some() {
                 eprintln!("grammar {text:?}");
             }
-            let Ok(engine) = CfgConstraint::from_gbnf(&vocab, &text, &config) else { return };
+            let Ok(engine) = budgeted("compile", COMPILE_BUDGET, || {
+                CfgConstraint::from_gbnf(&vocab, &text, &config)
+            }) else {
+                return;
+            };
             let judge = Simple::new(&text);
+            let mut seed = setup.seed | 1;
+            let mut fuel = 6;
+            if let Some(member) =
+                rules.first().and_then(|g| g.sample(&rules, 0, &mut seed, &mut fuel))
+            {
+                // (A sampled member the judge refuses is the sampler's mistake: skipped.)
+                if member.len() <= 24 && judge.accepts(member.as_bytes()) {
+                    must_accept(&mut engine.fork(), member.as_bytes(), &format!("GBNF {text:?}"));
+                }
+            }
             if doc.len() <= 24 && judge.accepts(&doc) {
                 let mut e = engine.fork();
                 let Ok((k, eos)) = feed(&mut e, &doc) else { return };

@@ -8,6 +8,7 @@ use grammask::engine::CopyGrammar;
 use grammask::recognizer::run_bytes;
 use grammask::regex::RegexGrammar;
 use grammask::{DfaConfig, RegexConfig};
+use grammask_fuzz::{budgeted, COMPILE_BUDGET};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -21,13 +22,16 @@ fuzz_target!(|input: Input| {
     if pattern.len() > 200 {
         return;
     }
-    let dense = RegexGrammar::with_config(&pattern, &RegexConfig::default());
+    let dense = budgeted("compile", COMPILE_BUDGET, || {
+        RegexGrammar::with_config(&pattern, &RegexConfig::default())
+    });
     // Force the lazy DFA: a dense DFA budget no real pattern fits in.
     let mut small = RegexConfig::default();
     small.dfa = DfaConfig::default();
     small.dfa.max_memory = 1;
     small.dfa.max_states = 1;
-    let lazy = RegexGrammar::with_config(&pattern, &small);
+    let lazy =
+        budgeted("compile lazy", COMPILE_BUDGET, || RegexGrammar::with_config(&pattern, &small));
     let judge = grammask_fuzz::full_matcher(&pattern);
     let mut grammars = Vec::new();
     if let Ok(g) = &dense {

@@ -3,6 +3,7 @@
 //! (and `allows`) along a fuzzer-chosen walk over a tiny vocabulary.
 #![no_main]
 use grammask::{CompiledSchema, SchemaConstraint, SchemaOptions};
+use grammask_fuzz::{budgeted, COMPILE_BUDGET};
 use grammask_fuzz::{drive, SchemaSubject};
 use libfuzzer_sys::fuzz_target;
 
@@ -15,7 +16,11 @@ fuzz_target!(|data: &[u8]| {
         1 => SchemaOptions::default().with_whitespace(grammask::Whitespace::Compact),
         _ => SchemaOptions::default().with_lenient(true),
     };
-    let Ok(compiled) = CompiledSchema::compile(&schema, &options) else { return };
+    let Ok(compiled) =
+        budgeted("compile", COMPILE_BUDGET, || CompiledSchema::compile(&schema, &options))
+    else {
+        return;
+    };
     let vocab = grammask_fuzz::schema_vocab().clone();
     let engine = SchemaConstraint::new(compiled, &vocab);
     let mut subject = SchemaSubject { engine, validator: None };

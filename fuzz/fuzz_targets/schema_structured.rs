@@ -8,6 +8,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use grammask::{CompiledSchema, ConstraintEngine, SchemaConstraint, SchemaOptions};
 use grammask_fuzz::schema_ast::{Inst, Root};
+use grammask_fuzz::{budgeted, COMPILE_BUDGET};
 use grammask_fuzz::{drive, feed, SchemaSubject};
 use libfuzzer_sys::fuzz_target;
 
@@ -24,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
     } else {
         SchemaOptions::default()
     };
-    let Ok(compiled) = CompiledSchema::compile(&schema, &options) else { return };
+    let Ok(compiled) =
+        budgeted("compile", COMPILE_BUDGET, || CompiledSchema::compile(&schema, &options))
+    else {
+        return;
+    };
     let Ok(validator) = jsonschema::options().build(&schema) else { return };
     let vocab = grammask_fuzz::schema_vocab().clone();
     // (b) Instances: accepted iff valid (compact serialisation is valid under either option).

@@ -6,6 +6,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use grammask::vocab::{TokenKind, VocabConfig};
 use grammask::{Constraint, TokenId, TokenMask, Vocabulary};
+use grammask_fuzz::{budgeted, COMPILE_BUDGET};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -47,15 +48,18 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let mut config = VocabConfig::default();
-    let probe = match Vocabulary::from_bytes(&input.tokenizer, input.config.as_deref(), &config) {
+    let probe = match budgeted("load", COMPILE_BUDGET, || {
+        Vocabulary::from_bytes(&input.tokenizer, input.config.as_deref(), &config)
+    }) {
         Ok(v) => v,
         Err(_) => return,
     };
     if let Some(x) = input.n_vocab_extra {
         config = config.with_n_vocab(Some(probe.n_tokens() + x as usize));
     }
-    let Ok(vocab) = Vocabulary::from_bytes(&input.tokenizer, input.config.as_deref(), &config)
-    else {
+    let Ok(vocab) = budgeted("load", COMPILE_BUDGET, || {
+        Vocabulary::from_bytes(&input.tokenizer, input.config.as_deref(), &config)
+    }) else {
         return;
     };
     assert!(vocab.n_vocab() >= vocab.n_tokens());
