@@ -354,6 +354,7 @@ impl Vocabulary {
         eos.sort();
         eos.dedup();
         inner.eos = eos;
+        eos_not_text(&mut inner);
         inner.bos = bos;
         inner.pad = pad;
         if let Some(n) = config.n_vocab {
@@ -677,6 +678,42 @@ fn decode_vocab(
         kinds.extend(k);
     }
     finish_inner(Some(tokenizer), encoding, bytes, offsets, kinds, prepends_space, source)
+}
+
+/// EOS ids end the document, so they are never text, whatever the tokenizer calls them: a
+/// config may name a plain vocabulary token (`"eos_token": "{"`) as EOS. Left as text, the
+/// trie would offer it in masks as its bytes while `advance` and `allows` take it as EOS (found
+/// by the `vocab_load` fuzz target). Such a token becomes special: no bytes, not in the trie.
+fn eos_not_text(inner: &mut VocabInner) {
+    let text_eos: Vec<usize> = inner
+        .eos
+        .iter()
+        .map(|t| t.index())
+        .filter(|&i| inner.kinds.get(i) == Some(&TokenKind::Text))
+        .collect();
+    if text_eos.is_empty() {
+        return;
+    }
+    for &i in &text_eos {
+        inner.kinds[i] = TokenKind::Special;
+    }
+    let n = inner.n_tokens;
+    let mut bytes = Vec::with_capacity(inner.bytes.len());
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0u32);
+    for i in 0..n {
+        if inner.kinds[i] == TokenKind::Text {
+            let (lo, hi) = (inner.offsets[i] as usize, inner.offsets[i + 1] as usize);
+            bytes.extend_from_slice(&inner.bytes[lo..hi]);
+        }
+        offsets.push(bytes.len() as u32);
+    }
+    let tok = |i: usize| &bytes[offsets[i] as usize..offsets[i + 1] as usize];
+    inner.trie = TokTrie::build(
+        (0..n).filter(|&i| inner.kinds[i] == TokenKind::Text).map(|i| (TokenId(i as u32), tok(i))),
+    );
+    inner.bytes = bytes;
+    inner.offsets = offsets;
 }
 
 fn finish_inner(
