@@ -411,6 +411,7 @@ impl Vocabulary {
         eos.sort();
         eos.dedup();
         inner.eos = eos;
+        eos_not_text(&mut inner);
         inner.bos = bos;
         inner.pad = pad;
         if let Some(n) = config.n_vocab {
@@ -784,17 +785,29 @@ fn find_config(path: &Path) -> Option<std::path::PathBuf> {
 }
 
 fn load_tokenizer(bytes: &[u8]) -> Result<tokenizers::Tokenizer, VocabError> {
-    tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
-        // `tokenizers` reports a missing field as a JSON syntax error: say which it is.
-        let why = match serde_json::from_slice::<serde_json::Value>(bytes) {
-            Err(j) => format!("not JSON: {j}"),
-            Ok(v) if v.get("model").is_none_or(|m| !m.is_object()) => {
-                "valid JSON but not a tokenizer.json (no `model` object)".to_string()
-            }
-            Ok(_) => e.to_string(),
-        };
-        VocabError::new(VocabErrorKind::Tokenizer(why))
-    })
+    // `tokenizers` panics on some malformed files instead of returning its error (0.22: a JSON
+    // syntax error inside `"decoder"`, e.g. `{"decoder":[`, hits an `expect("Helper")`). A bad
+    // file must be a typed error, never a panic of the caller's thread.
+    std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(bytes))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Err(format!("malformed tokenizer.json ({what})").into())
+        })
+        .map_err(|e| {
+            // `tokenizers` reports a missing field as a JSON syntax error: say which it is.
+            let why = match serde_json::from_slice::<serde_json::Value>(bytes) {
+                Err(j) => format!("not JSON: {j}"),
+                Ok(v) if v.get("model").is_none_or(|m| !m.is_object()) => {
+                    "valid JSON but not a tokenizer.json (no `model` object)".to_string()
+                }
+                Ok(_) => e.to_string(),
+            };
+            VocabError::new(VocabErrorKind::Tokenizer(why))
+        })
 }
 
 /// Decode every token of `tokenizer` and build the trie.
@@ -866,6 +879,42 @@ fn decode_vocab(
         kinds.extend(k);
     }
     finish_inner(Some(tokenizer), encoding, bytes, offsets, kinds, prepends_space, source)
+}
+
+/// EOS ids end the document, so they are never text, whatever the tokenizer calls them: a
+/// config may name a plain vocabulary token (`"eos_token": "{"`) as EOS. Left as text, the
+/// trie would offer it in masks as its bytes while `advance` and `allows` take it as EOS (found
+/// by the `vocab_load` fuzz target). Such a token becomes special: no bytes, not in the trie.
+fn eos_not_text(inner: &mut VocabInner) {
+    let text_eos: Vec<usize> = inner
+        .eos
+        .iter()
+        .map(|t| t.index())
+        .filter(|&i| inner.kinds.get(i) == Some(&TokenKind::Text))
+        .collect();
+    if text_eos.is_empty() {
+        return;
+    }
+    for &i in &text_eos {
+        inner.kinds[i] = TokenKind::Special;
+    }
+    let n = inner.n_tokens;
+    let mut bytes = Vec::with_capacity(inner.bytes.len());
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0u32);
+    for i in 0..n {
+        if inner.kinds[i] == TokenKind::Text {
+            let (lo, hi) = (inner.offsets[i] as usize, inner.offsets[i + 1] as usize);
+            bytes.extend_from_slice(&inner.bytes[lo..hi]);
+        }
+        offsets.push(bytes.len() as u32);
+    }
+    let tok = |i: usize| &bytes[offsets[i] as usize..offsets[i + 1] as usize];
+    inner.trie = TokTrie::build(
+        (0..n).filter(|&i| inner.kinds[i] == TokenKind::Text).map(|i| (TokenId(i as u32), tok(i))),
+    );
+    inner.bytes = bytes;
+    inner.offsets = offsets;
 }
 
 fn finish_inner(

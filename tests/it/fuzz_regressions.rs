@@ -1,0 +1,82 @@
+//! The fuzz campaign's minimised crashers (`fuzz/`, docs/fuzzing.md), replayed as data: every
+//! file in `fuzz/regressions/<target>/` goes through the API its target drives and must get a
+//! typed verdict, never a panic. A new crasher is a new file there (and, where its verdict is
+//! not the directory's rule, a line in the test below).
+
+use grammask::vocab::{TokenKind, VocabConfig, VocabErrorKind};
+use grammask::{Constraint, TokenId, TokenMask, Vocabulary};
+use std::path::PathBuf;
+
+/// The files of `fuzz/regressions/<target>/`, sorted by name.
+fn crashers(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions").join(target);
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|f| {
+            let path = f.expect("entry").path();
+            let name = path.file_name().expect("name").to_string_lossy().into_owned();
+            (name, std::fs::read(&path).expect("readable"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `vocab_load` inputs: `tokenizer.json` bytes, then optionally a NUL and the config's bytes.
+fn split_nul(bytes: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match bytes.iter().position(|&b| b == 0) {
+        Some(i) => (&bytes[..i], Some(&bytes[i + 1..])),
+        None => (bytes, None),
+    }
+}
+
+#[test]
+fn malformed_tokenizer_files_are_typed_errors_not_panics() {
+    let files = crashers("vocab_load");
+    assert!(!files.is_empty(), "fuzz/regressions/vocab_load holds the crashers");
+    for (name, bytes) in files.into_iter().filter(|(n, _)| !n.starts_with("loads_")) {
+        let (tokenizer, config) = split_nul(&bytes);
+        match Vocabulary::from_bytes(tokenizer, config, &VocabConfig::default()) {
+            Err(e) => assert!(
+                matches!(e.kind(), VocabErrorKind::Tokenizer(_)),
+                "{name}: not a tokenizer error: {e}"
+            ),
+            Ok(v) => panic!("{name}: loaded a malformed tokenizer ({} tokens)", v.n_tokens()),
+        }
+    }
+}
+
+#[test]
+fn a_syntax_error_inside_the_decoder_says_the_file_is_malformed() {
+    // tokenizers 0.22 panics on it (`expect("Helper")`); the loader turns that into its error.
+    let e = Vocabulary::from_bytes(br#"{"decoder":["#, None, &VocabConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("malformed tokenizer.json"), "{e}");
+}
+
+/// `loads_*` crashers are valid vocabularies the target found a wrong verdict on: they load,
+/// EOS is never text, and free-form JSON's first mask equals `allows` for every id.
+#[test]
+fn vocabularies_the_fuzzer_found_give_masks_equal_to_allows() {
+    let files: Vec<_> =
+        crashers("vocab_load").into_iter().filter(|(n, _)| n.starts_with("loads_")).collect();
+    assert!(!files.is_empty(), "fuzz/regressions/vocab_load holds loads_* files");
+    for (name, bytes) in files {
+        let (tokenizer, config) = split_nul(&bytes);
+        let vocab = Vocabulary::from_bytes(tokenizer, config, &VocabConfig::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!vocab.eos_ids().is_empty(), "{name}: has an EOS");
+        for &e in vocab.eos_ids() {
+            assert_ne!(vocab.kind(e), TokenKind::Text, "{name}: EOS {e:?} is text");
+            assert!(vocab.token_bytes(e).is_empty(), "{name}: EOS {e:?} has bytes");
+            assert!(vocab.text_tokens().all(|(t, _)| t != e), "{name}: EOS in the trie's tokens");
+        }
+        let compiled = Constraint::json().compile(&vocab).expect("compiles");
+        let mut engine = compiled.engine();
+        let mut mask = TokenMask::new(vocab.n_vocab());
+        engine.fill_mask(&mut mask).expect("mask");
+        for i in 0..vocab.n_vocab() {
+            let t = TokenId::from_index(i);
+            assert_eq!(mask.contains(t), engine.allows(t), "{name}: mask vs allows on {t:?}");
+        }
+    }
+}
