@@ -800,7 +800,7 @@ fn load_tokenizer(bytes: &[u8]) -> Result<tokenizers::Tokenizer, VocabError> {
         .map_err(|e| {
             // `tokenizers` reports a missing field as a JSON syntax error: say which it is.
             let why = match serde_json::from_slice::<serde_json::Value>(bytes) {
-                Err(j) => format!("not JSON: {j}"),
+                Err(j) => format!("malformed tokenizer.json: not JSON: {j}"),
                 Ok(v) if v.get("model").is_none_or(|m| !m.is_object()) => {
                     "valid JSON but not a tokenizer.json (no `model` object)".to_string()
                 }
