@@ -5,6 +5,8 @@
 //! The properties (docs/fuzzing.md): no panic, no call over its budget (libFuzzer's `-timeout`
 //! and `-rss_limit_mb`), every verdict equal to the oracle's.
 
+/// The tests' independent whole-string GBNF recogniser, shared rather than copied.
+#[path = "../../tests/it/common/gbnf_simple.rs"]
 pub mod gbnf_simple;
 pub mod schema_ast;
 
