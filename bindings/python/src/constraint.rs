@@ -8,6 +8,7 @@
 
 use crate::errors;
 use crate::vocab::PyVocabulary;
+use grammask::constraint::{Piece, Tag, Tagged, TriggeredTags};
 use grammask::json::TopLevel;
 use grammask::schema::{FormatMode, PropertyOrder};
 use grammask::{CompiledConstraint, Constraint, EngineOptions, JsonConfig, SchemaOptions};
@@ -231,6 +232,74 @@ impl PyCompiledConstraint {
     }
 
     /// Output matching `pattern` in full (Rust `regex-syntax` dialect, anchored at both ends).
+    /// Structural tags (XGrammar's `Grammar.from_structural_tag`): free text in which
+    /// completing one of `triggers` commits the output to a tag whose `begin` starts with it;
+    /// the tag's content must validate against its JSON Schema, then its `end` follows, then
+    /// free text again. `spec` is JSON text: `{"tags": [{"begin": str, "schema": object |
+    /// bool, "end": str}, ...], "triggers": [str, ...]}` — `grammask.structural_tag` builds it
+    /// from XGrammar-style items. `at_least_one`: the output starts with a tag;
+    /// `stop_after_first`: nothing follows the first tag; `max_tags`: at most this many.
+    /// Exact at every edge a token spans (`docs/tagged.md`).
+    #[staticmethod]
+    #[pyo3(signature = (vocab, spec, *, at_least_one=false, stop_after_first=false,
+                        max_tags=None, rollback_history=None, mask_cache=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn structural_tag(
+        py: Python<'_>,
+        vocab: &Bound<'_, PyVocabulary>,
+        spec: String,
+        at_least_one: bool,
+        stop_after_first: bool,
+        max_tags: Option<usize>,
+        rollback_history: Option<usize>,
+        mask_cache: Option<usize>,
+    ) -> PyResult<Self> {
+        let bad = |m: String| PyValueError::new_err(format!("structural tag spec: {m}"));
+        let v: serde_json::Value = serde_json::from_str(&spec).map_err(|e| bad(e.to_string()))?;
+        let triggers = v["triggers"]
+            .as_array()
+            .ok_or_else(|| bad("`triggers` must be a list of strings".into()))?
+            .iter()
+            .map(|t| {
+                t.as_str().map(Piece::text).ok_or_else(|| bad("a trigger is not a string".into()))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let engine = engine_options(rollback_history, mask_cache);
+        let mut tags = Vec::new();
+        let items =
+            v["tags"].as_array().ok_or_else(|| bad("`tags` must be a list of objects".into()))?;
+        for (i, t) in items.iter().enumerate() {
+            let text = |k: &str| {
+                t[k].as_str().ok_or_else(|| bad(format!("tags[{i}].{k} must be a string")))
+            };
+            let (begin, end) = (text("begin")?, text("end")?);
+            let options = SchemaOptions::default().with_engine(engine.clone());
+            let content = Constraint::json_schema_with(&t["schema"], options);
+            tags.push(Tag::new(
+                begin,
+                vec![Piece::text(begin)],
+                Tagged::content(content),
+                vec![Piece::text(end)],
+            ));
+        }
+        let tt = TriggeredTags::new(triggers, tags)
+            .with_at_least_one(at_least_one)
+            .with_stop_after_first(stop_after_first)
+            .with_max_tags(max_tags);
+        let constraint = Constraint::tagged(Tagged::tags(tt)).with_engine_options(engine);
+        let options = options_dict(
+            py,
+            &[
+                ("at_least_one", opt(py, Some(at_least_one))),
+                ("stop_after_first", opt(py, Some(stop_after_first))),
+                ("max_tags", opt(py, max_tags)),
+                ("rollback_history", opt(py, rollback_history)),
+                ("mask_cache", opt(py, mask_cache)),
+            ],
+        )?;
+        Self::compile(py, vocab, constraint, Some(spec), options)
+    }
+
     #[staticmethod]
     #[pyo3(signature = (vocab, pattern, *, rollback_history=None, mask_cache=None))]
     fn regex(
@@ -298,6 +367,7 @@ impl PyCompiledConstraint {
             ConstraintKind::Json => "json_object",
             ConstraintKind::JsonSchema => "json_schema",
             ConstraintKind::Regex => "regex",
+            ConstraintKind::Tagged => "structural_tag",
             _ => "gbnf",
         };
         let args = PyTuple::new(

@@ -99,5 +99,12 @@ def test_rollback_past_history_and_missing_files(qwen3, tmp_path):
         gm.Vocabulary.from_tokenizer_json(tmp_path / "missing.json")
     with pytest.raises(gm.VocabularyError):
         gm.Vocabulary.embedded(vocab_size=10)
-    with pytest.raises(NotImplementedError):
-        gm.structural_tag(triggers=["<tool>"])
+    # A structural tag whose schema does not compile names the keyword.
+    with pytest.raises(gm.CompileError):
+        gm.structural_tag(
+            gm.Vocabulary.embedded(),
+            [{"begin": "<tool>", "schema": {"type": "strin"}, "end": "</tool>"}],
+            ["<tool>"],
+        )
+    with pytest.raises(ValueError):
+        gm.CompiledConstraint.structural_tag(gm.Vocabulary.embedded(), "{\"tags\": 1}")

@@ -11,7 +11,9 @@ a vLLM-style backend). The manual is ``docs/python.md``.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ._bitmask import allocate_token_bitmask, apply_token_bitmask, apply_token_bitmask_inplace
 from ._errors import (
@@ -31,13 +33,32 @@ from ._grammask import (
 )
 
 
-def structural_tag(*args: Any, **kwargs: Any) -> NoReturn:
-    """Structural tags (tool-call tags around JSON bodies) are not in this release: they come
-    with the Rust structural-tag constraint (issue 17). Raises ``NotImplementedError``."""
-    raise NotImplementedError(
-        "grammask.structural_tag is not available yet: it lands with the structural-tag "
-        "constraint (issue 17); use json_schema, regex or gbnf meanwhile"
-    )
+def structural_tag(
+    vocab: Vocabulary,
+    tags: Sequence[Any],
+    triggers: Sequence[str],
+    **options: Any,
+) -> CompiledConstraint:
+    """Structural tags, the shape of XGrammar's ``Grammar.from_structural_tag(tags, triggers)``:
+    free text in which completing a trigger commits the output to one of ``tags`` whose
+    ``begin`` starts with it; its content must validate against the tag's JSON Schema, then its
+    ``end`` follows, then free text again.
+
+    Each tag is a mapping or an object (XGrammar's ``StructuralTagItem``) with ``begin``,
+    ``schema`` (a JSON Schema as ``dict``, ``bool`` or JSON text) and ``end``. ``options``:
+    ``at_least_one``, ``stop_after_first``, ``max_tags``, ``rollback_history``, ``mask_cache``.
+    Raises ``CompileError`` for a schema that does not compile or tags that conflict (a
+    ``begin`` no trigger starts, two triggers one a prefix of the other).
+    """
+    items = []
+    for t in tags:
+        get = t.get if isinstance(t, Mapping) else (lambda k, t=t: getattr(t, k))
+        schema = get("schema")
+        if isinstance(schema, str):
+            schema = json.loads(schema)
+        items.append({"begin": get("begin"), "schema": schema, "end": get("end")})
+    spec = json.dumps({"tags": items, "triggers": list(triggers)})
+    return CompiledConstraint.structural_tag(vocab, spec, **options)
 
 
 __all__ = [

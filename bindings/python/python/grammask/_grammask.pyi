@@ -86,6 +86,17 @@ class CompiledConstraint:
         rollback_history: int | None = None,
         mask_cache: int | None = None,
     ) -> CompiledConstraint: ...
+    @staticmethod
+    def structural_tag(
+        vocab: Vocabulary,
+        spec: str,
+        *,
+        at_least_one: bool = False,
+        stop_after_first: bool = False,
+        max_tags: int | None = None,
+        rollback_history: int | None = None,
+        mask_cache: int | None = None,
+    ) -> CompiledConstraint: ...
     @property
     def kind(self) -> str: ...
     @property
