@@ -31,7 +31,10 @@ cp Cargo.lock "$lock_backup"
 trap 'cp "$lock_backup" Cargo.lock; rm -f "$lock_backup"' EXIT
 
 start=$SECONDS
-eval "$("$kit" target/mlx-linux)"
+# The kit writes a probe crate into its folder: outside the repository, since the root
+# Cargo.toml is a workspace that would claim any crate below it.
+kit_dir="${XDG_CACHE_HOME:-$HOME/.cache}/grammask/mlx-linux"
+eval "$("$kit" "$kit_dir")"
 # shellcheck disable=SC2086 # MLX_CARGO_FLAGS is a quoted --config argument meant for eval.
 eval cargo test --release --features mlx $MLX_CARGO_FLAGS --test it gpu_mlx::
 # shellcheck disable=SC2086
