@@ -85,7 +85,9 @@ pub fn load_eos_ids(dir: &Path, vocab: &Vocabulary) -> Result<Vec<TokenId>, Deco
         if !p.is_file() {
             return Ok(None);
         }
-        std::fs::read(&p).map(Some).map_err(|e| eos_error(&p.display().to_string(), e.to_string()))
+        crate::io::read_limited(&p, crate::io::DEFAULT_MAX_FILE_BYTES)
+            .map(Some)
+            .map_err(|e| eos_error(&p.display().to_string(), e.to_string()))
     };
     for name in ["config.json", "generation_config.json"] {
         if let Some(bytes) = read(name)? {

@@ -319,7 +319,9 @@ fn decode_with(
                         out.counters.check_rejections += 1;
                         let t1 = Instant::now();
                         e.fill_mask(&mut mask)?;
-                        out.mask_us.push(micros(t1));
+                        let us = micros(t1);
+                        out.mask_us.push(us);
+                        timing.constraint_us += us;
                         out.counters.masks_filled += 1;
                         if mask.is_none_allowed() {
                             return Err(DecodeError::new(DecodeErrorKind::DeadEnd { step }));
@@ -328,7 +330,8 @@ fn decode_with(
                             .sample(Logits::F32(&logits), Some(&mask), &out.tokens)
                             .map_err(|e| sample_error(step, e))?;
                     }
-                    timing.sample_us = micros(t0);
+                    // The fill of a redraw is constraint time, not sampling time.
+                    timing.sample_us = micros(t0) - timing.constraint_us;
                     t
                 } else {
                     let e = engine.as_deref_mut().expect("constrained implies an engine");

@@ -593,7 +593,8 @@ impl Accumulator {
 /// A message when the file is unreadable or not in the MaskBench format.
 #[allow(clippy::type_complexity)]
 pub fn load_file(path: &Path) -> Result<(Value, Vec<(String, bool, Value)>), String> {
-    let text = fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = crate::io::read_text_limited(path, crate::io::DEFAULT_MAX_FILE_BYTES)
+        .map_err(|e| e.to_string())?;
     let mut doc: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
     let schema = doc.get_mut("schema").map(Value::take).ok_or("no \"schema\" field")?;
     let Some(Value::Array(tests)) = doc.get_mut("tests").map(Value::take) else {

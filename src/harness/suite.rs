@@ -155,7 +155,7 @@ pub fn run_suite<C: ConstraintCompiler>(
     let mut report = SuiteReport::default();
     let mut mask = TokenMask::new(vocab.n_vocab());
     for path in &files {
-        let text = fs::read_to_string(path).map_err(|e| err(path, SuiteErrorKind::Io(e)))?;
+        let text = read(path)?;
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| err(path, SuiteErrorKind::Format(e.to_string())))?;
         let file = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
@@ -163,6 +163,19 @@ pub fn run_suite<C: ConstraintCompiler>(
             .map_err(|m| err(path, SuiteErrorKind::Format(m)))?;
     }
     Ok(report)
+}
+
+/// A suite file's text, through the bounded read every file of grammask goes through.
+fn read(path: &Path) -> Result<String, SuiteError> {
+    use crate::io::ReadErrorKind;
+    crate::io::read_text_limited(path, crate::io::DEFAULT_MAX_FILE_BYTES).map_err(|e| {
+        let message = e.to_string();
+        let kind = match e.into_parts().1 {
+            ReadErrorKind::Io(io) => SuiteErrorKind::Io(io),
+            _ => SuiteErrorKind::Format(message),
+        };
+        SuiteError { path: path.to_path_buf(), kind }
+    })
 }
 
 /// The suite's remote documents (`remotes/` of the suite), keyed by the URI the tests name
@@ -183,8 +196,7 @@ pub fn load_remotes(dir: &Path) -> Result<BTreeMap<String, Value>, SuiteError> {
             if path.is_dir() {
                 walk(root, &path, out)?;
             } else if path.extension().is_some_and(|x| x == "json") {
-                let text =
-                    fs::read_to_string(&path).map_err(|e| err(&path, SuiteErrorKind::Io(e)))?;
+                let text = read(&path)?;
                 let doc: Value = serde_json::from_str(&text)
                     .map_err(|e| err(&path, SuiteErrorKind::Format(e.to_string())))?;
                 let rel = path.strip_prefix(root).unwrap_or(&path);

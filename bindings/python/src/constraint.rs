@@ -170,11 +170,12 @@ impl PyCompiledConstraint {
         } else {
             return Err(PyTypeError::new_err("schema must be a str (JSON text) or a dict"));
         };
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        // The crate's own parser: exact numbers, and the depth limit named as such.
+        let value = grammask::schema::parse_schema_text(&text).map_err(|e| {
             errors::error(
                 py,
                 "CompileError",
-                format!("json schema: not JSON: {e}"),
+                format!("json schema: {e}"),
                 &[("kind", opt(py, Some("json_schema")).map(Bound::unbind))],
             )
         })?;
@@ -231,7 +232,6 @@ impl PyCompiledConstraint {
         Self::compile(py, vocab, Constraint::json_schema_with(&value, opts), Some(text), options)
     }
 
-    /// Output matching `pattern` in full (Rust `regex-syntax` dialect, anchored at both ends).
     /// Structural tags (XGrammar's `Grammar.from_structural_tag`): free text in which
     /// completing one of `triggers` commits the output to a tag whose `begin` starts with it;
     /// the tag's content must validate against its JSON Schema, then its `end` follows, then
@@ -300,6 +300,7 @@ impl PyCompiledConstraint {
         Self::compile(py, vocab, constraint, Some(spec), options)
     }
 
+    /// Output matching `pattern` in full (Rust `regex-syntax` dialect, anchored at both ends).
     #[staticmethod]
     #[pyo3(signature = (vocab, pattern, *, rollback_history=None, mask_cache=None))]
     fn regex(
@@ -337,7 +338,7 @@ impl PyCompiledConstraint {
         Self::compile(py, vocab, c, Some(grammar), options)
     }
 
-    /// `"json"`, `"json_schema"`, `"regex"` or `"gbnf"`.
+    /// `"json"`, `"json_schema"`, `"regex"`, `"gbnf"` or `"tagged"`.
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind().as_str()
