@@ -107,7 +107,7 @@ struct ConstraintArgs {
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
     /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call
-    /// (--grammar); regex_states, regex_memory, lazy_memory (--regex); json_depth (--json);
+    /// (--grammar); regex_states, regex_memory, lazy_memory, dense_memory (--regex); json_depth (--json);
     /// history, mask_cache (any).
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     limits: Vec<(String, usize)>,
@@ -139,6 +139,7 @@ const LIMIT_NAMES: &[&str] = &[
     "regex_states",
     "regex_memory",
     "lazy_memory",
+    "dense_memory",
     "json_depth",
     "history",
     "mask_cache",
@@ -309,7 +310,11 @@ fn read_text(path: &PathBuf) -> CliResult<String> {
 fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
     let get = |name: &str| c.limits.iter().rev().find(|(n, _)| n == name).map(|&(_, v)| v);
     if let Some(pattern) = &c.regex {
-        check_limit_kinds(c, "--regex", &["regex_states", "regex_memory", "lazy_memory"])?;
+        check_limit_kinds(
+            c,
+            "--regex",
+            &["regex_states", "regex_memory", "lazy_memory", "dense_memory"],
+        )?;
         let mut config = grammask::RegexConfig::default();
         if let Some(v) = get("regex_states") {
             config.dfa.max_states = v;
@@ -319,6 +324,9 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         }
         if let Some(v) = get("lazy_memory") {
             config.lazy_max_memory = v;
+        }
+        if let Some(v) = get("dense_memory") {
+            config.dense_max_memory = v;
         }
         config.engine = engine_limits(c, config.engine);
         return Ok(Constraint::regex_with(pattern, config));

@@ -13,8 +13,9 @@
 //! references and look-around (not regular; refused as syntax errors by the parser).
 //!
 //! # Size limits and the lazy fallback
-//! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states.
-//! A pattern whose dense DFA would exceed them (`(a|b)*a(a|b){20}`: 2²¹ states) is determinised
+//! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states;
+//! [`RegexConfig::dense_max_memory`] (8 MiB) holds the dense attempt to what builds in well
+//! under a second. A pattern whose dense DFA would exceed them (`(a|b)*a(a|b){20}`: 2²¹ states) is determinised
 //! lazily instead ([`LazyDfa`]): states are built when a step first needs them, each request has
 //! its own cache bounded by [`RegexConfig::lazy_max_memory`], and dead ends are found exactly
 //! from the NFA's live states, so masks stay exact. A step that would grow the cache past the
@@ -74,6 +75,13 @@ pub struct RegexConfig {
     /// of [`RegexConfig::dfa`] (default 64 MiB; 0 disables the lazy fallback, so such patterns
     /// are refused with `TooBig`). See the module docs.
     pub lazy_max_memory: usize,
+    /// Memory the dense determiniser may fill before a pattern goes to the lazy fallback
+    /// (default 8 MiB, and never more than `dfa.max_memory`; unused when `lazy_max_memory` is
+    /// 0, where the dense DFA gets all of `dfa.max_memory`). Determinisation time grows with
+    /// it, about 50 ms per MiB on patterns of many `.`/`\w` repetitions, so this bounds the
+    /// compile time of hostile patterns; a dense DFA is worth more than a lazy one only while
+    /// it is small enough to build quickly.
+    pub dense_max_memory: usize,
 }
 
 impl Default for RegexConfig {
@@ -84,6 +92,7 @@ impl Default for RegexConfig {
             slice_min_tokens: 1_000,
             max_slices: 16,
             lazy_max_memory: 64 << 20,
+            dense_max_memory: 8 << 20,
         }
     }
 }
@@ -99,6 +108,8 @@ builder!(RegexConfig {
     with_max_slices => max_slices: usize,
     /// Memory of the lazy fallback per request (default 64 MiB; 0 disables it).
     with_lazy_max_memory => lazy_max_memory: usize,
+    /// Memory of the dense attempt before the lazy fallback (default 8 MiB).
+    with_dense_max_memory => dense_max_memory: usize,
 });
 
 /// A compiled regex as a [`CopyGrammar`]: a dense [`ByteDfa`], or a [`LazyDfa`] when the dense
@@ -134,7 +145,8 @@ impl RegexGrammar {
     }
 
     /// Compile `pattern` to a dense DFA, or to a [`LazyDfa`] when the dense one exceeds
-    /// `config.dfa` and [`RegexConfig::lazy_max_memory`] is not 0.
+    /// `config.dfa` or [`RegexConfig::dense_max_memory`] and [`RegexConfig::lazy_max_memory`]
+    /// is not 0.
     ///
     /// # Errors
     /// See [`ByteDfa::from_regex`]; past the limits, those of [`LazyDfa::from_hir`].
@@ -148,17 +160,13 @@ impl RegexGrammar {
     /// assert!(g.is_lazy());
     /// ```
     pub fn with_config(pattern: &str, config: &RegexConfig) -> Result<RegexGrammar, RegexError> {
-        match ByteDfa::from_regex(pattern, &config.dfa) {
-            Err(e)
-                if matches!(e.kind(), RegexErrorKind::TooBig { .. })
-                    && config.lazy_max_memory > 0 =>
-            {
-                let hir = regex_syntax::ParserBuilder::new()
-                    .nest_limit(config.dfa.nest_limit)
-                    .utf8(true)
-                    .build()
-                    .parse(pattern)
-                    .map_err(|_| e.clone())?;
+        let hir = crate::automaton::parse_pattern(pattern, &config.dfa)?;
+        if config.lazy_max_memory == 0 {
+            // No fallback: the dense DFA may use all of `config.dfa`.
+            return Ok(RegexGrammar { kind: Kind::Dense(ByteDfa::from_hir(&hir, &config.dfa)?) });
+        }
+        match ByteDfa::from_hir_budgeted(&hir, &config.dfa, config.dense_max_memory) {
+            Err(e) if matches!(e.kind(), RegexErrorKind::TooBig { .. }) => {
                 let hir = strip_outer_anchors(hir);
                 let lazy =
                     LazyDfa::from_hir(&hir, &config.dfa, config.lazy_max_memory).map_err(|l| {

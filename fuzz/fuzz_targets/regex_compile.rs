@@ -25,11 +25,11 @@ fuzz_target!(|input: Input| {
     let dense = budgeted("compile", COMPILE_BUDGET, || {
         RegexGrammar::with_config(&pattern, &RegexConfig::default())
     });
-    // Force the lazy DFA: a dense DFA budget no real pattern fits in.
+    // Force the lazy DFA: a dense budget no real pattern fits in (the NFA keeps its own
+    // limit, `dfa.max_memory`, so the lazy DFA can still be built).
     let mut small = RegexConfig::default();
-    small.dfa = DfaConfig::default();
-    small.dfa.max_memory = 1;
-    small.dfa.max_states = 1;
+    small.dfa = DfaConfig::default().with_max_states(1);
+    small.dense_max_memory = 1;
     let lazy =
         budgeted("compile lazy", COMPILE_BUDGET, || RegexGrammar::with_config(&pattern, &small));
     let judge = grammask_fuzz::full_matcher(&pattern);

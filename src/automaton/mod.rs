@@ -230,6 +230,19 @@ pub(crate) fn class_table(
     (classes, reps)
 }
 
+/// Parse `pattern` (Rust `regex` syntax, UTF-8 mode, `config.nest_limit`) to its HIR.
+pub(crate) fn parse_pattern(
+    pattern: &str,
+    config: &DfaConfig,
+) -> Result<regex_syntax::hir::Hir, RegexError> {
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(config.nest_limit)
+        .utf8(true)
+        .build()
+        .parse(pattern)
+        .map_err(|e| syntax_error(&e))
+}
+
 /// The Thompson NFA (no captures, `config.max_memory` bound) both the dense automaton and the
 /// lazy fallback ([`lazy::LazyDfa`]) are built from.
 pub(crate) fn thompson_nfa(
@@ -255,13 +268,7 @@ impl ByteDfa {
     /// when a limit of `config` is exceeded, [`RegexErrorKind::Unsupported`] for features the
     /// DFA cannot represent, [`RegexErrorKind::MatchesNothing`] for an empty language.
     pub fn from_regex(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, RegexError> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .nest_limit(config.nest_limit)
-            .utf8(true)
-            .build()
-            .parse(pattern)
-            .map_err(|e| syntax_error(&e))?;
-        Self::from_hir(&hir, config)
+        Self::from_hir(&parse_pattern(pattern, config)?, config)
     }
 
     /// Compile an already built `regex-syntax` HIR (byte classes allowed: the CFG lexer builds
@@ -273,6 +280,19 @@ impl ByteDfa {
         hir: &regex_syntax::hir::Hir,
         config: &DfaConfig,
     ) -> Result<ByteDfa, RegexError> {
+        Self::from_hir_budgeted(hir, config, config.max_memory)
+    }
+
+    /// [`ByteDfa::from_hir`] with the determiniser and the dense DFA held to
+    /// `min(dense_memory, config.max_memory)` bytes (the NFA keeps `config.max_memory`). The
+    /// determiniser's time grows with the memory it may fill (about 50 ms per MiB here), so a
+    /// caller with a cheaper fallback than a huge dense DFA gives it a smaller budget.
+    pub(crate) fn from_hir_budgeted(
+        hir: &regex_syntax::hir::Hir,
+        config: &DfaConfig,
+        dense_memory: usize,
+    ) -> Result<ByteDfa, RegexError> {
+        let dense_memory = dense_memory.min(config.max_memory);
         let nfa = thompson_nfa(hir, config)?;
         let dfa = dense::Builder::new()
             .configure(
@@ -280,8 +300,8 @@ impl ByteDfa {
                     .match_kind(MatchKind::All)
                     .start_kind(StartKind::Anchored)
                     .minimize(false)
-                    .dfa_size_limit(Some(config.max_memory))
-                    .determinize_size_limit(Some(config.max_memory)),
+                    .dfa_size_limit(Some(dense_memory))
+                    .determinize_size_limit(Some(dense_memory)),
             )
             .build_from_nfa(&nfa)
             .map_err(|e| {
