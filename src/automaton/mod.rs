@@ -285,7 +285,7 @@ impl ByteDfa {
 
     /// [`ByteDfa::from_hir`] with the determiniser and the dense DFA held to
     /// `min(dense_memory, config.max_memory)` bytes (the NFA keeps `config.max_memory`). The
-    /// determiniser's time grows with the memory it may fill (about 50 ms per MiB here), so a
+    /// determiniser's time grows with the memory it may fill (about 50–80 ms per MiB in a release build), so a
     /// caller with a cheaper fallback than a huge dense DFA gives it a smaller budget.
     pub(crate) fn from_hir_budgeted(
         hir: &regex_syntax::hir::Hir,

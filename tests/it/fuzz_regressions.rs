@@ -81,11 +81,12 @@ fn vocabularies_the_fuzzer_found_give_masks_equal_to_allows() {
     }
 }
 
-/// `regex_compile` crashers (`*.regex`, the plain pattern): patterns whose dense DFA took
-/// seconds to build before the determiniser hit its 64 MiB limit. The dense attempt is now held
-/// to [`RegexConfig::dense_max_memory`], so each goes to the lazy DFA (its compile bounded by
-/// that budget, not by the pattern), and the lazy DFA's verdicts on strings of and near the
-/// language are regex-automata's.
+/// `regex_compile` crashers: `*.regex` files hold the plain pattern (the others are the target's
+/// raw inputs, for `cargo fuzz run`). Patterns whose dense DFA took seconds to build before the
+/// determiniser hit its 64 MiB limit; the dense attempt is now held to
+/// [`RegexConfig::dense_max_memory`], so each goes to the lazy DFA (its compile bounded by that
+/// budget, not by the pattern), and the lazy DFA's verdicts on strings of and near the language
+/// are regex-automata's.
 #[test]
 fn patterns_the_fuzzer_found_slow_go_lazy_with_the_right_verdicts() {
     use grammask::engine::CopyGrammar;
@@ -94,26 +95,25 @@ fn patterns_the_fuzzer_found_slow_go_lazy_with_the_right_verdicts() {
     use grammask::RegexConfig;
     let files: Vec<_> =
         crashers("regex_compile").into_iter().filter(|(n, _)| n.ends_with(".regex")).collect();
-    assert!(!files.is_empty(), "fuzz/regressions/regex_compile holds *.regex files");
+    assert!(files.len() >= 2, "fuzz/regressions/regex_compile holds *.regex files");
+    // Members of the first two patterns' languages (the second also matches the other one).
+    let member_1 = "aa6aawaaaaaqaawaaaaaq".to_string();
+    let member_2 = format!("aa6aawaaaaa{}aawaaaaa{}7qq", "q".repeat(13), "q".repeat(53));
     for (name, bytes) in files {
         let pattern = String::from_utf8(bytes).expect("a pattern is text");
-        let pattern = pattern.trim_end_matches('\n');
-        let g = RegexGrammar::with_config(pattern, &RegexConfig::default())
+        let g = RegexGrammar::with_config(&pattern, &RegexConfig::default())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(g.is_lazy(), "{name}: over the dense budget, so lazy");
         let judge = regex_automata::meta::Regex::new(&format!(r"\A(?:{pattern})\z")).unwrap();
-        // Strings near the language: `q`s and `6`s where the pattern wants them, and not.
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        // Two members of the first pattern's language (the second matches the other pattern too).
-        let member_1 = "aa6aawaaaaaqaawaaaaaq".to_string();
-        let member_2 = format!("aa6aawaaaaa{}aawaaaaa{}7qq", "q".repeat(13), "q".repeat(53));
-        let mut probes = vec![String::new(), member_1, member_2];
-        for i in 1..probes.len() {
+        let mut probes = vec![String::new(), member_1.clone(), member_2.clone()];
+        for i in 1..3 {
             // One character off: dropped, or a `q` turned into a space.
             let p = probes[i].clone();
             probes.push(p[1..].to_string());
             probes.push(p.replacen('q', " ", 1));
         }
+        // Random strings over the patterns' letters.
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..200 {
             let n = 10 + (rng % 90) as usize;
             let s: String = (0..n)
@@ -121,7 +121,7 @@ fn patterns_the_fuzzer_found_slow_go_lazy_with_the_right_verdicts() {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    ['a', 'q', '6', ' ', 'é', '_'][(rng % 6) as usize]
+                    ['a', 'q', '6', ' ', '\u{b}', '\0', 'g', 't'][(rng % 8) as usize]
                 })
                 .collect();
             probes.push(s);
@@ -134,6 +134,8 @@ fn patterns_the_fuzzer_found_slow_go_lazy_with_the_right_verdicts() {
             assert_eq!(ours, judge.is_match(p), "{name}: verdict on {p:?}");
             members += usize::from(ours);
         }
-        assert!(members > 0, "{name}: some probe is in the language");
+        if name.starts_with("dense_dfa") || name.starts_with("fuzzer_original") {
+            assert!(members > 0, "{name}: a probe is in the language");
+        }
     }
 }
