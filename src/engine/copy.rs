@@ -1,6 +1,6 @@
 //! One [`ConstraintEngine`] for every grammar whose whole per-request state is a small `Copy`
 //! value: free-form JSON, regex DFAs. The grammar supplies the byte transition function; this
-//! module supplies the mask (trie walk, string slice, state-keyed cache), `advance`, EOS,
+//! module supplies the mask (trie walk, string slices, state-keyed cache), `advance`, EOS,
 //! `rollback` and the `&[bool]` view.
 //!
 //! # Invariants
@@ -42,6 +42,61 @@ where
     fn slice_exit(&self, _state: &Self::State) -> Option<Option<Self::State>> {
         None
     }
+    /// Which slice of the engine's [`SliceSet`] applies at a state [`CopyGrammar::slice_exit`]
+    /// puts in a slice's context (default 0: a grammar with a single slice). States of one
+    /// context that differ in what their next bytes may be (inside a `\uXXXX` escape, inside a
+    /// multi-byte character) get slices of their own.
+    fn slice_index(&self, _state: &Self::State) -> usize {
+        0
+    }
+}
+
+/// The slices of one grammar over one vocabulary, by [`CopyGrammar::slice_index`]: each built
+/// on its first use (a pass over the vocabulary) and kept, so only the sub-contexts a document
+/// reaches cost anything. Shared by every engine over the vocabulary.
+pub struct SliceSet {
+    slots: Box<[std::sync::OnceLock<Arc<TokenSlice>>]>,
+    build: fn(&Vocabulary, usize) -> Arc<TokenSlice>,
+}
+
+impl std::fmt::Debug for SliceSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let built = self.slots.iter().filter(|s| s.get().is_some()).count();
+        f.debug_struct("SliceSet").field("slots", &self.slots.len()).field("built", &built).finish()
+    }
+}
+
+impl SliceSet {
+    /// `n` slices, slice `i` built by `build(vocab, i)` when first asked for.
+    pub fn new(n: usize, build: fn(&Vocabulary, usize) -> Arc<TokenSlice>) -> SliceSet {
+        SliceSet { slots: (0..n).map(|_| std::sync::OnceLock::new()).collect(), build }
+    }
+
+    /// [`SliceSet::new`] with the slices of `built` (index, slice) already in place.
+    pub fn with_built(
+        n: usize,
+        build: fn(&Vocabulary, usize) -> Arc<TokenSlice>,
+        built: impl IntoIterator<Item = (usize, Arc<TokenSlice>)>,
+    ) -> SliceSet {
+        let set = SliceSet::new(n, build);
+        for (i, slice) in built {
+            if let Some(slot) = set.slots.get(i) {
+                let _ = slot.set(slice);
+            }
+        }
+        set
+    }
+
+    /// One slice, already built.
+    pub fn single(slice: Arc<TokenSlice>) -> SliceSet {
+        SliceSet::with_built(1, |_, _| unreachable!("the single slice is built"), [(0, slice)])
+    }
+
+    /// Slice `i` over `vocab` (the vocabulary the set was made for), built now if it is not
+    /// yet; `None` past the set's size.
+    pub fn get(&self, vocab: &Vocabulary, i: usize) -> Option<&Arc<TokenSlice>> {
+        Some(self.slots.get(i)?.get_or_init(|| (self.build)(vocab, i)))
+    }
 }
 
 /// A precomputed slice of the vocabulary for one lexical context where most tokens are
@@ -70,7 +125,7 @@ where
     cache: MaskCache<G::State>,
     stack: Vec<G::State>,
     view: BoolView,
-    slice: Option<Arc<TokenSlice>>,
+    slices: Option<Arc<SliceSet>>,
 }
 
 impl<G: CopyGrammar> CopyStateEngine<G>
@@ -90,14 +145,22 @@ where
             cache,
             stack: Vec::new(),
             view: BoolView::default(),
-            slice: None,
+            slices: None,
         }
     }
 
     /// Use `slice` at the states where the grammar reports [`CopyGrammar::slice_exit`].
     #[must_use]
     pub fn with_slice(mut self, slice: Arc<TokenSlice>) -> Self {
-        self.slice = Some(slice);
+        self.slices = Some(Arc::new(SliceSet::single(slice)));
+        self
+    }
+
+    /// Use the slices of `set` (over this engine's vocabulary) at the states where the grammar
+    /// reports [`CopyGrammar::slice_exit`], slice [`CopyGrammar::slice_index`] at each.
+    #[must_use]
+    pub fn with_slices(mut self, set: Arc<SliceSet>) -> Self {
+        self.slices = Some(set);
         self
     }
 
@@ -128,7 +191,10 @@ where
         if self.finished {
             return;
         }
-        let in_slice = self.slice.as_ref().zip(self.grammar.slice_exit(&self.state));
+        let in_slice = self.slices.as_ref().zip(self.grammar.slice_exit(&self.state));
+        let in_slice = in_slice.and_then(|(set, exit)| {
+            Some((set.get(&self.vocab, self.grammar.slice_index(&self.state))?, exit))
+        });
         if let Some((slice, exit)) = in_slice {
             // In the slice's context: its context-independent tokens come as one bitset; only
             // tokens that leave the context and go on are walked, from the state after the exit.

@@ -17,6 +17,9 @@ use super::syntax::{
 };
 use crate::recognizer::ByteLogic;
 
+/// How many string slices [`JsonGrammar::string_slice_index`] numbers.
+pub(crate) const STRING_SLICES: usize = 4 + 256 + 256;
+
 /// The deepest nesting the state can represent.
 pub const MAX_DEPTH_LIMIT: usize = 128;
 
@@ -348,6 +351,44 @@ impl JsonGrammar {
         };
         let s = JsonState { stack: 0, depth: 1, lex: Lex::Str, ws: 0, aux: 0, key: false };
         (g, s)
+    }
+
+    /// Where `s` is inside a string body, its string slice (see
+    /// `json::slices::string_slices`): 0 at a character boundary, then one per sub-state —
+    /// after `\\`, inside `\\uXXXX` (by digits typed and surrogate flags), between the two
+    /// escapes of a surrogate pair, inside a multi-byte character (by bytes left and range).
+    /// `None` outside strings. Below [`STRING_SLICES`].
+    pub(crate) fn string_slice_index(s: &JsonState) -> Option<usize> {
+        Some(match s.lex {
+            Lex::Str => 0,
+            Lex::StrEsc => 1,
+            Lex::StrNeedBackslash => 2,
+            Lex::StrNeedU => 3,
+            Lex::StrHex => 4 + s.aux as usize,
+            Lex::StrUtf8 => 4 + 256 + s.aux as usize,
+            _ => return None,
+        })
+    }
+
+    /// The probe of [`JsonGrammar::string_probe`] moved to the string sub-state of slice
+    /// `index` (the inverse of [`JsonGrammar::string_slice_index`]).
+    pub(crate) fn string_probe_at(index: usize) -> (JsonGrammar, JsonState) {
+        let (g, s) = Self::string_probe();
+        let (lex, aux) = match index {
+            0 => (Lex::Str, 0),
+            1 => (Lex::StrEsc, 0),
+            2 => (Lex::StrNeedBackslash, 0),
+            3 => (Lex::StrNeedU, 0),
+            i if i < 4 + 256 => (Lex::StrHex, (i - 4) as u8),
+            i => (Lex::StrUtf8, (i - 4 - 256) as u8),
+        };
+        (g, JsonState { lex, aux, ..s })
+    }
+
+    /// The state after the closing quote of the string `s` is inside (any sub-state): the
+    /// state the slices' exits are walked from.
+    pub(crate) fn after_string(&self, s: &JsonState) -> Option<JsonState> {
+        self.step(&s.with(Lex::Str), b'"')
     }
 
     /// Is `s` still inside the string body started from [`JsonGrammar::string_probe`]?

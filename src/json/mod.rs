@@ -33,7 +33,6 @@ pub(crate) mod syntax;
 pub use lexer::{JsonGrammar, JsonState, TopLevel, MAX_DEPTH_LIMIT};
 
 use crate::engine::{CopyGrammar, CopyStateEngine, EngineOptions, Whitespace};
-use crate::recognizer::ByteLogic;
 use crate::vocab::Vocabulary;
 use lexer::Whitespace as LexWhitespace;
 use slices::JsonVocab;
@@ -151,7 +150,10 @@ impl CopyGrammar for JsonGrammar {
         self.continues(s)
     }
     fn slice_exit(&self, s: &JsonState) -> Option<Option<JsonState>> {
-        self.free_string(s).then(|| self.step(s, b'"'))
+        JsonGrammar::in_string_body(s).then(|| self.after_string(s))
+    }
+    fn slice_index(&self, s: &JsonState) -> usize {
+        JsonGrammar::string_slice_index(s).unwrap_or(usize::MAX)
     }
 }
 
@@ -175,6 +177,6 @@ impl CopyStateEngine<JsonGrammar> {
     ) -> Self {
         // The vocabulary's string slice: built once per vocabulary, on the first engine.
         CopyStateEngine::with_grammar(grammar, vocab, engine.clone())
-            .with_slice(vocab.string_slice())
+            .with_slices(vocab.string_slices())
     }
 }

@@ -25,8 +25,9 @@
 //! vocabulary through its extension cache ([`JsonClasses`], [`JsonVocab`]): built once per
 //! vocabulary, on first use or by [`JsonVocab::prepare_json_classes`].
 
+use super::lexer::STRING_SLICES;
 use super::JsonGrammar;
-use crate::engine::TokenSlice;
+use crate::engine::{SliceSet, TokenSlice};
 use crate::mask::TokenMask;
 use crate::recognizer::ByteLogic;
 use crate::token::TokenId;
@@ -81,21 +82,92 @@ fn classify(g: &JsonGrammar, start: &crate::json::JsonState, bytes: &[u8]) -> St
 
 impl VocabExtension for StringSlice {
     fn build(vocab: &Vocabulary) -> StringSlice {
-        let (g, start) = JsonGrammar::string_probe();
-        let mut inside = TokenMask::new(vocab.n_vocab());
-        let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
-        for (t, b) in vocab.text_tokens() {
-            if is_string_safe(b) {
-                inside.insert(t);
-                continue;
-            }
-            match classify(&g, &start, b) {
-                StringEffect::Inside => inside.insert(t),
-                StringEffect::Exit { at } => exits.push((t, &b[at + 1..])),
-                StringEffect::Refused => {}
+        StringSlice(Arc::new(string_sub_slice(vocab.n_vocab(), 0, vocab.text_tokens())))
+    }
+}
+
+/// The slice of string sub-state `index` (numbered by `JsonGrammar::string_slice_index`): the
+/// tokens that, from that sub-state, stay inside the string or close it at their last byte,
+/// and the suffixes after the quote of those that close it and go on. The classification is
+/// [`StringSlice`]'s, from a probe in that sub-state; only at a character boundary (index 0)
+/// does a string-safe token need no run. `tokens` yields the candidates: every text token, or
+/// only those whose first byte the sub-state takes.
+fn string_sub_slice<'a>(
+    n_vocab: usize,
+    index: usize,
+    tokens: impl Iterator<Item = (TokenId, &'a [u8])>,
+) -> TokenSlice {
+    let (g, start) = JsonGrammar::string_probe_at(index);
+    let boundary = index == 0;
+    let mut inside = TokenMask::new(n_vocab);
+    let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
+    for (t, b) in tokens {
+        if boundary && is_string_safe(b) {
+            inside.insert(t);
+            continue;
+        }
+        match classify(&g, &start, b) {
+            StringEffect::Inside => inside.insert(t),
+            StringEffect::Exit { at } => exits.push((t, &b[at + 1..])),
+            StringEffect::Refused => {}
+        }
+    }
+    TokenSlice { inside, exits: TokTrie::build(exits) }
+}
+
+/// The string sub-states reachable from a character boundary (breadth first over bytes), by
+/// slice index, boundary excluded: a few dozen (escape digits and surrogate flags, UTF-8 bytes
+/// left and ranges).
+fn reachable_sub_states() -> Vec<usize> {
+    let (g, start) = JsonGrammar::string_probe();
+    let mut seen = vec![false; STRING_SLICES];
+    let mut queue = vec![start];
+    let mut out = Vec::new();
+    while let Some(s) = queue.pop() {
+        for b in 0..=255u8 {
+            let Some(n) = g.step(&s, b) else { continue };
+            let Some(i) = JsonGrammar::string_slice_index(&n) else { continue };
+            if !std::mem::replace(&mut seen[i], true) {
+                queue.push(n);
+                if i != 0 {
+                    out.push(i);
+                }
             }
         }
-        StringSlice(Arc::new(TokenSlice { inside, exits: TokTrie::build(exits) }))
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Every string sub-state's slice (boundary, after `\\`, inside `\\uXXXX`, inside a multi-byte
+/// character): inside an escape or a split character a mask is then a bitset copy and a walk
+/// of the few tokens that finish the escape and close the string and go on, from any context,
+/// instead of a walk over the whole trie on each first visit of each context.
+#[derive(Debug)]
+pub(crate) struct StringSlices(pub(crate) Arc<SliceSet>);
+
+impl VocabExtension for StringSlices {
+    /// Builds the boundary slice and every reachable sub-state's at once (a few ms for a 128k
+    /// vocabulary: each sub-state runs only the tokens whose first byte it takes), so no mask
+    /// pays for a build.
+    fn build(vocab: &Vocabulary) -> StringSlices {
+        let mut by_first: Vec<Vec<(TokenId, &[u8])>> = vec![Vec::new(); 256];
+        for (t, b) in vocab.text_tokens() {
+            by_first[b[0] as usize].push((t, b));
+        }
+        let n = vocab.n_vocab();
+        let mut built = vec![(0, vocab.string_slice())];
+        for i in reachable_sub_states() {
+            let (g, probe) = JsonGrammar::string_probe_at(i);
+            let firsts = (0..=255u8).filter(|&b| g.step(&probe, b).is_some());
+            let tokens = firsts.flat_map(|b| by_first[b as usize].iter().copied());
+            built.push((i, Arc::new(string_sub_slice(n, i, tokens))));
+        }
+        StringSlices(Arc::new(SliceSet::with_built(
+            STRING_SLICES,
+            |vocab, i| Arc::new(string_sub_slice(vocab.n_vocab(), i, vocab.text_tokens())),
+            built,
+        )))
     }
 }
 
@@ -446,6 +518,8 @@ impl VocabExtension for JsonClasses {
 pub(crate) trait JsonVocab {
     /// The lexical slice for the inside of an unconstrained JSON string.
     fn string_slice(&self) -> Arc<TokenSlice>;
+    /// The slices of every string sub-state (slice 0 is [`JsonVocab::string_slice`]).
+    fn string_slices(&self) -> Arc<SliceSet>;
     /// The vocabulary classified for constrained string bodies.
     fn string_classes(&self) -> Arc<StringClasses>;
     /// The classes of the tokens that start with `prefix` (a token prefix that has just
@@ -465,6 +539,10 @@ pub(crate) trait JsonVocab {
 impl JsonVocab for Vocabulary {
     fn string_slice(&self) -> Arc<TokenSlice> {
         self.extension::<StringSlice>().0.clone()
+    }
+
+    fn string_slices(&self) -> Arc<SliceSet> {
+        self.extension::<StringSlices>().0.clone()
     }
 
     fn string_classes(&self) -> Arc<StringClasses> {

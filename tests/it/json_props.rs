@@ -219,3 +219,42 @@ proptest! {
         prop_assert_eq!(refused, expected, "{}", trace(vocab, &tokens, refused));
     }
 }
+
+/// Every string sub-state has a slice of its own (after `\`, inside `\uXXXX` and between the
+/// halves of a surrogate pair, inside a multi-byte character): walking documents one byte-token
+/// at a time reaches each of them, in keys and values, at two depths, and at every position the
+/// mask must equal the grammar's naive oracle (the bytes of every token run from the state).
+#[test]
+fn masks_inside_escapes_and_split_characters_equal_the_oracle() {
+    use grammask::engine::CopyGrammar;
+    use grammask::TokenId;
+    let vocab = qwen3();
+    let mut single = vec![None; 256];
+    for (t, b) in vocab.text_tokens() {
+        if b.len() == 1 {
+            single[b[0] as usize] = Some(t);
+        }
+    }
+    let byte_tokens = |doc: &str| -> Vec<TokenId> {
+        doc.bytes().map(|b| single[b as usize].expect("a single-byte token")).collect()
+    };
+    let docs = [
+        r#"{"k\u00e9y":"caf\u00E9 \ud83c\udf89 \"q\" \\ \/ \b\f\n\r\t","a":["\u6771\u4eac"]}"#,
+        "{\"東京\":\"🎉é\",\"x\":[{\"\\u00e9\":\"\\uD83D\\uDE00\"}]}",
+    ];
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    let mut positions = 0;
+    for doc in docs {
+        let mut e = JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
+        let tokens = byte_tokens(doc);
+        for (i, &t) in tokens.iter().enumerate() {
+            e.fill_mask(&mut mask).unwrap();
+            let o = common::grammar_oracle(vocab, &**e.grammar(), e.state());
+            assert!(mask == o, "{doc:?} after {} bytes: {}", i, mask_diff(vocab, &mask, &o));
+            e.advance(t).unwrap();
+            positions += 1;
+        }
+        assert!(e.grammar().is_accepting(e.state()), "{doc:?} is complete");
+    }
+    assert!(positions > 100);
+}
