@@ -116,7 +116,7 @@ fn string_sub_slice<'a>(
 }
 
 /// The string sub-states reachable from a character boundary (breadth first over bytes), by
-/// slice index, boundary excluded: a few dozen (escape digits and surrogate flags, UTF-8 bytes
+/// slice index, boundary excluded: 23 (escape digits and surrogate flags, UTF-8 bytes
 /// left and ranges).
 fn reachable_sub_states() -> Vec<usize> {
     let (g, start) = JsonGrammar::string_probe();
@@ -590,5 +590,22 @@ impl JsonVocab for Vocabulary {
             }
             self.number_classes(b"");
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reachable_string_sub_states_are_few_and_each_has_a_slice_index_that_round_trips() {
+        let subs = reachable_sub_states();
+        // After `\`, the surrogate-pair states, \u digits with their flags, UTF-8 bytes left
+        // by lead-byte range: a few dozen, not the 515 indices the numbering leaves room for.
+        assert!(subs.len() >= 8 && subs.len() <= 64, "{} sub-states: {subs:?}", subs.len());
+        for &i in &subs {
+            let (_, s) = JsonGrammar::string_probe_at(i);
+            assert_eq!(JsonGrammar::string_slice_index(&s), Some(i));
+        }
     }
 }
