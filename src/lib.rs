@@ -148,6 +148,8 @@ pub mod recognizer;
 pub mod regex;
 pub mod sampler;
 pub mod schema;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod stats;
 pub mod token;
 pub mod vocab;
