@@ -216,10 +216,7 @@ fn run(
         }
         let batch = std::mem::take(&mut waiting);
         for w in &batch {
-            if !seqs.contains_key(&w.ticket) {
-                let id = model.new_sequence();
-                seqs.insert(w.ticket, id);
-            }
+            seqs.entry(w.ticket).or_insert_with(|| model.new_sequence());
         }
         for w in &batch {
             outstanding.insert(w.ticket);
