@@ -91,6 +91,10 @@ struct ServeArgs {
     /// Run waiting sequences one after the other instead of as one batched pass (comparison).
     #[arg(long)]
     no_batch: bool,
+    /// Milliseconds a step waits for the running sequences' next tokens before it runs without
+    /// the late ones.
+    #[arg(long, default_value_t = 3)]
+    batch_wait_ms: u64,
     /// Seconds in-flight requests may run after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 10)]
     shutdown_grace: u64,
@@ -112,6 +116,7 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .context(a.context)
         .threads(a.threads)
         .batched(!a.no_batch)
+        .batch_wait(std::time::Duration::from_millis(a.batch_wait_ms))
         .shutdown_grace(std::time::Duration::from_secs(a.shutdown_grace))
         .model_name(a.model_name)
         .build()
