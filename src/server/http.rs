@@ -13,7 +13,7 @@ use crate::constraint::tools::{
     extract_tool_calls, tool_constraint, Reasoning, Tool, ToolChoice, ToolFormat,
 };
 use crate::constraint::{CompiledConstraint, Constraint};
-use crate::decode::DecodeConfig;
+use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
 use crate::engine::Whitespace;
 use crate::model::{BatchedModel, ChatMessage, ChatTemplate};
 use crate::schema::SchemaOptions;
@@ -370,6 +370,13 @@ fn render(vocab: &Vocabulary, tokens: &[TokenId]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The text of the first `<think>…</think>` block of `raw` (empty when there is none).
+fn think_block(raw: &str) -> &str {
+    let Some(start) = raw.find("<think>") else { return "" };
+    let body = &raw[start + "<think>".len()..];
+    body.find("</think>").map_or(body, |end| &body[..end]).trim()
+}
+
 fn token_text(vocab: &Vocabulary, t: TokenId) -> (String, Vec<u8>) {
     let b = vocab.token_bytes(t).to_vec();
     let s = if b.is_empty() {
@@ -528,16 +535,30 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
     let max_tokens = p.params.max_tokens.unwrap_or(app.config.default_max_tokens).min(room);
     let config = decode_config(app, &p.params, max_tokens, ticket)?;
     let tools = matches!(p.spec, Some((Spec::Tools { .. }, _)));
+    let mut config = config;
+    let mut engine = compiled.map(|c| c.engine());
+    // A thinking model (`<think>`/`</think>` in the vocabulary): the think block is reasoning,
+    // and the constraint applies to the answer after it. The tool formats carry their own
+    // think block, read back in `Shape::message`.
+    let thinking = p.chat && !tools && ThinkMarkers::from_vocab(&app.vocab).is_ok();
+    let text_streamed = p.params.stream && !tools && !thinking;
+    if thinking {
+        config.think = Some(ThinkConfig { markers: None, starts_open: false, budget: None });
+        if let (Some(e), Ok(markers)) = (engine.take(), ThinkMarkers::from_vocab(&app.vocab)) {
+            engine = Some(Box::new(ThinkGate::new(e, markers)));
+        }
+    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let prompt_tokens = p.prompt.len();
     let job = Job {
         model: app.worker.remote(ticket, p.prompt),
         vocab: app.vocab.clone(),
-        engine: compiled.map(|c| c.engine()),
+        engine,
         config,
         stop: p.params.stop.clone(),
-        // Tool calls are only known at the end: their streams send everything then.
-        stream_text: p.params.stream && !tools,
+        // Tool calls (and a thinking model's split) are only known at the end: those streams
+        // send everything then.
+        stream_text: text_streamed,
         events: tx,
         cancel: app.cancel.clone(),
         metrics: app.metrics.clone(),
@@ -559,6 +580,7 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
         created: now_secs(),
         chat: p.chat,
         tools,
+        text_streamed,
         logprobs: p.params.logprobs,
         prompt_tokens,
     };
@@ -625,6 +647,8 @@ struct Shape {
     created: u64,
     chat: bool,
     tools: bool,
+    /// Content went out as deltas while decoding.
+    text_streamed: bool,
     logprobs: Option<usize>,
     prompt_tokens: usize,
 }
@@ -638,13 +662,14 @@ impl Shape {
         })
     }
 
-    /// Content, tool calls and finish reason of a chat answer.
-    fn message(&self, o: &Outcome) -> (Option<String>, Vec<Value>, &'static str) {
+    /// Content, tool calls, finish reason and reasoning of a chat answer.
+    fn message(&self, o: &Outcome) -> (Option<String>, Vec<Value>, &'static str, String) {
         if !self.tools {
-            return (Some(o.text.clone()), Vec::new(), o.finish);
+            return (Some(o.text.clone()), Vec::new(), o.finish, o.reasoning.clone());
         }
-        let (content, calls) =
-            extract_tool_calls(self.app.tool_format, &render(&self.app.vocab, &o.tokens));
+        let raw = render(&self.app.vocab, &o.tokens);
+        let reasoning = think_block(&raw).to_owned();
+        let (content, calls) = extract_tool_calls(self.app.tool_format, &raw);
         let calls: Vec<Value> = calls
             .iter()
             .enumerate()
@@ -659,7 +684,8 @@ impl Shape {
         let finish = if !calls.is_empty() && o.finish == "stop" { "tool_calls" } else { o.finish };
         // No call could be read (the token limit cut one short): the raw output is the content.
         let content = if calls.is_empty() { o.text.clone() } else { content.trim().to_owned() };
-        (if content.is_empty() && !calls.is_empty() { None } else { Some(content) }, calls, finish)
+        let content = if content.is_empty() && !calls.is_empty() { None } else { Some(content) };
+        (content, calls, finish, reasoning)
     }
 
     fn full(&self, o: &Outcome) -> Value {
@@ -675,13 +701,13 @@ impl Shape {
                 "usage": self.usage(o),
             });
         }
-        let (content, calls, finish) = self.message(o);
+        let (content, calls, finish, reasoning) = self.message(o);
         let mut message = json!({"role": "assistant", "content": content});
         if !calls.is_empty() {
             message["tool_calls"] = Value::from(calls);
         }
-        if !o.reasoning.is_empty() {
-            message["reasoning_content"] = Value::from(o.reasoning.clone());
+        if !reasoning.is_empty() {
+            message["reasoning_content"] = Value::from(reasoning);
         }
         let lp = self.logprobs.map(|k| chat_logprobs(vocab, o, k));
         json!({
@@ -714,8 +740,12 @@ impl Shape {
         self.app.metrics.completion_tokens.inc_by(o.tokens.len() as u64);
         let mut out = Vec::new();
         let finish = if self.chat {
-            let (content, calls, finish) = self.message(o);
-            if self.tools {
+            let (content, calls, finish, reasoning) = self.message(o);
+            if !reasoning.is_empty() {
+                out.push(self.chunk(json!({"reasoning_content": reasoning}), None));
+            }
+            // Content not sent as deltas (tools, a thinking model) comes now.
+            if !self.text_streamed {
                 if let Some(c) = content.filter(|c| !c.is_empty()) {
                     out.push(self.chunk(json!({"content": c}), None));
                 }
@@ -731,9 +761,6 @@ impl Shape {
                     out.push(self.chunk(json!({"tool_calls": calls}), None));
                 }
             }
-            if !o.reasoning.is_empty() {
-                out.push(self.chunk(json!({"reasoning_content": o.reasoning}), None));
-            }
             finish
         } else {
             o.finish
@@ -748,5 +775,22 @@ impl Shape {
             }));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{choice_regex, think_block};
+
+    #[test]
+    fn think_blocks_are_read_out() {
+        assert_eq!(think_block("<think>\nplan\n</think>\n\n<tool_call>…"), "plan");
+        assert_eq!(think_block("no block"), "");
+        assert_eq!(think_block("<think>cut off"), "cut off");
+    }
+
+    #[test]
+    fn choices_are_escaped() {
+        assert_eq!(choice_regex(&["a.b".into(), "(x)".into()]), r"(?:a\.b|\(x\))");
     }
 }
