@@ -67,6 +67,8 @@ pub struct Job {
 #[derive(Default)]
 struct Seen {
     tokens: usize,
+    /// The tokens seen so far (what a stop string's answer is made of).
+    ids: Vec<TokenId>,
     bytes: Vec<u8>,
     sent: usize,
     /// Where a stop string starts, once one has appeared.
@@ -110,7 +112,10 @@ pub fn run(mut job: Job) {
             }
             let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
             let from = s.bytes.len();
-            for &t in &tokens[s.tokens.min(tokens.len())..] {
+            let new = s.tokens.min(tokens.len());
+            s.ids.truncate(new);
+            for &t in &tokens[new..] {
+                s.ids.push(t);
                 if !vocab.is_eos(t) {
                     s.bytes.extend_from_slice(vocab.token_bytes(t));
                 }
@@ -172,14 +177,10 @@ pub fn run(mut job: Job) {
                     Ok(Outcome {
                         text: String::from_utf8_lossy(&s.bytes[..at]).into_owned(),
                         reasoning: String::new(),
-                        tokens: Vec::with_capacity(s.tokens),
+                        tokens: s.ids,
                         finish: "stop",
                         logprobs: Vec::new(),
                         streamed: s.sent,
-                    })
-                    .map(|mut o| {
-                        o.tokens.resize(s.tokens, TokenId(0));
-                        o
                     })
                 }
                 Some(Halt::Cancelled) => Err(ApiError::shutting_down()),
