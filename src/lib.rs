@@ -65,6 +65,7 @@
 //!   [`decode::ThinkGate`], draft validation, fast-forward, batch masks; stand-in models.
 //! - `harness` (feature `harness`): the MaskBench harness and the JSON Schema Test Suite runner.
 //! - `gpu` (feature `mlx`): masked argmax on MLX arrays.
+//! - `server` (feature `server`): `grammask serve`, the OpenAI-compatible server.
 //! - [`stats`]: latency summaries.
 //!
 //! ## Mask lifecycle
@@ -114,6 +115,7 @@
 //! | `mlx` | off | `gpu`: masked argmax through `mlx-rs` (`docs/gpu.md`; on Linux against MLX's CPU library through `../shared/mlx-linux`) |
 //! | `mlx-metal` | off | `mlx` plus MLX's Metal backend and Accelerate (macOS only) |
 //! | `model` | via `cli` | [`model`](mod@model): a GGUF `llama` backend on the CPU (KV cache, prefill, rollback), `Vocabulary::from_gguf`, Jinja chat templates; rayon and minijinja, no C code |
+//! | `server` | off | `grammask::server` and `grammask serve`: an OpenAI-compatible HTTP server with structured outputs, batched decode over many requests (`docs/server.md`); tokio, axum, prometheus |
 //!
 //! With `default-features = false` the library compiles no clap, no harness, no embedded
 //! tokenizer, no model backend.
@@ -148,6 +150,8 @@ pub mod recognizer;
 pub mod regex;
 pub mod sampler;
 pub mod schema;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod stats;
 pub mod token;
 pub mod vocab;

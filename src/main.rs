@@ -49,6 +49,79 @@ enum Command {
     /// Score the JSON Schema engine on a folder of MaskBench files: compile every schema, walk
     /// every instance token by token timing each mask, print the summary.
     Maskbench(MaskbenchArgs),
+    /// Serve an OpenAI-compatible API (chat and completions, structured outputs, tools) over a
+    /// GGUF model (docs/server.md).
+    #[cfg(feature = "server")]
+    Serve(ServeArgs),
+}
+
+#[cfg(feature = "server")]
+#[derive(Args)]
+struct ServeArgs {
+    /// A GGUF model file (llama architecture).
+    #[arg(long)]
+    model: PathBuf,
+    /// Address to bind (loopback by default; 0.0.0.0 exposes the server to the network).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port (0: pick a free one, printed on stderr).
+    #[arg(long, default_value_t = grammask::server::DEFAULT_PORT)]
+    port: u16,
+    /// Requests decoding at once.
+    #[arg(long, default_value_t = 8)]
+    max_concurrent: usize,
+    /// Requests waiting for a slot; past them, 429 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    max_queue: usize,
+    /// Require `Authorization: Bearer KEY` (default: no key).
+    #[arg(long)]
+    api_key: Option<String>,
+    /// Largest request body in bytes (larger: 413).
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body_bytes: usize,
+    /// max_tokens of a request that sets none.
+    #[arg(long, default_value_t = 256)]
+    default_max_tokens: usize,
+    /// Context per sequence, in tokens.
+    #[arg(long, default_value_t = 4096)]
+    context: usize,
+    /// Forward-pass threads (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Run waiting sequences one after the other instead of as one batched pass (comparison).
+    #[arg(long)]
+    no_batch: bool,
+    /// Milliseconds a step waits for the running sequences' next tokens before it runs without
+    /// the late ones.
+    #[arg(long, default_value_t = 3)]
+    batch_wait_ms: u64,
+    /// Seconds in-flight requests may run after SIGINT/SIGTERM.
+    #[arg(long, default_value_t = 10)]
+    shutdown_grace: u64,
+    /// The model name responses carry (default: the file stem).
+    #[arg(long)]
+    model_name: Option<String>,
+}
+
+#[cfg(feature = "server")]
+fn serve(a: ServeArgs) -> CliResult<()> {
+    let config = grammask::server::ServerConfig::builder(&a.model)
+        .host(&a.host)
+        .port(a.port)
+        .max_concurrent(a.max_concurrent)
+        .max_queue(a.max_queue)
+        .api_key(a.api_key)
+        .max_body_bytes(a.max_body_bytes)
+        .default_max_tokens(a.default_max_tokens)
+        .context(a.context)
+        .threads(a.threads)
+        .batched(!a.no_batch)
+        .batch_wait(std::time::Duration::from_millis(a.batch_wait_ms))
+        .shutdown_grace(std::time::Duration::from_secs(a.shutdown_grace))
+        .model_name(a.model_name)
+        .build()
+        .map_err(|e| e.to_string())?;
+    grammask::server::serve(config).map_err(|e| e.to_string())
 }
 
 #[derive(Args)]
@@ -646,6 +719,8 @@ fn main() -> ExitCode {
         Command::Walk(a) => walk(a),
         Command::Check(a) => check(a).map(|()| true),
         Command::Maskbench(a) => maskbench(a).map(|()| true),
+        #[cfg(feature = "server")]
+        Command::Serve(a) => serve(a).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -89,7 +89,7 @@ struct Layer {
 
 /// Reusable buffers of the forward pass, sized for `cap` tokens in one batch.
 #[derive(Debug, Default)]
-struct Scratch {
+pub(crate) struct Scratch {
     cap: usize,
     x: Vec<f32>,
     xn: Vec<f32>,
@@ -106,11 +106,14 @@ struct Scratch {
     scores: Vec<f32>,
     /// `cos, sin` per position of the batch and rotation pair.
     rope: Vec<(f32, f32)>,
+    /// Per token of the batch: its segment and its position in that segment's sequence.
+    at: Vec<(usize, usize)>,
 }
 
-/// Loaded weights plus the KV cache: the state of one sequence.
+/// Loaded weights: immutable after load, shared by `Arc` between every sequence that runs on
+/// them (one [`Llama`], or the many sequences of a [`super::BatchedModel`]).
 #[derive(Debug)]
-pub(crate) struct Llama {
+pub(crate) struct Weights {
     pub params: LlamaParams,
     /// The whole file: quantised tensors are ranges into it.
     bytes: Vec<u8>,
@@ -119,12 +122,61 @@ pub(crate) struct Llama {
     out_norm: Vec<f32>,
     output: Option<Matrix>,
     inv_freq: Vec<f32>,
-    /// Per layer: keys and values, `[position][kv_dim]`.
+    simd: bool,
+}
+
+/// The keys and values of one sequence: per layer `[position][kv_dim]`.
+#[derive(Debug, Default)]
+pub(crate) struct KvCache {
     kv: Vec<(Vec<f32>, Vec<f32>)>,
     n_cached: usize,
+}
+
+impl KvCache {
+    /// An empty cache for `w`'s layers.
+    pub fn new(w: &Weights) -> KvCache {
+        KvCache {
+            kv: (0..w.params.n_layer).map(|_| (Vec::new(), Vec::new())).collect(),
+            n_cached: 0,
+        }
+    }
+
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.n_cached
+    }
+
+    /// Forget every position from `n` on (rollback).
+    pub fn truncate(&mut self, n: usize, kv_dim: usize) {
+        if n < self.n_cached {
+            for (k, v) in &mut self.kv {
+                k.truncate(n * kv_dim);
+                v.truncate(n * kv_dim);
+            }
+            self.n_cached = n;
+        }
+    }
+
+    /// Bytes held (for memory accounting).
+    pub fn bytes(&self) -> usize {
+        self.kv.iter().map(|(k, v)| (k.capacity() + v.capacity()) * 4).sum()
+    }
+}
+
+/// One sequence's part of a batched forward pass: its cache and the tokens to append to it.
+pub(crate) struct Segment<'a> {
+    pub cache: &'a mut KvCache,
+    pub tokens: &'a [u32],
+}
+
+/// Shared weights plus one KV cache and its buffers: the state of one sequence.
+#[derive(Debug)]
+pub(crate) struct Llama {
+    pub params: LlamaParams,
+    weights: std::sync::Arc<Weights>,
+    cache: KvCache,
     context: usize,
     scratch: Scratch,
-    simd: bool,
 }
 
 fn meta_usize(f: &GgufFile, key: &str) -> Result<usize, ModelError> {
@@ -189,6 +241,55 @@ impl Llama {
         context: usize,
         simd: bool,
     ) -> Result<Llama, ModelError> {
+        let weights = std::sync::Arc::new(Weights::new(f, file, simd)?);
+        Ok(Llama::over(weights, context))
+    }
+
+    /// A fresh sequence over shared weights.
+    pub fn over(weights: std::sync::Arc<Weights>, context: usize) -> Llama {
+        Llama {
+            params: weights.params.clone(),
+            cache: KvCache::new(&weights),
+            weights,
+            context,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The shared weights.
+    pub fn weights(&self) -> &std::sync::Arc<Weights> {
+        &self.weights
+    }
+
+    /// True when the AVX2 kernels run.
+    pub fn simd(&self) -> bool {
+        self.weights.simd
+    }
+
+    /// The context window (positions the cache may hold).
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// Forget every position from `n` on (rollback).
+    pub fn truncate(&mut self, n: usize) {
+        self.cache.truncate(n, self.params.kv_dim());
+    }
+
+    /// Run `tokens` at positions `n_cached..`, append them to the cache, and write the logits
+    /// after the last one into `logits` (`n_vocab` wide).
+    ///
+    /// # Errors
+    /// [`ModelErrorKind::ContextFull`] when the cache would outgrow the context,
+    /// [`ModelErrorKind::TokenOutOfRange`] for an id past the vocabulary.
+    pub fn forward(&mut self, tokens: &[u32], logits: &mut [f32]) -> Result<(), ModelError> {
+        let mut seg = [Segment { cache: &mut self.cache, tokens }];
+        self.weights.forward(&mut seg, self.context, &mut self.scratch, logits)
+    }
+}
+
+impl Weights {
+    fn new(f: &GgufFile, file: Vec<u8>, simd: bool) -> Result<Weights, ModelError> {
         let bytes = &file[..];
         let arch = f.get_str("general.architecture").unwrap_or("");
         if arch != "llama" {
@@ -254,8 +355,7 @@ impl Llama {
         };
         let hd = p.head_dim();
         let inv_freq = (0..hd / 2).map(|i| p.rope_base.powf(-2.0 * i as f32 / hd as f32)).collect();
-        let kv = (0..p.n_layer).map(|_| (Vec::new(), Vec::new())).collect();
-        Ok(Llama {
+        Ok(Weights {
             out_norm: vector(f, bytes, "output_norm.weight", d)?,
             bytes: file,
             params,
@@ -263,42 +363,19 @@ impl Llama {
             layers,
             output,
             inv_freq,
-            kv,
-            n_cached: 0,
-            context,
-            scratch: Scratch::default(),
             simd,
         })
     }
 
-    /// True when the AVX2 kernels run.
-    pub fn simd(&self) -> bool {
-        self.simd
-    }
-
-    /// The context window (positions the cache may hold).
-    pub fn context(&self) -> usize {
-        self.context
-    }
-
-    /// Forget every position from `n` on (rollback).
-    pub fn truncate(&mut self, n: usize) {
-        if n < self.n_cached {
-            let kvd = self.params.kv_dim();
-            for (k, v) in &mut self.kv {
-                k.truncate(n * kvd);
-                v.truncate(n * kvd);
-            }
-            self.n_cached = n;
+    fn ensure_scratch(&self, s: &mut Scratch, n: usize, n_seg: usize, context: usize) {
+        let p = &self.params;
+        let out = n_seg * p.n_vocab;
+        if s.tmp.len() < out {
+            s.tmp.resize(out, 0.0);
         }
-    }
-
-    fn ensure_scratch(&mut self, n: usize) {
-        if self.scratch.cap >= n {
+        if s.cap >= n && s.scores.len() >= n * context {
             return;
         }
-        let p = &self.params;
-        let s = &mut self.scratch;
         let (d, kvd, ff) = (p.d_model, p.kv_dim(), p.d_ff);
         s.cap = n;
         s.x.resize(n * d, 0.0);
@@ -311,66 +388,106 @@ impl Llama {
         s.gate.resize(n * ff, 0.0);
         s.up.resize(n * ff, 0.0);
         s.hq.resize(n * ff / QK, BlockQ8::default());
-        s.tmp.resize(n * ff.max(d), 0.0);
-        s.scores.resize(n * self.context, 0.0);
+        s.tmp.resize((n * ff.max(d)).max(out), 0.0);
+        s.scores.resize(n * context, 0.0);
         s.rope.resize(n * p.head_dim() / 2, (0.0, 0.0));
+        s.at.resize(n, (0, 0));
     }
 
-    /// Run `tokens` at positions `n_cached..`, append them to the cache, and write the logits
-    /// after the last one into `logits` (`n_vocab` wide).
+    /// One forward pass over several sequences at once: each segment's tokens run at positions
+    /// `cache.len()..` of its own sequence and are appended to its cache; the logits after
+    /// each segment's last token go to `logits[i * n_vocab..(i + 1) * n_vocab]`. Every matrix
+    /// product runs over all the batch's tokens together (each weight row read once for the
+    /// batch); attention is per token over its own sequence's cache.
     ///
     /// # Errors
-    /// [`ModelErrorKind::ContextFull`] when the cache would outgrow the context,
-    /// [`ModelErrorKind::TokenOutOfRange`] for an id past the vocabulary.
-    pub fn forward(&mut self, tokens: &[u32], logits: &mut [f32]) -> Result<(), ModelError> {
-        let n = tokens.len();
-        let p0 = self.n_cached;
-        if p0 + n > self.context {
-            return Err(ModelError::new(ModelErrorKind::ContextFull {
-                tokens: p0 + n,
-                context: self.context,
-            }));
-        }
+    /// [`ModelErrorKind::ContextFull`] when a cache would outgrow `context`,
+    /// [`ModelErrorKind::TokenOutOfRange`] for an id past the vocabulary; checked for every
+    /// segment before anything runs, so on an error no cache has changed.
+    pub fn forward(
+        &self,
+        segs: &mut [Segment<'_>],
+        context: usize,
+        s: &mut Scratch,
+        logits: &mut [f32],
+    ) -> Result<(), ModelError> {
         let nv = self.params.n_vocab;
-        if let Some(&id) = tokens.iter().find(|&&t| t as usize >= nv) {
-            return Err(ModelError::new(ModelErrorKind::TokenOutOfRange { id, n_vocab: nv }));
+        let mut n = 0;
+        for seg in segs.iter() {
+            let p0 = seg.cache.len();
+            if p0 + seg.tokens.len() > context {
+                return Err(ModelError::new(ModelErrorKind::ContextFull {
+                    tokens: p0 + seg.tokens.len(),
+                    context,
+                }));
+            }
+            if let Some(&id) = seg.tokens.iter().find(|&&t| t as usize >= nv) {
+                return Err(ModelError::new(ModelErrorKind::TokenOutOfRange { id, n_vocab: nv }));
+            }
+            n += seg.tokens.len();
         }
         if n == 0 {
             return Ok(());
         }
-        self.ensure_scratch(n);
+        // A segment without tokens has no logits to give: refuse rather than write stale ones.
+        if segs.iter().any(|g| g.tokens.is_empty()) {
+            return Err(ModelError::new(ModelErrorKind::Config(
+                "a batch segment without tokens".into(),
+            )));
+        }
+        let n_seg = segs.len();
+        self.ensure_scratch(s, n, n_seg, context);
         let d = self.params.d_model;
-        // Embeddings.
-        for (i, &t) in tokens.iter().enumerate() {
-            let row = &mut self.scratch.x[i * d..(i + 1) * d];
-            self.tok_embd.row(&self.bytes, t as usize, row);
+        // Embeddings, and where each token sits.
+        let mut i = 0;
+        for (g, seg) in segs.iter().enumerate() {
+            let p0 = seg.cache.len();
+            for (j, &t) in seg.tokens.iter().enumerate() {
+                self.tok_embd.row(&self.bytes, t as usize, &mut s.x[i * d..(i + 1) * d]);
+                s.at[i] = (g, p0 + j);
+                i += 1;
+            }
         }
         // Rotation angles for the batch's positions, shared by every head and layer.
         let half = self.params.head_dim() / 2;
         for i in 0..n {
-            let pos = (p0 + i) as f32;
+            let pos = s.at[i].1 as f32;
             for (j, &f) in self.inv_freq.iter().enumerate() {
-                let (s, c) = (pos * f).sin_cos();
-                self.scratch.rope[i * half + j] = (c, s);
+                let (sn, c) = (pos * f).sin_cos();
+                s.rope[i * half + j] = (c, sn);
             }
         }
         for l in 0..self.layers.len() {
-            self.layer(l, n, p0);
+            self.layer(l, n, segs, context, s);
         }
-        self.n_cached = p0 + n;
-        // The output projection for the last token only.
+        for seg in segs.iter_mut() {
+            seg.cache.n_cached += seg.tokens.len();
+        }
+        // The output projection for each segment's last token only.
         let eps = self.params.rms_eps;
         let bytes = &self.bytes[..];
-        let s = &mut self.scratch;
-        let last = &s.x[(n - 1) * d..n * d];
-        rms_norm(last, &self.out_norm, eps, &mut s.xn[..d]);
-        quantize_q8(&s.xn[..d], &mut s.xq[..d / QK]);
+        let mut end = 0;
+        for (g, seg) in segs.iter().enumerate() {
+            end += seg.tokens.len();
+            let last = (end - 1) * d;
+            let (x, xn) = (&s.x, &mut s.xn);
+            rms_norm(&x[last..last + d], &self.out_norm, eps, &mut xn[g * d..(g + 1) * d]);
+        }
+        quantize_q8(&s.xn[..n_seg * d], &mut s.xq[..n_seg * d / QK]);
         let out = self.output.as_ref().unwrap_or(&self.tok_embd);
-        out.matmul(bytes, &s.xn[..d], &s.xq[..d / QK], 1, &mut logits[..nv], &mut s.tmp, self.simd);
+        out.matmul(
+            bytes,
+            &s.xn[..n_seg * d],
+            &s.xq[..n_seg * d / QK],
+            n_seg,
+            &mut logits[..n_seg * nv],
+            &mut s.tmp,
+            self.simd,
+        );
         Ok(())
     }
 
-    fn layer(&mut self, l: usize, n: usize, p0: usize) {
+    fn layer(&self, l: usize, n: usize, segs: &mut [Segment<'_>], ctx: usize, s: &mut Scratch) {
         let p = &self.params;
         let (d, kvd, ff, hd) = (p.d_model, p.kv_dim(), p.d_ff, p.head_dim());
         let (n_head, group) = (p.n_head, p.n_head / p.n_kv_head);
@@ -378,7 +495,6 @@ impl Llama {
         let simd = self.simd;
         let layer = &self.layers[l];
         let bytes = &self.bytes[..];
-        let s = &mut self.scratch;
         // Attention block.
         for i in 0..n {
             rms_norm(
@@ -403,15 +519,23 @@ impl Llama {
                 rotate(h, rope);
             }
         }
-        let (kc, vc) = &mut self.kv[l];
-        kc.extend_from_slice(&s.k[..n * kvd]);
-        vc.extend_from_slice(&s.v[..n * kvd]);
-        let (kc, vc) = (&kc[..], &vc[..]);
+        let mut a = 0;
+        for seg in segs.iter_mut() {
+            let b = a + seg.tokens.len();
+            let (kc, vc) = &mut seg.cache.kv[l];
+            kc.extend_from_slice(&s.k[a * kvd..b * kvd]);
+            vc.extend_from_slice(&s.v[a * kvd..b * kvd]);
+            a = b;
+        }
+        let views: smallvec::SmallVec<[(&[f32], &[f32]); 16]> =
+            segs.iter().map(|g| (&g.cache.kv[l].0[..], &g.cache.kv[l].1[..])).collect();
         let scale = 1.0 / (hd as f32).sqrt();
-        let ctx = self.context;
         let q = &s.q[..n * d];
+        let at = &s.at[..n];
         let attend = |i: usize, out: &mut [f32], scores: &mut [f32]| {
-            let len = p0 + i + 1;
+            let (g, pos) = at[i];
+            let (kc, vc) = views[g];
+            let len = pos + 1;
             for h in 0..n_head {
                 let qh = &q[i * d + h * hd..i * d + (h + 1) * hd];
                 let kvh = (h / group) * hd;

@@ -33,6 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch;
 mod error;
 pub mod gguf;
 mod llama;
@@ -40,6 +41,7 @@ mod quant;
 mod template;
 mod vocab;
 
+pub use batch::{BatchStats, BatchedModel, SeqId, StepRequest};
 pub use error::{ModelError, ModelErrorKind};
 pub use gguf::{GgufFile, GgufValue, GgufWriter, TensorInfo};
 pub use llama::LlamaParams;
@@ -321,14 +323,22 @@ impl GgufModel {
     /// # Errors
     /// [`ModelErrorKind::Vocab`] from the tokenizer.
     pub fn encode_prompt(&self, text: &str) -> Result<Vec<TokenId>, ModelError> {
-        let mut ids =
-            self.vocab.encode(text).map_err(|e| ModelError::new(ModelErrorKind::Vocab(e)))?;
-        if let Some(bos) = self.vocab.bos_id().filter(|_| self.add_bos) {
-            if ids.first() != Some(&bos) {
-                ids.insert(0, bos);
-            }
-        }
-        Ok(ids)
+        encode_prompt(&self.vocab, self.add_bos, text)
+    }
+
+    /// This model's weights, vocabulary, template and thread pool as a [`BatchedModel`], which
+    /// runs many sequences with one forward pass per step (the server's backend). The weights
+    /// are shared, not copied; this model's own cache is dropped.
+    pub fn into_batched(self) -> BatchedModel {
+        let context = self.llama.context();
+        BatchedModel::new(
+            self.llama.weights().clone(),
+            context,
+            self.vocab,
+            self.template,
+            self.add_bos,
+            self.pool,
+        )
     }
 
     /// The tokens of a chat prompt: the chat template rendered for an optional system message
@@ -522,6 +532,21 @@ impl GgufModel {
         out.copy_from_slice(&self.logits);
         Ok(())
     }
+}
+
+/// `text` encoded, BOS first when the tokenizer asks for it and the text lacks it.
+fn encode_prompt(
+    vocab: &Vocabulary,
+    add_bos: bool,
+    text: &str,
+) -> Result<Vec<TokenId>, ModelError> {
+    let mut ids = vocab.encode(text).map_err(|e| ModelError::new(ModelErrorKind::Vocab(e)))?;
+    if let Some(bos) = vocab.bos_id().filter(|_| add_bos) {
+        if ids.first() != Some(&bos) {
+            ids.insert(0, bos);
+        }
+    }
+    Ok(ids)
 }
 
 impl LogitsSource for GgufModel {

@@ -547,3 +547,76 @@ fn model_width_is_the_vocabulary_width() {
     let Some(model) = load() else { return };
     assert_eq!(LogitsSource::n_vocab(&model), model.vocab().n_vocab());
 }
+
+/// The server's backend: several sequences in one forward pass (prefill of one beside the
+/// decode steps of others, a rollback in the middle) give the logits each gets alone.
+#[test]
+fn batched_sequences_match_single_sequence_runs() {
+    use grammask::model::StepRequest;
+    let Some(mut single) = load() else { return };
+    let n = single.vocab().n_vocab();
+    let seqs: Vec<Vec<TokenId>> = ["Count to five.", "Name a colour.", "Say hello in French."]
+        .iter()
+        .map(|p| single.chat_prompt(None, p).unwrap())
+        .collect();
+    // Reference: each sequence, and each one-token extension, alone.
+    let ext: Vec<Vec<TokenId>> = seqs
+        .iter()
+        .map(|s| {
+            let mut e = s.clone();
+            e.extend(single.vocab().encode(" 1, 2").unwrap());
+            e
+        })
+        .collect();
+    let mut reference = Vec::new();
+    for s in seqs.iter().chain(&ext) {
+        single.set_prompt(s).unwrap();
+        let mut out = vec![0.0; n];
+        single.sequence_logits(&[], &mut out).unwrap();
+        reference.push(out);
+    }
+    let mut model = load().unwrap().into_batched();
+    let ids: Vec<_> = (0..3).map(|_| model.new_sequence()).collect();
+    let mut rows = vec![vec![0.0f32; n]; 3];
+    let max_diff =
+        |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+    // Step 1: sequence 0 prefills alone.
+    {
+        let mut out: Vec<&mut [f32]> = rows.iter_mut().map(|r| &mut r[..]).collect();
+        let r = model.step(&[StepRequest { seq: ids[0], tokens: &seqs[0] }], &mut out[..1]);
+        assert!(r[0].is_ok());
+    }
+    assert!(max_diff(&rows[0], &reference[0]) < 1e-3);
+    // Step 2: sequence 0 decodes its extension while 1 and 2 prefill, in one pass.
+    let reqs = [
+        StepRequest { seq: ids[0], tokens: &ext[0] },
+        StepRequest { seq: ids[1], tokens: &seqs[1] },
+        StepRequest { seq: ids[2], tokens: &ext[2] },
+    ];
+    let mut out: Vec<&mut [f32]> = rows.iter_mut().map(|r| &mut r[..]).collect();
+    assert!(model.step(&reqs, &mut out).iter().all(Result::is_ok));
+    for (row, want) in rows.iter().zip([&reference[3], &reference[1], &reference[5]]) {
+        assert!(max_diff(row, want) < 1e-3, "batched vs alone: {}", max_diff(row, want));
+    }
+    // Step 3: sequence 2 rolls back to its prompt, sequence 1 extends.
+    let reqs = [
+        StepRequest { seq: ids[2], tokens: &seqs[2] },
+        StepRequest { seq: ids[1], tokens: &ext[1] },
+    ];
+    let mut out: Vec<&mut [f32]> = rows.iter_mut().map(|r| &mut r[..]).collect();
+    assert!(model.step(&reqs, &mut out[..2]).iter().all(Result::is_ok));
+    assert!(max_diff(&rows[0], &reference[2]) < 1e-3);
+    assert!(max_diff(&rows[1], &reference[4]) < 1e-3);
+    assert_eq!(model.stats().steps, 3);
+    assert_eq!(model.stats().sequences, 6);
+    // A sequence too long for the context is refused alone; the other runs.
+    let long = vec![TokenId(1); model.context() + 1];
+    let reqs =
+        [StepRequest { seq: ids[0], tokens: &long }, StepRequest { seq: ids[1], tokens: &ext[1] }];
+    let mut out: Vec<&mut [f32]> = rows.iter_mut().map(|r| &mut r[..]).collect();
+    let r = model.step(&reqs, &mut out[..2]);
+    assert!(matches!(r[0].as_ref().unwrap_err().kind(), ModelErrorKind::ContextFull { .. }));
+    assert!(r[1].is_ok());
+    model.free(ids[0]);
+    assert_eq!(model.n_sequences(), 2);
+}

@@ -1,0 +1,796 @@
+//! The HTTP side: routes, the API key, admission (`max_concurrent` slots, a bounded queue,
+//! 429 past it), compile-cache lookups, and the OpenAI response and SSE chunk shapes.
+
+use super::cache::CompileCache;
+use super::config::ServerConfig;
+use super::error::{ApiError, ServerError};
+use super::generate::{self, Event, Job, Outcome};
+use super::metrics::Metrics;
+use super::request::{parse_chat, parse_completion, Params, Spec};
+use super::worker::Worker;
+use crate::constraint::tagged::Tagged;
+use crate::constraint::tools::{
+    extract_tool_calls, tool_constraint, Reasoning, Tool, ToolChoice, ToolFormat,
+};
+use crate::constraint::{CompiledConstraint, Constraint};
+use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
+use crate::engine::Whitespace;
+use crate::model::{BatchedModel, ChatMessage, ChatTemplate};
+use crate::schema::SchemaOptions;
+use crate::token::TokenId;
+use crate::vocab::Vocabulary;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Shared state of every handler.
+struct App {
+    config: ServerConfig,
+    name: String,
+    vocab: Vocabulary,
+    template: Option<ChatTemplate>,
+    add_bos_text: Option<TokenId>,
+    context: usize,
+    tool_format: ToolFormat,
+    worker: Worker,
+    slots: Arc<Semaphore>,
+    queued: AtomicUsize,
+    cache: CompileCache,
+    metrics: Arc<Metrics>,
+    tickets: AtomicU64,
+    closing: AtomicBool,
+    cancel: Arc<AtomicBool>,
+    created: u64,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+pub(super) async fn run(config: ServerConfig, model: BatchedModel) -> Result<(), ServerError> {
+    let metrics = Arc::new(Metrics::new());
+    let vocab = model.vocab().clone();
+    let template = model.chat_template().cloned();
+    let context = model.context();
+    // BOS as `encode_prompt` adds it: probe once with an empty-ish text.
+    let add_bos_text = model
+        .encode_prompt("a")
+        .ok()
+        .and_then(|ids| ids.first().copied())
+        .filter(|t| Some(*t) == vocab.bos_id());
+    let worker = Worker::start(model, config.batch_wait, config.batched, metrics.clone());
+    let addr = format!("{}:{}", config.host, config.port);
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr: addr.clone(), source })?;
+    let local = listener.local_addr().map_err(ServerError::Io)?;
+    let app = Arc::new(App {
+        name: config.model_name(),
+        tool_format: ToolFormat::detect(&vocab).unwrap_or(ToolFormat::Llama3),
+        slots: Arc::new(Semaphore::new(config.max_concurrent)),
+        cache: CompileCache::new(config.compile_cache),
+        config,
+        vocab,
+        template,
+        add_bos_text,
+        context,
+        worker,
+        queued: AtomicUsize::new(0),
+        metrics,
+        tickets: AtomicU64::new(1),
+        closing: AtomicBool::new(false),
+        cancel: Arc::new(AtomicBool::new(false)),
+        created: now_secs(),
+    });
+    let router = Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_text))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .fallback(fallback)
+        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
+        .with_state(app.clone());
+    eprintln!("grammask serve: listening on http://{local} (model {})", app.name);
+    let shutdown = {
+        let app = app.clone();
+        async move {
+            shutdown_signal().await;
+            eprintln!("grammask serve: shutting down");
+            app.closing.store(true, Ordering::SeqCst);
+            let (cancel, grace) = (app.cancel.clone(), app.config.shutdown_grace);
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                cancel.store(true, Ordering::SeqCst);
+            });
+        }
+    };
+    axum::serve(listener, router).with_graceful_shutdown(shutdown).await.map_err(ServerError::Io)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+async fn health(State(app): State<Arc<App>>) -> Response {
+    let status = if app.closing.load(Ordering::Relaxed) { "shutting_down" } else { "ok" };
+    Json(json!({
+        "status": status,
+        "model": app.name,
+        "active": app.metrics.active.get(),
+        "queued": app.queued.load(Ordering::Relaxed),
+    }))
+    .into_response()
+}
+
+async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], app.metrics.render())
+        .into_response()
+}
+
+async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(e) = auth(&app, &headers) {
+        return e.into_response();
+    }
+    Json(json!({"object": "list", "data": [{
+        "id": app.name, "object": "model", "created": app.created, "owned_by": "grammask",
+        "max_model_len": app.context,
+    }]}))
+    .into_response()
+}
+
+async fn fallback(uri: Uri) -> Response {
+    ApiError::not_found(uri.path()).into_response()
+}
+
+fn auth(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(key) = &app.config.api_key else { return Ok(()) };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given.map(str::trim) == Some(key.as_str()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized())
+    }
+}
+
+fn body_json(app: &App, body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(app.config.max_body_bytes)
+        } else {
+            ApiError::bad_request(format!("cannot read the body: {r}"), None)
+        }
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))
+}
+
+/// A slot to decode in: at once, after waiting in the queue, or 429.
+async fn admit(app: &App) -> Result<OwnedSemaphorePermit, ApiError> {
+    if app.closing.load(Ordering::Relaxed) {
+        return Err(ApiError::shutting_down());
+    }
+    if let Ok(p) = app.slots.clone().try_acquire_owned() {
+        return Ok(p);
+    }
+    let q = app.queued.fetch_add(1, Ordering::SeqCst);
+    if q >= app.config.max_queue {
+        app.queued.fetch_sub(1, Ordering::SeqCst);
+        return Err(ApiError::overloaded(app.config.max_concurrent, q));
+    }
+    app.metrics.queue_depth.inc();
+    // Dropping this future (the client went away) must also leave the queue.
+    struct Leave<'a>(&'a App);
+    impl Drop for Leave<'_> {
+        fn drop(&mut self) {
+            self.0.queued.fetch_sub(1, Ordering::SeqCst);
+            self.0.metrics.queue_depth.dec();
+        }
+    }
+    let _leave = Leave(app);
+    app.slots.clone().acquire_owned().await.map_err(|_| ApiError::shutting_down())
+}
+
+fn choice_regex(choices: &[String]) -> String {
+    let alts: Vec<String> = choices.iter().map(|c| regex_syntax::escape(c)).collect();
+    format!("(?:{})", alts.join("|"))
+}
+
+/// The structural tags of a `tools` request. In the plain-JSON format (Llama 3.1's, also the
+/// fallback for a vocabulary without tool-call tokens, such as SmolLM2's) a call that is
+/// required starts the answer at once: `{"name": NAME, "parameters": ARGS}` for one of the
+/// allowed functions and nothing after it; the library's format lets free text come first,
+/// which a small model fills with blank lines until the token limit.
+fn tool_tags(app: &App, tools: &[Tool], choice: &ToolChoice) -> Result<Tagged, ApiError> {
+    let forced: Vec<&Tool> = match choice {
+        ToolChoice::Required => tools.iter().collect(),
+        ToolChoice::Named(n) => tools.iter().filter(|t| &t.name == n).collect(),
+        _ => Vec::new(),
+    };
+    if app.tool_format == ToolFormat::Llama3 && !forced.is_empty() {
+        let calls = forced
+            .iter()
+            .map(|t| {
+                Tagged::sequence(vec![
+                    Tagged::literal(&format!("{{\"name\": \"{}\", \"parameters\": ", t.name)),
+                    Tagged::content(Constraint::json_schema_with(&t.parameters, args_options())),
+                    Tagged::literal("}"),
+                ])
+            })
+            .collect();
+        return Ok(Tagged::choice(calls));
+    }
+    tool_constraint(&app.vocab, tools, choice, app.tool_format, Reasoning::Free)
+        .map_err(|e| ApiError::bad_request(format!("tools: {e}"), Some("tools")))
+}
+
+/// Tool arguments are written as Python's `json.dumps` writes them (`", "`, `": "`, no
+/// newlines): a small model otherwise spends its tokens on indentation.
+fn args_options() -> SchemaOptions {
+    SchemaOptions::default()
+        .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() })
+}
+
+/// A function as one prompt line: `name(arg: type, …)`, with the description if any.
+fn describe_tool(t: &Tool) -> String {
+    let args: Vec<String> = t
+        .parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(k, v)| {
+                    format!("{k}: {}", v.get("type").and_then(Value::as_str).unwrap_or("any"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{}({})", t.name, args.join(", "))
+}
+
+/// `{"name": "f", "parameters": {"a": "...", "n": 0}}` for a tool's first properties.
+fn example_call(t: &Tool) -> String {
+    let mut args = serde_json::Map::new();
+    if let Some(props) = t.parameters.get("properties").and_then(Value::as_object) {
+        for (k, v) in props.iter().take(3) {
+            let value = match v.get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => json!(0),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                _ => json!("..."),
+            };
+            args.insert(k.clone(), value);
+        }
+    }
+    format!("{{\"name\": \"{}\", \"parameters\": {}}}", t.name, Value::Object(args))
+}
+
+/// The compiled constraint for `spec`, from the cache or compiled now (off the async threads).
+async fn compiled(
+    app: &Arc<App>,
+    spec: &Spec,
+    param: &'static str,
+) -> Result<CompiledConstraint, ApiError> {
+    let key = spec.cache_key();
+    if let Some(c) = app.cache.get(&key) {
+        app.metrics.compile_cache_hits.inc();
+        return Ok(c);
+    }
+    let constraint = match spec {
+        Spec::Json => Constraint::json(),
+        Spec::Schema(s) => Constraint::json_schema(s),
+        Spec::Regex(r) => Constraint::regex(r),
+        Spec::Grammar(g) => Constraint::gbnf(g),
+        Spec::Choice(c) => Constraint::regex(&choice_regex(c)),
+        Spec::Tools { tools, choice } => Constraint::tagged(tool_tags(app, tools, choice)?),
+    };
+    let app2 = app.clone();
+    let t0 = Instant::now();
+    let r = tokio::task::spawn_blocking(move || constraint.compile(&app2.vocab))
+        .await
+        .map_err(|e| ApiError::internal(format!("compile task: {e}")))?;
+    app.metrics.compile_seconds.observe(t0.elapsed().as_secs_f64());
+    let c = r.map_err(|e| ApiError::constraint(&e, param))?;
+    app.cache.put(key, c.clone());
+    Ok(c)
+}
+
+fn decode_config(
+    app: &App,
+    p: &Params,
+    max_tokens: usize,
+    ticket: u64,
+) -> Result<DecodeConfig, ApiError> {
+    let seed = p.seed.unwrap_or_else(|| {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        u64::from(nanos) ^ ticket.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    });
+    let mut cfg = DecodeConfig::builder()
+        .max_tokens(max_tokens)
+        .temperature(p.temperature)
+        .top_p(p.top_p)
+        .seed(seed)
+        .logprobs(p.logprobs.map_or(0, |k| k.max(1)))
+        .build()
+        .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
+    cfg.penalties.presence_penalty = p.presence_penalty;
+    cfg.penalties.frequency_penalty = p.frequency_penalty;
+    let _ = app;
+    Ok(cfg)
+}
+
+/// The output with special tokens written as their strings (EOS left out), which is what the
+/// tool-call formats are read back from.
+fn render(vocab: &Vocabulary, tokens: &[TokenId]) -> String {
+    let mut out = Vec::new();
+    for &t in tokens {
+        if vocab.is_eos(t) {
+            continue;
+        }
+        match vocab.token_bytes(t) {
+            [] => {
+                if let Some(s) = vocab.tokenizer().and_then(|k| k.id_to_token(t.0)) {
+                    out.extend_from_slice(s.as_bytes());
+                }
+            }
+            b => out.extend_from_slice(b),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The text of the first `<think>…</think>` block of `raw` (empty when there is none).
+fn think_block(raw: &str) -> &str {
+    let Some(start) = raw.find("<think>") else { return "" };
+    let body = &raw[start + "<think>".len()..];
+    body.find("</think>").map_or(body, |end| &body[..end]).trim()
+}
+
+fn token_text(vocab: &Vocabulary, t: TokenId) -> (String, Vec<u8>) {
+    let b = vocab.token_bytes(t).to_vec();
+    let s = if b.is_empty() {
+        vocab.tokenizer().and_then(|k| k.id_to_token(t.0)).unwrap_or_default()
+    } else {
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    (s, b)
+}
+
+fn chat_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
+    let content: Vec<Value> = o
+        .logprobs
+        .iter()
+        .flatten()
+        .map(|lp| {
+            let (tok, bytes) = token_text(vocab, lp.token);
+            let top: Vec<Value> = lp
+                .top
+                .iter()
+                .take(k)
+                .map(|&(t, l)| {
+                    let (s, b) = token_text(vocab, t);
+                    json!({"token": s, "logprob": l, "bytes": b})
+                })
+                .collect();
+            json!({"token": tok, "logprob": lp.logprob, "bytes": bytes, "top_logprobs": top})
+        })
+        .collect();
+    json!({"content": content})
+}
+
+fn completion_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
+    let (mut tokens, mut lps, mut tops, mut offsets) = (vec![], vec![], vec![], vec![]);
+    let mut offset = 0;
+    for lp in o.logprobs.iter().flatten() {
+        let (s, b) = token_text(vocab, lp.token);
+        tokens.push(Value::String(s));
+        lps.push(json!(lp.logprob));
+        let mut top = serde_json::Map::new();
+        for &(t, l) in lp.top.iter().take(k) {
+            top.insert(token_text(vocab, t).0, json!(l));
+        }
+        tops.push(Value::Object(top));
+        offsets.push(json!(offset));
+        offset += b.len();
+    }
+    json!({"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets})
+}
+
+struct Prepared {
+    prompt: Vec<TokenId>,
+    spec: Option<(Spec, &'static str)>,
+    params: Params,
+    chat: bool,
+}
+
+async fn chat(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let r = async {
+        auth(&app, &headers)?;
+        let body = body_json(&app, body)?;
+        let req = parse_chat(&body)?;
+        let mut messages: Vec<ChatMessage> =
+            req.messages.iter().map(|m| ChatMessage::new(&m.role, &m.content)).collect();
+        if let Some((Spec::Tools { tools, .. }, _)) = &req.spec {
+            // The template may not render tools: describe them in a system message.
+            let list: Vec<String> = tools.iter().map(describe_tool).collect();
+            let example = tools.first().map(example_call).unwrap_or_default();
+            let text = format!(
+                "You can call these functions: {}. To call one, answer with one JSON object \
+                 such as {example}",
+                list.join("; ")
+            );
+            match messages.first_mut() {
+                Some(m) if m.role == "system" => m.content = format!("{}\n\n{text}", m.content),
+                _ => messages.insert(0, ChatMessage::new("system", &text)),
+            }
+        }
+        let text = match &app.template {
+            Some(t) => t.render(&messages, true).map_err(|e| {
+                ApiError::bad_request(
+                    format!("messages: the chat template failed: {e}"),
+                    Some("messages"),
+                )
+            })?,
+            None => messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n"),
+        };
+        let prompt = encode(&app, &text)?;
+        Ok::<_, ApiError>(Prepared { prompt, spec: req.spec, params: req.params, chat: true })
+    }
+    .await;
+    finish(&app, "chat", r).await
+}
+
+async fn completions(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let r = async {
+        auth(&app, &headers)?;
+        let body = body_json(&app, body)?;
+        let req = parse_completion(&body)?;
+        let prompt = encode(&app, &req.prompt)?;
+        Ok::<_, ApiError>(Prepared { prompt, spec: req.spec, params: req.params, chat: false })
+    }
+    .await;
+    finish(&app, "completions", r).await
+}
+
+fn encode(app: &App, text: &str) -> Result<Vec<TokenId>, ApiError> {
+    let mut ids = app
+        .vocab
+        .encode(text)
+        .map_err(|e| ApiError::bad_request(format!("cannot tokenize the prompt: {e}"), None))?;
+    if let Some(bos) = app.add_bos_text {
+        if ids.first() != Some(&bos) {
+            ids.insert(0, bos);
+        }
+    }
+    if ids.is_empty() {
+        return Err(ApiError::bad_request("the prompt is empty", Some("prompt")));
+    }
+    if ids.len() >= app.context {
+        return Err(ApiError::bad_request(
+            format!("the prompt has {} tokens; the context is {}", ids.len(), app.context),
+            Some("messages"),
+        )
+        .with_code("context_length_exceeded"));
+    }
+    Ok(ids)
+}
+
+async fn finish(app: &Arc<App>, endpoint: &str, prepared: Result<Prepared, ApiError>) -> Response {
+    let r = match prepared {
+        Ok(p) => generate_response(app, p).await,
+        Err(e) => Err(e),
+    };
+    let response = r.unwrap_or_else(IntoResponse::into_response);
+    app.metrics.requests.with_label_values(&[endpoint, response.status().as_str()]).inc();
+    response
+}
+
+async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiError> {
+    let permit = admit(app).await?;
+    let compiled = match &p.spec {
+        Some((spec, param)) => Some(compiled(app, spec, param).await?),
+        None => None,
+    };
+    let ticket = app.tickets.fetch_add(1, Ordering::Relaxed);
+    let room = app.context - p.prompt.len();
+    let max_tokens = p.params.max_tokens.unwrap_or(app.config.default_max_tokens).min(room);
+    let config = decode_config(app, &p.params, max_tokens, ticket)?;
+    let tools = matches!(p.spec, Some((Spec::Tools { .. }, _)));
+    let mut config = config;
+    let mut engine = compiled.map(|c| c.engine());
+    // A thinking model (`<think>`/`</think>` in the vocabulary): the think block is reasoning,
+    // and the constraint applies to the answer after it. The tool formats carry their own
+    // think block, read back in `Shape::message`.
+    let thinking = p.chat && !tools && ThinkMarkers::from_vocab(&app.vocab).is_ok();
+    let text_streamed = p.params.stream && !tools && !thinking;
+    if thinking {
+        config.think = Some(ThinkConfig { markers: None, starts_open: false, budget: None });
+        if let (Some(e), Ok(markers)) = (engine.take(), ThinkMarkers::from_vocab(&app.vocab)) {
+            engine = Some(Box::new(ThinkGate::new(e, markers)));
+        }
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let prompt_tokens = p.prompt.len();
+    let job = Job {
+        model: app.worker.remote(ticket, p.prompt),
+        vocab: app.vocab.clone(),
+        engine,
+        config,
+        stop: p.params.stop.clone(),
+        // Tool calls (and a thinking model's split) are only known at the end: those streams
+        // send everything then.
+        stream_text: text_streamed,
+        events: tx,
+        cancel: app.cancel.clone(),
+        metrics: app.metrics.clone(),
+    };
+    let metrics = app.metrics.clone();
+    metrics.active.inc();
+    std::thread::Builder::new()
+        .name(format!("grammask-req-{ticket}"))
+        .spawn(move || {
+            generate::run(job);
+            metrics.active.dec();
+            drop(permit); // the slot is free as soon as the decode is over
+        })
+        .map_err(|e| ApiError::internal(format!("cannot start the request thread: {e}")))?;
+    let id = format!("{}-{ticket}", if p.chat { "chatcmpl" } else { "cmpl" });
+    let shape = Shape {
+        app: app.clone(),
+        id,
+        created: now_secs(),
+        chat: p.chat,
+        tools,
+        text_streamed,
+        logprobs: p.params.logprobs,
+        prompt_tokens,
+    };
+    if !p.params.stream {
+        loop {
+            match rx.recv().await {
+                Some(Event::Delta(_)) => continue,
+                Some(Event::Done(Ok(o))) => return Ok(Json(shape.full(&o)).into_response()),
+                Some(Event::Done(Err(e))) => return Err(e),
+                None => {
+                    return Err(ApiError::internal("the request thread ended without an answer"))
+                }
+            }
+        }
+    }
+    let include_usage = p.params.include_usage;
+    let stream =
+        futures_util::stream::unfold((rx, shape, 0u8), move |(mut rx, shape, state)| async move {
+            // state 0: the role chunk not sent yet; 1: streaming; 2: done.
+            if state == 0 {
+                let first = shape.chunk(json!({"role": "assistant", "content": ""}), None);
+                return Some((Ok::<_, std::convert::Infallible>(sse(&first)), (rx, shape, 1)));
+            }
+            if state == 2 {
+                return None;
+            }
+            match rx.recv().await {
+                Some(Event::Delta(text)) => {
+                    let delta = if shape.chat { json!({"content": text}) } else { json!(text) };
+                    let c = shape.chunk(delta, None);
+                    Some((Ok(sse(&c)), (rx, shape, 1)))
+                }
+                Some(Event::Done(r)) => {
+                    let mut out = String::new();
+                    match r {
+                        Ok(o) => {
+                            for c in shape.final_chunks(&o, include_usage) {
+                                out.push_str(&sse(&c));
+                            }
+                        }
+                        Err(e) => out.push_str(&sse(&e.body())),
+                    }
+                    out.push_str("data: [DONE]\n\n");
+                    Some((Ok(out), (rx, shape, 2)))
+                }
+                None => None,
+            }
+        });
+    Ok((
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+fn sse(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// What a response looks like: ids, the endpoint's object names.
+struct Shape {
+    app: Arc<App>,
+    id: String,
+    created: u64,
+    chat: bool,
+    tools: bool,
+    /// Content went out as deltas while decoding.
+    text_streamed: bool,
+    logprobs: Option<usize>,
+    prompt_tokens: usize,
+}
+
+impl Shape {
+    fn usage(&self, o: &Outcome) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": o.tokens.len(),
+            "total_tokens": self.prompt_tokens + o.tokens.len(),
+        })
+    }
+
+    /// Content, tool calls, finish reason and reasoning of a chat answer.
+    fn message(&self, o: &Outcome) -> (Option<String>, Vec<Value>, &'static str, String) {
+        if !self.tools {
+            return (Some(o.text.clone()), Vec::new(), o.finish, o.reasoning.clone());
+        }
+        let raw = render(&self.app.vocab, &o.tokens);
+        let reasoning = think_block(&raw).to_owned();
+        let (content, calls) = extract_tool_calls(self.app.tool_format, &raw);
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({
+                    "id": format!("call_{}_{i}", self.id),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                })
+            })
+            .collect();
+        let finish = if !calls.is_empty() && o.finish == "stop" { "tool_calls" } else { o.finish };
+        // No call could be read (the token limit cut one short): the raw output is the content.
+        let content = if calls.is_empty() { o.text.clone() } else { content.trim().to_owned() };
+        let content = if content.is_empty() && !calls.is_empty() { None } else { Some(content) };
+        (content, calls, finish, reasoning)
+    }
+
+    fn full(&self, o: &Outcome) -> Value {
+        self.app.metrics.prompt_tokens.inc_by(self.prompt_tokens as u64);
+        self.app.metrics.completion_tokens.inc_by(o.tokens.len() as u64);
+        let vocab = &self.app.vocab;
+        if !self.chat {
+            let lp = self.logprobs.map(|k| completion_logprobs(vocab, o, k));
+            return json!({
+                "id": self.id, "object": "text_completion", "created": self.created,
+                "model": self.app.name,
+                "choices": [{"index": 0, "text": o.text, "logprobs": lp, "finish_reason": o.finish}],
+                "usage": self.usage(o),
+            });
+        }
+        let (content, calls, finish, reasoning) = self.message(o);
+        let mut message = json!({"role": "assistant", "content": content});
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::from(calls);
+        }
+        if !reasoning.is_empty() {
+            message["reasoning_content"] = Value::from(reasoning);
+        }
+        let lp = self.logprobs.map(|k| chat_logprobs(vocab, o, k));
+        json!({
+            "id": self.id, "object": "chat.completion", "created": self.created,
+            "model": self.app.name,
+            "choices": [{"index": 0, "message": message, "logprobs": lp, "finish_reason": finish}],
+            "usage": self.usage(o),
+        })
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        if self.chat {
+            json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.app.name,
+                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            })
+        } else {
+            json!({
+                "id": self.id, "object": "text_completion", "created": self.created,
+                "model": self.app.name,
+                "choices": [{"index": 0, "text": delta.as_str().unwrap_or(""), "logprobs": null,
+                    "finish_reason": finish}],
+            })
+        }
+    }
+
+    fn final_chunks(&self, o: &Outcome, include_usage: bool) -> Vec<Value> {
+        self.app.metrics.prompt_tokens.inc_by(self.prompt_tokens as u64);
+        self.app.metrics.completion_tokens.inc_by(o.tokens.len() as u64);
+        let mut out = Vec::new();
+        let finish = if self.chat {
+            let (content, calls, finish, reasoning) = self.message(o);
+            if !reasoning.is_empty() {
+                out.push(self.chunk(json!({"reasoning_content": reasoning}), None));
+            }
+            // Content not sent as deltas (tools, a thinking model) comes now.
+            if !self.text_streamed {
+                if let Some(c) = content.filter(|c| !c.is_empty()) {
+                    out.push(self.chunk(json!({"content": c}), None));
+                }
+                if !calls.is_empty() {
+                    let calls: Vec<Value> = calls
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, mut c)| {
+                            c["index"] = json!(i);
+                            c
+                        })
+                        .collect();
+                    out.push(self.chunk(json!({"tool_calls": calls}), None));
+                }
+            }
+            finish
+        } else {
+            o.finish
+        };
+        let last_delta = if self.chat { json!({}) } else { json!("") };
+        out.push(self.chunk(last_delta, Some(finish)));
+        if include_usage {
+            let object = if self.chat { "chat.completion.chunk" } else { "text_completion" };
+            out.push(json!({
+                "id": self.id, "object": object, "created": self.created,
+                "model": self.app.name, "choices": [], "usage": self.usage(o),
+            }));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{choice_regex, think_block};
+
+    #[test]
+    fn think_blocks_are_read_out() {
+        assert_eq!(think_block("<think>\nplan\n</think>\n\n<tool_call>…"), "plan");
+        assert_eq!(think_block("no block"), "");
+        assert_eq!(think_block("<think>cut off"), "cut off");
+    }
+
+    #[test]
+    fn choices_are_escaped() {
+        assert_eq!(choice_regex(&["a.b".into(), "(x)".into()]), r"(?:a\.b|\(x\))");
+    }
+}
