@@ -8,6 +8,7 @@
 
 use super::{FuzzConfig, Fuzzer};
 use crate::constraint::CompiledConstraint;
+use proptest::prelude::Rng as _;
 use proptest::strategy::{NewTree, Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
@@ -64,7 +65,7 @@ impl Strategy for Instances {
     fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
         let fuzzer = Fuzzer::new(&self.compiled, self.config.clone()).map_err(|e| e.to_string())?;
         for _ in 0..16 {
-            let seed = proptest::prelude::RngCore::next_u64(runner.rng());
+            let seed = runner.rng().next_u64();
             if let Ok(doc) = fuzzer.generate(seed) {
                 let cap = doc.len() / 2;
                 return Ok(InstanceTree {

@@ -220,6 +220,15 @@ pub(crate) fn walk(
                 Err(u) => Err(WalkFailure::Unfinished(u)),
             };
         }
+        // A key just opened: most often one of the schema's property names (an open object
+        // would otherwise nearly always get a random additional key).
+        let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
+        if key_opened && !hints.is_empty() && rng.unit() < 0.8 {
+            let start = rng.below(hints.len() as u32) as usize;
+            if (0..hints.len().min(8)).any(|i| cur.push_all(&hints[(start + i) % hints.len()])) {
+                continue;
+            }
+        }
         if json && pos.in_string && string_step(cur, style, rng) {
             continue;
         }
@@ -293,8 +302,10 @@ fn choose_json(
             Class::Escape => cont * 0.01,
             Class::Wide => cont * 0.03,
             Class::Ws => s.ws,
-            Class::Close => 1.0 - s.more,
-            Class::Comma => s.more,
+            // Never quite 0: where the container cannot end yet, a number that may grow no
+            // further must still give way to the comma.
+            Class::Close => (1.0 - s.more).max(0.02),
+            Class::Comma => s.more.max(0.02),
             Class::Digit | Class::NumberPunct if number >= MAX_NUMBER => 0.0,
             Class::Digit if exponent >= 2 => 0.0,
             Class::Digit if allowed.iter().any(|&x| matches!(x, b',' | b']' | b'}')) => {
