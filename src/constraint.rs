@@ -205,7 +205,11 @@ impl Constraint {
                 Compiled::Tagged(tagged::compile(tagged, options, vocab)?)
             }
         };
-        Ok(CompiledConstraint { inner: Arc::new(compiled), vocab: vocab.clone() })
+        let source = match self {
+            Constraint::JsonSchema { schema, .. } => Some(Arc::new(schema.clone())),
+            _ => None,
+        };
+        Ok(CompiledConstraint { inner: Arc::new(compiled), vocab: vocab.clone(), source })
     }
 }
 
@@ -215,6 +219,9 @@ impl Constraint {
 pub struct CompiledConstraint {
     inner: Arc<Compiled>,
     vocab: Vocabulary,
+    /// The schema a JSON Schema constraint was compiled from (the fuzzer's near misses and
+    /// coverage read it).
+    source: Option<Arc<serde_json::Value>>,
 }
 
 enum Compiled {
@@ -246,6 +253,23 @@ impl CompiledConstraint {
             Compiled::Gbnf(s) => Box::new(CfgConstraint::with_shared(v, s.clone())),
             Compiled::Tagged(p) => Box::new(TaggedEngine::new(p.clone())),
         }
+    }
+
+    /// The JSON Schema this constraint was compiled from; `None` for the other kinds.
+    pub fn schema(&self) -> Option<&serde_json::Value> {
+        self.source.as_deref()
+    }
+
+    /// A byte-level probe at the start of the output: push and pop single bytes, ask whether
+    /// the bytes so far are a complete document. `None` for structural tags. The schema
+    /// fuzzer (`crate::fuzz`) generates through it.
+    pub(crate) fn byte_probe(&self) -> Option<tagged::InnerSlot> {
+        if let Compiled::Tagged(_) = &*self.inner {
+            return None;
+        }
+        let mut slot = tagged::InnerSlot::fresh(&self.inner, &self.vocab);
+        slot.start();
+        Some(slot)
     }
 
     /// The vocabulary it was compiled against (its engines mask over exactly this one).

@@ -137,6 +137,7 @@ pub mod cfg;
 pub mod constraint;
 pub mod decode;
 pub mod engine;
+pub mod fuzz;
 #[cfg(feature = "mlx")]
 pub mod gpu;
 #[cfg(feature = "harness")]

@@ -53,6 +53,9 @@ enum Command {
     /// GGUF model (docs/server.md).
     #[cfg(feature = "server")]
     Serve(ServeArgs),
+    /// Conformance fuzzing: valid instances of a schema (strings of a regex or grammar) and
+    /// labelled near misses, one JSON line each; a coverage summary on stderr.
+    Fuzz(FuzzArgs),
 }
 
 #[cfg(feature = "server")]
@@ -122,6 +125,36 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .build()
         .map_err(|e| e.to_string())?;
     grammask::server::serve(config).map_err(|e| e.to_string())
+}
+
+#[derive(Args)]
+struct FuzzArgs {
+    #[command(flatten)]
+    vocab: VocabArgs,
+    /// A JSON Schema file.
+    #[arg(long, conflicts_with_all = ["regex", "grammar"])]
+    schema: Option<PathBuf>,
+    /// A regex (strings matching it in full).
+    #[arg(long, conflicts_with_all = ["schema", "grammar"])]
+    regex: Option<String>,
+    /// A GBNF grammar file.
+    #[arg(long, conflicts_with_all = ["schema", "regex"])]
+    grammar: Option<PathBuf>,
+    /// Valid instances wanted.
+    #[arg(long, default_value_t = 1000)]
+    n: usize,
+    /// Near-miss invalid instances wanted.
+    #[arg(long, default_value_t = 0)]
+    invalid: usize,
+    /// Seed of the run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Longest document, in bytes (the completion search ends every document within it).
+    #[arg(long, default_value_t = 4096)]
+    max_bytes: usize,
+    /// Write the JSON lines here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -501,6 +534,50 @@ fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
     Ok(())
 }
 
+fn fuzz(args: FuzzArgs) -> CliResult<()> {
+    use grammask::fuzz::{FuzzConfig, Fuzzer};
+    use std::io::Write as _;
+    let vocab = load_vocab(&args.vocab)?;
+    let (constraint, source) = if let Some(path) = &args.schema {
+        let text = read_text(path)?;
+        let schema = grammask::schema::parse_schema_text(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        (Constraint::json_schema(&schema), path.display().to_string())
+    } else if let Some(pattern) = &args.regex {
+        (Constraint::regex(pattern), format!("--regex {pattern:?}"))
+    } else if let Some(path) = &args.grammar {
+        (Constraint::gbnf(&read_text(path)?), path.display().to_string())
+    } else {
+        return Err("fuzz needs --schema FILE, --regex R or --grammar FILE".into());
+    };
+    let compiled = constraint.compile(&vocab).map_err(|e| format!("{source}: {e}"))?;
+    let config = FuzzConfig::default()
+        .with_n(args.n)
+        .with_invalid(args.invalid)
+        .with_seed(args.seed)
+        .with_max_bytes(args.max_bytes);
+    let t0 = Instant::now();
+    let report = Fuzzer::new(&compiled, config)
+        .and_then(|f| f.run())
+        .map_err(|e| format!("{source}: {e}"))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut text = String::new();
+    for i in &report.instances {
+        text.push_str(&i.to_json().to_string());
+        text.push('\n');
+    }
+    match &args.out {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+    eprint!("{report}");
+    eprintln!("{:.3} s ({:.0} instances/s)", secs, report.instances.len() as f64 / secs.max(1e-9));
+    Ok(())
+}
+
 fn check(args: CheckArgs) -> CliResult<()> {
     let text = read_text(&args.grammar)?;
     let report = grammask::cfg::check(&text, &CfgConfig::default())
@@ -721,6 +798,7 @@ fn main() -> ExitCode {
         Command::Maskbench(a) => maskbench(a).map(|()| true),
         #[cfg(feature = "server")]
         Command::Serve(a) => serve(a).map(|()| true),
+        Command::Fuzz(a) => fuzz(a).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -1184,8 +1184,9 @@ enum InnerEngine {
     Cfg(CfgConstraint),
 }
 
-/// An inner engine and its probe stacks (byte pushes a walk undoes).
-struct InnerSlot {
+/// An inner engine and its probe stacks (byte pushes a walk undoes). Also the byte-level view
+/// [`crate::constraint::CompiledConstraint::byte_probe`] gives the schema fuzzer.
+pub(crate) struct InnerSlot {
     engine: InnerEngine,
     json: Vec<crate::json::JsonState>,
     regex: Vec<crate::automaton::DfaStateId>,
@@ -1194,7 +1195,7 @@ struct InnerSlot {
 }
 
 impl InnerSlot {
-    fn fresh(compiled: &Compiled, vocab: &Vocabulary) -> InnerSlot {
+    pub(super) fn fresh(compiled: &Compiled, vocab: &Vocabulary) -> InnerSlot {
         let engine = match compiled {
             Compiled::Json(g, o) => {
                 InnerEngine::Json(JsonObjectConstraint::from_grammar(vocab, g.clone(), o))
@@ -1228,7 +1229,7 @@ impl InnerSlot {
     }
 
     /// Start probing from the engine's state.
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         self.depth = 0;
         match &self.engine {
             InnerEngine::Json(e) => {
@@ -1244,7 +1245,7 @@ impl InnerSlot {
         }
     }
 
-    fn push(&mut self, b: u8) -> bool {
+    pub(crate) fn push(&mut self, b: u8) -> bool {
         let ok = match &mut self.engine {
             InnerEngine::Json(e) => match e.grammar().step(self.json.last().expect("base"), b) {
                 Some(s) => {
@@ -1277,7 +1278,7 @@ impl InnerSlot {
         ok
     }
 
-    fn pop(&mut self) {
+    pub(crate) fn pop(&mut self) {
         self.depth -= 1;
         match &mut self.engine {
             InnerEngine::Json(_) => {
@@ -1298,7 +1299,7 @@ impl InnerSlot {
         }
     }
 
-    fn accepting(&self) -> bool {
+    pub(crate) fn accepting(&self) -> bool {
         match &self.engine {
             InnerEngine::Json(e) => e.grammar().is_accepting(self.json.last().expect("base")),
             InnerEngine::Regex(e) => e.grammar().is_accepting(self.regex.last().expect("base")),

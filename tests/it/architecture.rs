@@ -24,8 +24,9 @@ const LAYERS: &[&[&str]] = &[
     // The one way to build any constraint; its structural-tag combinator (`constraint/tagged.rs`)
     // is a child module, since `Tagged` contents are `Constraint`s and vice versa.
     &["constraint"],
-    // The decode loop.
-    &["decode"],
+    // The decode loop; conformance fuzzing (documents through a compiled constraint's byte
+    // probe).
+    &["decode", "fuzz"],
     // Model backends.
     &["model"],
     // Harnesses, front ends.

@@ -17,6 +17,7 @@ mod decode_think;
 mod decode_think_schema;
 mod decode_tools;
 mod engine_errors;
+mod fuzz_gen;
 mod fuzz_regressions;
 mod gpu_mlx;
 mod grammar_cases;

@@ -1,0 +1,329 @@
+//! The generator's hold on the engine: a byte cursor over a compiled constraint's byte probe
+//! (push one byte if the constraint allows it, pop it again, ask whether the bytes so far are a
+//! complete document), with a small JSON bracket tracker beside it, and the completion search
+//! that always finishes a document the budget has run out on.
+//!
+//! Because every engine is exact — a pushed byte always leaves a state from which some
+//! document can still be completed (`docs/architecture.md`, "Invariants") — a depth-first
+//! search that tries closing bytes first (`"`, `}`, `]`, short numbers, `null`/`false`) almost
+//! never backtracks: its first path is the completion. The search is bounded (a depth limit
+//! raised 64 → 256 → 1024 → … up to the byte budget, and a work budget in pushes) and says so when
+//! it cannot finish, rather than running on.
+
+use crate::constraint::tagged::InnerSlot;
+use crate::constraint::CompiledConstraint;
+
+/// Where a JSON text stands after some bytes: nesting depth (containers as bits, 1 = object),
+/// inside a string, after a backslash. Enough for the generator's policy and for a lower bound
+/// on the bytes any completion needs (one closing byte per open container, one quote).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct JsonPos {
+    pub depth: u32,
+    /// Bit `i` set: the container at depth `i + 1` is an object. Depths past 128 are not
+    /// distinguished (the bit of depth 128 stands for all deeper ones).
+    pub objects: u128,
+    pub in_string: bool,
+    pub escape: bool,
+    /// Inside an object, between `{`/`,` and `:` (a key is expected or being written).
+    pub in_key: bool,
+}
+
+impl JsonPos {
+    fn step(mut self, b: u8) -> JsonPos {
+        if self.in_string {
+            if self.escape {
+                self.escape = false;
+            } else if b == b'\\' {
+                self.escape = true;
+            } else if b == b'"' {
+                self.in_string = false;
+            }
+            return self;
+        }
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => {
+                let bit = 1u128 << self.depth.min(127);
+                if b == b'{' {
+                    self.objects |= bit;
+                } else {
+                    self.objects &= !bit;
+                }
+                self.depth += 1;
+                self.in_key = b == b'{';
+            }
+            b'}' | b']' => {
+                self.depth = self.depth.saturating_sub(1);
+                self.in_key = false;
+            }
+            b',' => self.in_key = self.in_object(),
+            b':' => self.in_key = false,
+            _ => {}
+        }
+        self
+    }
+
+    /// Is the innermost open container an object?
+    pub fn in_object(&self) -> bool {
+        self.depth > 0 && self.objects & (1u128 << (self.depth - 1).min(127)) != 0
+    }
+
+    /// A lower bound on the bytes any completion needs.
+    pub fn closing_bytes(&self) -> usize {
+        self.depth as usize + usize::from(self.in_string)
+    }
+}
+
+/// A byte cursor: the bytes generated so far, pushed on a byte probe of the engine.
+pub(crate) struct Cursor {
+    slot: InnerSlot,
+    bytes: Vec<u8>,
+    /// `pos[i]`: the JSON position after `bytes[..i]` (`pos[0]` the start).
+    pos: Vec<JsonPos>,
+    /// Pushes tried since the start (the work measure of every budget).
+    pub work: u64,
+}
+
+impl Cursor {
+    /// A cursor at the start of the output; `None` for constraints without a byte probe.
+    pub fn new(compiled: &CompiledConstraint) -> Option<Cursor> {
+        let slot = compiled.byte_probe()?;
+        Some(Cursor { slot, bytes: Vec::new(), pos: vec![JsonPos::default()], work: 0 })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn json(&self) -> JsonPos {
+        *self.pos.last().expect("start position")
+    }
+
+    /// Push `b` if the constraint allows it here.
+    pub fn push(&mut self, b: u8) -> bool {
+        self.work += 1;
+        if self.slot.push(b) {
+            self.bytes.push(b);
+            let next = self.json().step(b);
+            self.pos.push(next);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Undo the last push.
+    pub fn pop(&mut self) {
+        debug_assert!(!self.bytes.is_empty(), "pop at the start");
+        self.slot.pop();
+        self.bytes.pop();
+        self.pos.pop();
+    }
+
+    pub fn pop_n(&mut self, n: usize) {
+        for _ in 0..n {
+            self.pop();
+        }
+    }
+
+    /// Would `b` be accepted here? (Cursor unchanged.)
+    pub fn allows(&mut self, b: u8) -> bool {
+        let ok = self.push(b);
+        if ok {
+            self.pop();
+        }
+        ok
+    }
+
+    /// Push all of `bytes` or none (`false`: refused, cursor unchanged).
+    pub fn push_all(&mut self, bytes: &[u8]) -> bool {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.push(b) {
+                self.pop_n(i);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Are the bytes so far a complete document?
+    pub fn accepting(&self) -> bool {
+        self.slot.accepting()
+    }
+
+    /// The bytes of `candidates` allowed next, in their order, into `out` (cleared first).
+    pub fn allowed_of(&mut self, candidates: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        for &b in candidates {
+            if self.allows(b) {
+                out.push(b);
+            }
+        }
+    }
+}
+
+/// Every byte, closing ones first: the completion search's order. Quotes and brackets close
+/// what is open, `,` ends a value where more must follow; `1` (before `0`, which would open `0.000…` where the value must be at least 1),
+/// `0` and the letters of `null`, `false`, `true` make the shortest values;
+/// then the rest of printable ASCII, whitespace, and the other bytes last.
+pub(crate) fn closing_order() -> &'static [u8; 256] {
+    static ORDER: std::sync::OnceLock<[u8; 256]> = std::sync::OnceLock::new();
+    ORDER.get_or_init(|| {
+        let first = b"\"}],10nulfasetr:ab";
+        let mut order = Vec::with_capacity(256);
+        let mut seen = [false; 256];
+        let mut add = |b: u8, order: &mut Vec<u8>| {
+            if !seen[b as usize] {
+                seen[b as usize] = true;
+                order.push(b);
+            }
+        };
+        for &b in first {
+            add(b, &mut order);
+        }
+        for b in (b'a'..=b'z').chain(b'A'..=b'Z').chain(b'0'..=b'9') {
+            add(b, &mut order);
+        }
+        // A backslash only when nothing else will do: `\u005f` spells `_` in six bytes.
+        for b in (0x21..=0x7e).filter(|&b| b != b'\\') {
+            add(b, &mut order);
+        }
+        for b in [b' ', b'\\', b'\n', b'\t', b'\r'] {
+            add(b, &mut order);
+        }
+        for b in 0..=255u8 {
+            add(b, &mut order);
+        }
+        order.try_into().expect("256 bytes")
+    })
+}
+
+/// Why a completion search stopped without a complete document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unfinished {
+    /// No completion within the byte budget.
+    Bytes,
+    /// The work budget (pushes) ran out first.
+    Work,
+}
+
+/// Extend the cursor to a complete document with at most `max_extra` more bytes, closing bytes
+/// first, spending at most `max_work` pushes. On success the completion is pushed and its
+/// length returned; on failure the cursor is as it was.
+///
+/// The depth limit is raised 64, 256, 1024, … (up to `max_extra`); within a limit the first
+/// path found is taken, which in practice is the first greedy closing-first path (no
+/// backtracking). It is short, not proven shortest. Where the output is JSON, a
+/// branch that cannot close its open containers within the limit is cut
+/// ([`JsonPos::closing_bytes`]).
+pub(crate) fn complete(
+    cur: &mut Cursor,
+    max_extra: usize,
+    max_work: u64,
+    json: bool,
+    hints: &[Vec<u8>],
+) -> Result<usize, Unfinished> {
+    let end = cur.work + max_work;
+    let mut limit = 64usize.min(max_extra);
+    loop {
+        // A limit that is too small must not spend the whole budget exhausting its tree: each
+        // but the last gets an eighth of it.
+        let last = limit >= max_extra;
+        let level_end = if last { end } else { cur.work + max_work / 8 };
+        match dfs(cur, limit, level_end.min(end), json, hints) {
+            Ok(n) => return Ok(n),
+            Err(Unfinished::Work) if last || cur.work >= end => return Err(Unfinished::Work),
+            Err(Unfinished::Bytes) if last => return Err(Unfinished::Bytes),
+            Err(_) => limit = limit.saturating_mul(4).min(max_extra),
+        }
+    }
+}
+
+/// After this many equal bytes the search tries that byte last.
+const REPEAT: usize = 8;
+
+/// One depth-limited, closing-first depth-first search. Where a JSON object key has just been
+/// opened, the `hints` (the schema's property names, required ones first, each with its closing
+/// quote) are tried as single moves before single bytes: without them an open object takes the
+/// shortest *additional* key (`""`) over and over and never spells a required one.
+fn dfs(
+    cur: &mut Cursor,
+    limit: usize,
+    work_end: u64,
+    json: bool,
+    hints: &[Vec<u8>],
+) -> Result<usize, Unfinished> {
+    let order = closing_order();
+    // One frame per move: the index of the next move to try (hints first where they apply,
+    // then the 256 bytes in `order`, then slot 256: a byte that repeats the last `REPEAT`
+    // pushed ones is tried last, so a run like `0.0000…` that could go on for ever gives way to
+    // the byte that ends it), and the bytes the move taken pushed.
+    let base = cur.len();
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    let mut out_of_work = false;
+    loop {
+        let added = cur.len() - base;
+        if cur.accepting() && (!json || cur.json().depth == 0) {
+            return Ok(added);
+        }
+        let pos = cur.json();
+        let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
+        let n_hints = if key_opened { hints.len() } else { 0 };
+        let top = stack.len() - 1;
+        let mut pushed = 0;
+        if added < limit && (!json || added + pos.closing_bytes() <= limit) {
+            let bytes = &cur.bytes()[base..];
+            let repeat = (bytes.len() >= REPEAT)
+                .then(|| bytes[bytes.len() - REPEAT..].to_vec())
+                .filter(|run| run.iter().all(|&b| b == run[0]))
+                .map(|run| run[0]);
+            while stack[top].0 < n_hints + 257 {
+                if cur.work >= work_end {
+                    out_of_work = true;
+                    break;
+                }
+                let k = stack[top].0;
+                stack[top].0 += 1;
+                if k < n_hints {
+                    if added + hints[k].len() <= limit && cur.push_all(&hints[k]) {
+                        pushed = hints[k].len();
+                        break;
+                    }
+                    continue;
+                }
+                let k = k - n_hints;
+                let b = match repeat {
+                    None if k == 256 => continue,
+                    None => order[k],
+                    Some(r) if k == 256 => r,
+                    Some(r) if order[k] == r => continue,
+                    Some(_) => order[k],
+                };
+                if cur.push(b) {
+                    pushed = 1;
+                    break;
+                }
+            }
+        }
+        if pushed > 0 {
+            stack[top].1 = pushed;
+            stack.push((0, 0));
+            continue;
+        }
+        // Exhausted here (or out of work): go back up.
+        stack.pop();
+        let Some(&(_, n)) = stack.last() else {
+            return Err(if out_of_work { Unfinished::Work } else { Unfinished::Bytes });
+        };
+        cur.pop_n(n);
+        if out_of_work {
+            let rest = cur.len() - base;
+            cur.pop_n(rest);
+            return Err(Unfinished::Work);
+        }
+    }
+}

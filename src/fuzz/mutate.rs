@@ -1,0 +1,333 @@
+//! Mutations of a valid instance, read off the keywords that apply to each of its values
+//! ([`SchemaMap::visit`]): *near misses* — one small change that should break exactly one
+//! keyword (a bound ±1, a required property removed, an extra property where
+//! `additionalProperties` is `false`, a wrong type, a pattern broken by one character, a
+//! duplicate in a `uniqueItems` array, a length one past its limit, a value outside its `enum`)
+//! — and *boundary variants* that should stay valid (a number at its bound, a string at its
+//! minimum or maximum length, another `enum` value, an optional property left out, an array at
+//! its minimum length).
+//!
+//! Nothing here decides validity: every mutant is labelled with the keyword it aims at and its
+//! pointer, and the caller keeps a near miss only when the engine refuses it and a variant only
+//! when the engine accepts it (a mutant another `anyOf` branch accepts is simply dropped).
+
+use super::schema_map::{declared_types, is_integer, json_eq, SchemaMap, Step};
+use super::Rng;
+use serde_json::{Map, Number, Value};
+
+/// A mutated instance and the keyword (with its JSON pointer in the schema) it aims at.
+#[derive(Clone, Debug)]
+pub(crate) struct Mutant {
+    pub value: Value,
+    pub keyword: String,
+    pub pointer: String,
+}
+
+fn num(text: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Number(_)) => Some(v),
+        _ => None,
+    }
+}
+
+/// `n + delta` (`delta` a small integer), exact for integers, through `f64` otherwise.
+fn shift(n: &Number, delta: i64) -> Option<Value> {
+    let s = n.to_string();
+    if let Ok(i) = s.parse::<i128>() {
+        return num(&(i.checked_add(i128::from(delta))?).to_string());
+    }
+    let f = s.parse::<f64>().ok()? + delta as f64;
+    f.is_finite().then(|| num(&format!("{f:?}"))).flatten()
+}
+
+fn shift_frac(n: &Number, delta: f64) -> Option<Value> {
+    let f = n.to_string().parse::<f64>().ok()? + delta;
+    f.is_finite().then(|| num(&format!("{f:?}"))).flatten()
+}
+
+/// A value of a JSON type `types` does not allow (`integer` allowing whole numbers only).
+fn wrong_type(types: &[&str], rng: &mut Rng) -> Option<Value> {
+    let candidates = [
+        ("string", Value::String("x".into())),
+        ("integer", Value::from(0)),
+        ("number", num("0.5").expect("a number")),
+        ("boolean", Value::Bool(true)),
+        ("null", Value::Null),
+        ("array", Value::Array(Vec::new())),
+        ("object", Value::Object(Map::new())),
+    ];
+    let allowed = |t: &str| types.contains(&t) || (t == "integer" && types.contains(&"number"));
+    let offset = rng.below(candidates.len() as u32) as usize;
+    (0..candidates.len())
+        .map(|i| &candidates[(i + offset) % candidates.len()])
+        .find(|(t, _)| !allowed(t))
+        .map(|(_, v)| v.clone())
+}
+
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn truncate_chars(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn pad_chars(s: &str, n: usize) -> String {
+    let mut out = s.to_string();
+    let have = char_len(s);
+    out.extend(std::iter::repeat_n('a', n.saturating_sub(have)));
+    out
+}
+
+fn as_len(v: Option<&Value>) -> Option<usize> {
+    v.and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok())
+}
+
+/// Replace the value at `path` in a copy of `instance`.
+fn replaced(instance: &Value, path: &[Step], new: Value) -> Option<Value> {
+    let mut copy = instance.clone();
+    *super::schema_map::at_mut(&mut copy, path)? = new;
+    Some(copy)
+}
+
+/// One character of `s` changed to break a pattern: a replacement by a character of another
+/// class, a deletion or an insertion, chosen by `rng`.
+fn broken(s: &str, rng: &mut Rng) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.is_empty() {
+        return "!".into();
+    }
+    let i = rng.below(chars.len() as u32) as usize;
+    let mut out = chars.clone();
+    match rng.below(3) {
+        0 => {
+            out[i] = match chars[i] {
+                c if c.is_ascii_digit() => 'x',
+                c if c.is_alphabetic() => '0',
+                _ => 'a',
+            };
+        }
+        1 => {
+            out.remove(i);
+        }
+        _ => out.insert(i, '!'),
+    }
+    out.into_iter().collect()
+}
+
+/// Candidate near misses of `instance` (not yet judged), in random order.
+pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    map.visit(instance, &mut |visit, value| {
+        if visit.pointer.contains("/enum/") {
+            return;
+        }
+        let node = visit.node;
+        let ptr = &visit.pointer;
+        let mut add = |keyword: &str, new: Option<Value>| {
+            if let Some(v) = new.and_then(|n| replaced(instance, &visit.path, n)) {
+                out.push(Mutant {
+                    value: v,
+                    keyword: keyword.into(),
+                    pointer: format!("{ptr}/{keyword}"),
+                });
+            }
+        };
+        if let Some(types) = declared_types(node) {
+            add("type", wrong_type(&types, rng));
+        }
+        if let Some(Value::Array(values)) = node.get("enum") {
+            let candidates =
+                [Value::String("zz-not-in-enum".into()), Value::from(987_654_321), Value::Null];
+            add("enum", candidates.into_iter().find(|c| !values.iter().any(|v| json_eq(v, c))));
+        }
+        if let Some(c) = node.get("const") {
+            let other = if json_eq(c, &Value::Null) { Value::from(0) } else { Value::Null };
+            add("const", Some(other));
+        }
+        if let Value::Number(n) = value {
+            let integer = declared_types(node).is_some_and(|t| t == ["integer"]) || is_integer(n);
+            let draft4_excl = |k: &str| node.get(k).and_then(Value::as_bool) == Some(true);
+            if let Some(Value::Number(b)) = node.get("minimum") {
+                let v = if draft4_excl("exclusiveMinimum") {
+                    Some(Value::Number(b.clone()))
+                } else {
+                    shift(b, -1)
+                };
+                add("minimum", v);
+            }
+            if let Some(Value::Number(b)) = node.get("maximum") {
+                let v = if draft4_excl("exclusiveMaximum") {
+                    Some(Value::Number(b.clone()))
+                } else {
+                    shift(b, 1)
+                };
+                add("maximum", v);
+            }
+            for k in ["exclusiveMinimum", "exclusiveMaximum"] {
+                if let Some(Value::Number(b)) = node.get(k) {
+                    add(k, Some(Value::Number(b.clone())));
+                }
+            }
+            if let Some(Value::Number(m)) = node.get("multipleOf") {
+                let v = if integer && is_integer(m) && m.to_string() != "1" {
+                    shift(n, 1)
+                } else {
+                    m.to_string().parse::<f64>().ok().and_then(|mf| shift_frac(n, mf / 2.0))
+                };
+                add("multipleOf", v);
+            }
+        }
+        if let Value::String(s) = value {
+            if let Some(min) = as_len(node.get("minLength")).filter(|&m| m >= 1) {
+                add("minLength", Some(Value::String(truncate_chars(&pad_chars(s, min), min - 1))));
+            }
+            if let Some(max) = as_len(node.get("maxLength")).filter(|&m| m < 100_000) {
+                add("maxLength", Some(Value::String(pad_chars(s, max + 1))));
+            }
+            if node.get("pattern").is_some_and(Value::is_string) {
+                add("pattern", Some(Value::String(broken(s, rng))));
+            }
+        }
+        if let Value::Object(members) = value {
+            if let Some(Value::Array(req)) = node.get("required") {
+                let present: Vec<&str> = req
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|k| members.contains_key(*k))
+                    .collect();
+                if !present.is_empty() {
+                    let k = present[rng.below(present.len() as u32) as usize];
+                    let mut m = members.clone();
+                    m.shift_remove(k);
+                    add("required", Some(Value::Object(m)));
+                }
+            }
+            let props = node.get("properties").and_then(Value::as_object);
+            let extra_key = (0..)
+                .map(|i| if i == 0 { "zz_extra".to_string() } else { format!("zz_extra{i}") })
+                .find(|k| !members.contains_key(k) && !props.is_some_and(|p| p.contains_key(k)))
+                .expect("a free key");
+            if node.get("additionalProperties") == Some(&Value::Bool(false)) {
+                let mut m = members.clone();
+                m.insert(extra_key.clone(), Value::from(0));
+                add("additionalProperties", Some(Value::Object(m)));
+            }
+            if let Some(max) = as_len(node.get("maxProperties")).filter(|&m| m < 1000) {
+                let mut m = members.clone();
+                for i in 0..=max.saturating_sub(m.len()) {
+                    m.insert(format!("{extra_key}_{i}"), Value::from(0));
+                }
+                add("maxProperties", Some(Value::Object(m)));
+            }
+            if let Some(min) = as_len(node.get("minProperties")).filter(|&m| m >= 1) {
+                let m: Map<String, Value> =
+                    members.iter().take(min - 1).map(|(k, v)| (k.clone(), v.clone())).collect();
+                add("minProperties", Some(Value::Object(m)));
+            }
+        }
+        if let Value::Array(items) = value {
+            if let Some(min) = as_len(node.get("minItems")).filter(|&m| m >= 1) {
+                add("minItems", Some(Value::Array(items.iter().take(min - 1).cloned().collect())));
+            }
+            if let (Some(max), Some(first)) = (as_len(node.get("maxItems")), items.first()) {
+                if max < 1000 {
+                    let mut a = items.clone();
+                    while a.len() <= max {
+                        a.push(first.clone());
+                    }
+                    add("maxItems", Some(Value::Array(a)));
+                }
+            }
+            if node.get("uniqueItems") == Some(&Value::Bool(true)) && !items.is_empty() {
+                let mut a = items.clone();
+                let i = rng.below(items.len() as u32) as usize;
+                a.push(items[i].clone());
+                add("uniqueItems", Some(Value::Array(a)));
+            }
+        }
+    });
+    shuffle(&mut out, rng);
+    out
+}
+
+/// Candidate boundary variants of `instance` (not yet judged), in random order: what a random
+/// walk rarely hits by itself.
+pub(crate) fn boundary_variants(
+    map: &SchemaMap<'_>,
+    instance: &Value,
+    rng: &mut Rng,
+) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    map.visit(instance, &mut |visit, value| {
+        if visit.pointer.contains("/enum/") {
+            return;
+        }
+        let node = visit.node;
+        let ptr = &visit.pointer;
+        let mut add = |keyword: &str, new: Option<Value>| {
+            if let Some(v) = new.and_then(|n| replaced(instance, &visit.path, n)) {
+                out.push(Mutant {
+                    value: v,
+                    keyword: keyword.into(),
+                    pointer: format!("{ptr}/{keyword}"),
+                });
+            }
+        };
+        if let Some(Value::Array(values)) = node.get("enum") {
+            if !values.is_empty() {
+                add("enum", Some(values[rng.below(values.len() as u32) as usize].clone()));
+            }
+        }
+        if let Value::Number(_) = value {
+            for k in ["minimum", "maximum"] {
+                if let Some(Value::Number(b)) = node.get(k) {
+                    add(k, Some(Value::Number(b.clone())));
+                }
+            }
+            if let Some(Value::Number(b)) = node.get("exclusiveMinimum") {
+                add("exclusiveMinimum", shift(b, 1));
+            }
+            if let Some(Value::Number(b)) = node.get("exclusiveMaximum") {
+                add("exclusiveMaximum", shift(b, -1));
+            }
+        }
+        if let Value::String(s) = value {
+            if let Some(min) = as_len(node.get("minLength")) {
+                add("minLength", Some(Value::String(truncate_chars(&pad_chars(s, min), min))));
+            }
+            if let Some(max) = as_len(node.get("maxLength")).filter(|&m| m <= 4096) {
+                add("maxLength", Some(Value::String(pad_chars(s, max))));
+            }
+        }
+        if let Value::Object(members) = value {
+            let req: Vec<&str> = match node.get("required") {
+                Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let optional: Vec<&String> =
+                members.keys().filter(|k| !req.contains(&k.as_str())).collect();
+            if !optional.is_empty() {
+                let k = optional[rng.below(optional.len() as u32) as usize];
+                let mut m = members.clone();
+                m.shift_remove(k);
+                add("properties", Some(Value::Object(m)));
+            }
+        }
+        if let Value::Array(items) = value {
+            let min = as_len(node.get("minItems")).unwrap_or(0);
+            if items.len() > min {
+                add("minItems", Some(Value::Array(items[..min].to_vec())));
+            }
+        }
+    });
+    shuffle(&mut out, rng);
+    out
+}
+
+fn shuffle<T>(xs: &mut [T], rng: &mut Rng) {
+    for i in (1..xs.len()).rev() {
+        let j = rng.below(i as u32 + 1) as usize;
+        xs.swap(i, j);
+    }
+}

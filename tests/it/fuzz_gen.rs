@@ -1,0 +1,190 @@
+//! `grammask::fuzz` judged by an independent validator: valid instances of the MaskBench sample
+//! (`tests/data/maskbench/`) and of hand-written schemas are accepted by the `jsonschema` crate,
+//! near misses are rejected by it and carry the label of the keyword they break, generation
+//! always finishes where the random-logit walk does not, and regex strings match their regex.
+
+use grammask::fuzz::{FuzzConfig, FuzzErrorKind, Fuzzer};
+use grammask::{Constraint, Vocabulary};
+use std::collections::HashSet;
+use std::path::Path;
+
+fn judge(
+    schema: &serde_json::Value,
+    vocab: &Vocabulary,
+    n: usize,
+    k: usize,
+    seed: u64,
+) -> (usize, usize) {
+    let compiled = Constraint::json_schema(schema).compile(vocab).expect("compiles");
+    let config = FuzzConfig::default().with_n(n).with_invalid(k).with_seed(seed);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    // FIXME(issue 20): on one schema of the sample the token-level engine refuses a document
+    // the byte-level probe finished (a large open object); such documents are dropped and
+    // counted, and must stay rare.
+    assert!(report.stats.disagreements <= n / 10, "{report}");
+    let validator = jsonschema::validator_for(schema).unwrap();
+    let mut distinct = HashSet::new();
+    for inst in &report.instances {
+        let v: serde_json::Value = serde_json::from_str(&inst.text).expect("JSON");
+        assert_eq!(inst.valid, inst.violates.is_none(), "{}", inst.text);
+        if inst.valid {
+            assert!(
+                validator.is_valid(&v),
+                "valid instance rejected by jsonschema: {}\nschema {schema}",
+                inst.text
+            );
+            assert!(distinct.insert(v.to_string()), "duplicate {}", inst.text);
+        } else {
+            assert!(
+                !validator.is_valid(&v),
+                "near miss accepted by jsonschema ({:?}): {}",
+                inst.violates,
+                inst.text
+            );
+            let x = inst.violates.as_ref().unwrap();
+            assert!(x.pointer.ends_with(&format!("/{}", x.keyword)), "{x:?}");
+        }
+    }
+    (report.n_valid(), report.n_invalid())
+}
+
+#[test]
+fn maskbench_sample_instances_are_judged_right_by_jsonschema() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/maskbench");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let (mut schemas, mut valid, mut invalid) = (0, 0, 0);
+    for path in files {
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let schema = &file["schema"];
+        if Constraint::json_schema(schema).compile(&vocab).is_err() {
+            continue;
+        }
+        let (v, i) = judge(schema, &vocab, 20, 5, 3);
+        assert!(v >= 10, "{}: only {v} valid instances", path.display());
+        schemas += 1;
+        valid += v;
+        invalid += i;
+    }
+    assert!(schemas >= 10, "{schemas} schemas compiled");
+    assert!(
+        valid >= schemas * 15 && invalid >= schemas * 3,
+        "{valid} valid, {invalid} near misses"
+    );
+}
+
+#[test]
+fn near_misses_name_the_keyword_they_break() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": 1, "maximum": 100},
+            "tag": {"enum": ["a", "b", "c"]},
+            "name": {"type": "string", "minLength": 2, "maxLength": 8},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 3}
+        },
+        "required": ["id", "name", "code"],
+        "additionalProperties": false
+    });
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(60).with_invalid(60).with_seed(11);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for inst in report.instances.iter().filter(|i| !i.valid) {
+        let v: serde_json::Value = serde_json::from_str(&inst.text).unwrap();
+        assert!(!validator.is_valid(&v), "{}", inst.text);
+    }
+    for keyword in [
+        "required",
+        "additionalProperties",
+        "type",
+        "minimum",
+        "maximum",
+        "pattern",
+        "maxLength",
+        "minLength",
+    ] {
+        assert!(report.violations.contains_key(keyword), "no {keyword} near miss: {report}");
+    }
+    let labels: HashSet<(String, String)> = report
+        .instances
+        .iter()
+        .filter_map(|i| i.violates.as_ref().map(|v| (v.keyword.clone(), v.pointer.clone())))
+        .collect();
+    assert!(labels.contains(&("maximum".into(), "/properties/id/maximum".into())), "{labels:?}");
+    assert!(labels.contains(&("required".into(), "/required".into())), "{labels:?}");
+    // Every location of this schema (root, 5 properties, 3 enum values, the items) is reached.
+    assert_eq!(report.coverage.total(), 10, "{:?}", report.coverage);
+    assert_eq!(report.coverage.exercised(), 10, "{report}");
+}
+
+/// A recursive schema whose random walk keeps opening children: every instance still finishes
+/// within the byte budget, by the completion search.
+#[test]
+fn recursive_schemas_always_finish() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({
+        "$defs": {"node": {"type": "object", "properties": {
+            "name": {"type": "string", "minLength": 3},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "minItems": 1}
+        }, "required": ["name"]}},
+        "$ref": "#/$defs/node"
+    });
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(50).with_seed(5).with_max_bytes(512);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    assert_eq!(report.n_valid(), 50, "{report}");
+    assert_eq!(report.stats.unfinished, 0, "{report}");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut nested = 0;
+    for inst in &report.instances {
+        assert!(inst.text.len() <= 512, "{}", inst.text.len());
+        let v: serde_json::Value = serde_json::from_str(&inst.text).unwrap();
+        assert!(validator.is_valid(&v), "{}", inst.text);
+        nested += usize::from(v.get("children").is_some());
+    }
+    assert!(nested > 0, "no instance has children");
+}
+
+#[test]
+fn a_schema_without_a_short_document_fails_honestly() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"type": "string", "minLength": 300});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(3).with_max_bytes(100);
+    let err = Fuzzer::new(&compiled, config).unwrap().run().unwrap_err();
+    assert!(matches!(err.kind(), FuzzErrorKind::Unfinished { max_bytes: 100, .. }), "{err}");
+}
+
+#[test]
+fn regex_strings_match_and_near_misses_do_not() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let pattern = r"(ab|cd)[0-9]{2,4}-[a-z]+";
+    let compiled = Constraint::regex(pattern).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(30).with_invalid(10).with_seed(2).with_max_bytes(64);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    let re = regex_automata::meta::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+    assert!(report.n_valid() >= 20 && report.n_invalid() >= 5, "{report}");
+    for inst in &report.instances {
+        assert_eq!(re.is_match(&inst.text), inst.valid, "{:?}", inst);
+    }
+}
+
+/// The same seed gives the same instances; another seed gives others.
+#[test]
+fn runs_are_reproducible_by_seed() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"type": "array", "items": {"type": "string"}});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let run = |seed| {
+        let config = FuzzConfig::default().with_n(10).with_seed(seed);
+        let r = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+        r.instances.into_iter().map(|i| i.text).collect::<Vec<_>>()
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+}
