@@ -423,7 +423,12 @@ impl<'c> Fuzzer<'c> {
     /// gives), EOS included.
     pub fn accepts(&self, text: &str) -> bool {
         let vocab = self.compiled.vocab();
-        let Ok(tokens) = vocab.encode_exact(text) else { return false };
+        // A text the tokenizer cannot spell back (its normaliser maps U+0387 to U+00B7, say) is
+        // still a byte string a model can emit token by token: spell it greedily instead.
+        let Some(tokens) = vocab.encode_exact(text).ok().or_else(|| greedy_tokens(vocab, text))
+        else {
+            return false;
+        };
         let mut engine = self.compiled.engine();
         for t in tokens {
             if engine.advance(t).is_err() {
@@ -689,4 +694,21 @@ fn byte_edits(text: &str, rng: &mut Rng) -> Vec<(String, Violation)> {
         out.push((new, Violation { keyword: edit.into(), pointer: format!("/{offset}") }));
     }
     out
+}
+
+/// `text`'s bytes as tokens, longest token first at each position (`None` when some position
+/// starts no token): a spelling the model can emit even where the tokenizer's own encoding
+/// normalises the text into other bytes.
+fn greedy_tokens(vocab: &crate::Vocabulary, text: &str) -> Option<Vec<crate::TokenId>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let mut best = None;
+        vocab.trie().prefix_tokens(&bytes[at..], |len, t| best = Some((len, t)));
+        let (len, t) = best?;
+        out.push(t);
+        at += len;
+    }
+    Some(out)
 }

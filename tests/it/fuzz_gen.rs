@@ -18,10 +18,9 @@ fn judge(
     let compiled = Constraint::json_schema(schema).compile(vocab).expect("compiles");
     let config = FuzzConfig::default().with_n(n).with_invalid(k).with_seed(seed);
     let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
-    // FIXME(issue 20): on one schema of the sample the token-level engine refuses a document
-    // the byte-level probe finished (a large open object); such documents are dropped and
-    // counted, and must stay rare.
-    assert!(report.stats.disagreements <= n / 10, "{report}");
+    // Every document the byte-level walk finishes, the token-level engine accepts too (texts
+    // the tokenizer normalises on encoding are spelled greedily, as a model could emit them).
+    assert_eq!(report.stats.disagreements, 0, "{report}");
     let validator = jsonschema::validator_for(schema).unwrap();
     let mut distinct = HashSet::new();
     for inst in &report.instances {
