@@ -1,8 +1,8 @@
 //! `grammask.Matcher` — one request's constraint state over a `CompiledConstraint`, with
 //! XGrammar's `GrammarMatcher` method names (`fill_next_token_bitmask`, `accept_token`,
 //! `accept_string`, `rollback`, `is_terminated`, `reset`, `find_jump_forward_string`) — and
-//! `fill_next_token_bitmask_batch`, which fills one bitmask row per matcher on the calling
-//! thread and a thread pool, with the GIL released.
+//! `fill_next_token_bitmask_batch`, which fills one bitmask row per matcher on a thread pool
+//! with the GIL released.
 //!
 //! The engine sits behind a `Mutex` (uncontended: a few ns) so the class is `frozen` and a batch
 //! fill can reach many matchers from pool threads without the GIL. Mask fills release the GIL
@@ -17,8 +17,8 @@ use grammask::{TokenId, TokenMask};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A request's mutable state.
@@ -280,8 +280,7 @@ fn pool(n: usize) -> PyResult<Arc<rayon::ThreadPool>> {
 
 /// Fill row `indices[i]` (default: row `i`) of `bitmask` with the mask of `matchers[i]`, on
 /// `n_threads` threads (default: the machine's cores) with the GIL released. Rows are handed
-/// out one at a time, so uneven masks balance; the calling thread fills rows too, beside
-/// `n_threads - 1` pool threads. Raises as `Matcher.fill_next_token_bitmask`,
+/// out one at a time, so uneven masks balance. Raises as `Matcher.fill_next_token_bitmask`,
 /// and `ValueError` for repeated indices.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, n_threads=None, indices=None))]
@@ -331,39 +330,10 @@ pub(crate) fn fill_next_token_bitmask_batch(
         unsafe { rows.write(idx[i], mask) };
         Ok(())
     };
-    // The calling thread works too, beside `n - 1` pool threads: waking a sleeping worker costs
-    // tens of microseconds on a VM, about as much as two masks, and a pool the caller only waits
-    // on pays that wake-up before any work starts. Rows are claimed one at a time from a shared
-    // counter, so uneven masks balance and a late worker just finds less to do.
-    let pool = if n > 1 { Some(pool(n - 1)?) } else { None };
+    let pool = if n > 1 { Some(pool(n)?) } else { None };
     let result = py.detach(|| match &pool {
         None => (0..refs.len()).try_for_each(work),
-        Some(p) => {
-            let next = AtomicUsize::new(0);
-            let first_error: Mutex<Option<EngineError>> = Mutex::new(None);
-            let drain = || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= refs.len() {
-                    break;
-                }
-                if let Err(e) = work(i) {
-                    // Stop the others: no further rows are claimed.
-                    next.store(refs.len(), Ordering::Relaxed);
-                    first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-                    break;
-                }
-            };
-            p.in_place_scope(|s| {
-                for _ in 1..n {
-                    s.spawn(|_| drain());
-                }
-                drain();
-            });
-            match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-                Some(e) => Err(e),
-                None => Ok(()),
-            }
-        }
+        Some(p) => p.install(|| (0..refs.len()).into_par_iter().with_max_len(1).try_for_each(work)),
     });
     target.release(py);
     result.map_err(|e| errors::engine_error(py, &e))
