@@ -379,14 +379,24 @@ impl Vocabulary {
         let tcfg = config_json.map(parse_config).transpose()?.unwrap_or_default();
         let mut inner = decode_vocab(tokenizer, source)?;
         let lookup = |role: &'static str, content: &str| -> Result<TokenId, VocabError> {
-            inner.tokenizer.as_ref().and_then(|t| t.token_to_id(content)).map(TokenId).ok_or_else(
-                || {
+            let id =
+                inner.tokenizer.as_ref().and_then(|t| t.token_to_id(content)).ok_or_else(|| {
                     VocabError::new(VocabErrorKind::UnknownToken {
                         role,
                         content: content.to_string(),
                     })
-                },
-            )
+                })?;
+            // A model whose ids have holes or repeats (a malformed tokenizer.json) can name a
+            // token past the ids the vocabulary decodes: refuse it rather than keep an EOS
+            // (BOS, pad) no mask can hold (fuzz finding, docs/fuzzing.md).
+            if id as usize >= inner.n_tokens {
+                return Err(VocabError::new(VocabErrorKind::Tokenizer(format!(
+                    "the {role} token {content:?} has id {id}, past the {} ids the model \
+                     defines (repeated or missing ids in tokenizer.json)",
+                    inner.n_tokens
+                ))));
+            }
+            Ok(TokenId(id))
         };
         let mut eos = Vec::new();
         for c in tcfg.eos.iter().chain(&config.extra_eos_tokens) {
