@@ -172,7 +172,7 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
-            let text = cli_tools::render(&vocab, &gen.tokens);
+            let text = grammask::constraint::tools::render_output(&vocab, &gen.tokens);
             cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             say!("{v}");
         }

@@ -8,7 +8,7 @@ use clap::Args;
 use grammask::constraint::tools::{
     extract_tool_calls, parse_tools, tool_constraint, Reasoning, ToolChoice, ToolFormat,
 };
-use grammask::{Constraint, TokenId, Vocabulary};
+use grammask::{Constraint, Vocabulary};
 use std::path::PathBuf;
 
 /// The tool-calling flags.
@@ -58,25 +58,6 @@ pub fn constraint(args: &ToolArgs, vocab: &Vocabulary) -> Result<Option<Constrai
     let tagged = tool_constraint(vocab, &tools, &choice, format(args, vocab)?, reasoning)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Some(Constraint::tagged(tagged)))
-}
-
-/// The output as text with special tokens written as their strings (EOS left out).
-pub fn render(vocab: &Vocabulary, tokens: &[TokenId]) -> String {
-    let mut out = Vec::new();
-    for &t in tokens {
-        if vocab.is_eos(t) {
-            continue;
-        }
-        match vocab.token_bytes(t) {
-            [] => {
-                if let Some(s) = vocab.tokenizer().and_then(|k| k.id_to_token(t.0)) {
-                    out.extend_from_slice(s.as_bytes());
-                }
-            }
-            b => out.extend_from_slice(b),
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// With `--tools`, set `content` and `tool_calls` in a JSON report from the output `text`.

@@ -654,7 +654,7 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
             if args.think_budget.is_some() {
                 v["reasoning_content"] = serde_json::Value::String(gen.reasoning_content());
             }
-            let text = cli_tools::render(&vocab, &gen.tokens);
+            let text = grammask::constraint::tools::render_output(&vocab, &gen.tokens);
             cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             if args.logprobs > 0 {
                 v["logprobs"] = serde_json::Value::Array(
@@ -681,7 +681,7 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
             for l in cli_tools::lines(
                 &args.constraint.tools,
                 &vocab,
-                &cli_tools::render(&vocab, &gen.tokens),
+                &grammask::constraint::tools::render_output(&vocab, &gen.tokens),
             ) {
                 say!("{l}");
             }

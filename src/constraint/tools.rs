@@ -415,6 +415,27 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// An output as text with special tokens written as their strings (EOS left out): what the
+/// tool-call formats are read back from ([`extract_tool_calls`]), since a call's begin and end
+/// markers are often special tokens.
+pub fn render_output(vocab: &Vocabulary, tokens: &[crate::TokenId]) -> String {
+    let mut out = Vec::new();
+    for &t in tokens {
+        if vocab.is_eos(t) {
+            continue;
+        }
+        match vocab.token_bytes(t) {
+            [] => {
+                if let Some(s) = vocab.tokenizer().and_then(|k| k.id_to_token(t.0)) {
+                    out.extend_from_slice(s.as_bytes());
+                }
+            }
+            b => out.extend_from_slice(b),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The calls in `output` (the decoded text, special tokens written as their strings) and the
 /// text outside them (the content; Qwen3 `<think>` blocks and Harmony's analysis left out).
 pub fn extract_tool_calls(format: ToolFormat, output: &str) -> (String, Vec<ToolCall>) {

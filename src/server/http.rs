@@ -10,7 +10,7 @@ use super::request::{parse_chat, parse_completion, Params, Spec};
 use super::worker::Worker;
 use crate::constraint::tagged::Tagged;
 use crate::constraint::tools::{
-    extract_tool_calls, tool_constraint, Reasoning, Tool, ToolChoice, ToolFormat,
+    extract_tool_calls, render_output, tool_constraint, Reasoning, Tool, ToolChoice, ToolFormat,
 };
 use crate::constraint::{CompiledConstraint, Constraint};
 use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
@@ -350,26 +350,6 @@ fn decode_config(
     Ok(cfg)
 }
 
-/// The output with special tokens written as their strings (EOS left out), which is what the
-/// tool-call formats are read back from.
-fn render(vocab: &Vocabulary, tokens: &[TokenId]) -> String {
-    let mut out = Vec::new();
-    for &t in tokens {
-        if vocab.is_eos(t) {
-            continue;
-        }
-        match vocab.token_bytes(t) {
-            [] => {
-                if let Some(s) = vocab.tokenizer().and_then(|k| k.id_to_token(t.0)) {
-                    out.extend_from_slice(s.as_bytes());
-                }
-            }
-            b => out.extend_from_slice(b),
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// The text of the first `<think>…</think>` block of `raw` (empty when there is none).
 fn think_block(raw: &str) -> &str {
     let Some(start) = raw.find("<think>") else { return "" };
@@ -667,7 +647,7 @@ impl Shape {
         if !self.tools {
             return (Some(o.text.clone()), Vec::new(), o.finish, o.reasoning.clone());
         }
-        let raw = render(&self.app.vocab, &o.tokens);
+        let raw = render_output(&self.app.vocab, &o.tokens);
         let reasoning = think_block(&raw).to_owned();
         let (content, calls) = extract_tool_calls(self.app.tool_format, &raw);
         let calls: Vec<Value> = calls
