@@ -103,6 +103,11 @@ fn progress(quiet: bool) -> impl FnMut(LoadProgress) {
 /// `generate` on the model at `path`.
 pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
     let m = &args.model;
+    if args.finish_after.is_some() {
+        return Err(
+            "--finish-after steers the random-logit model; it is not supported with --model".into(),
+        );
+    }
     let mut builder = ModelConfig::builder();
     if let Some(t) = m.threads {
         builder = builder.threads(t);

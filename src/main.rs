@@ -344,6 +344,13 @@ struct GenerateArgs {
     /// the constraint applies to the answer after it.
     #[arg(long)]
     think_budget: Option<usize>,
+    /// After this many tokens, steer the random-logit model to the nearest end of the document
+    /// the completion search finds (then EOS), so a generation finishes instead of running
+    /// into --max-tokens; the mask still checks every token, and `finish_reason` is `stop`
+    /// only for an accepted document (`length` where --max-tokens comes first). JSON, JSON
+    /// Schema, regex and GBNF constraints; not with --think-budget, --tools or --model.
+    #[arg(long)]
+    finish_after: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -496,6 +503,13 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
 }
 
 fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn ConstraintEngine>> {
+    Ok(build_compiled(vocab, c)?.engine())
+}
+
+fn build_compiled(
+    vocab: &Vocabulary,
+    c: &ConstraintArgs,
+) -> CliResult<grammask::constraint::CompiledConstraint> {
     let source = c.schema.as_ref().or(c.grammar.as_ref()).or(c.tools.tools.as_ref());
     let constraint = match cli_tools::constraint(&c.tools, vocab)? {
         Some(t) => t,
@@ -505,7 +519,7 @@ fn build_engine(vocab: &Vocabulary, c: &ConstraintArgs) -> CliResult<Box<dyn Con
         Some(path) => format!("{}: {e}", path.display()),
         None => e.to_string(),
     })?;
-    Ok(compiled.engine())
+    Ok(compiled)
 }
 
 fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
@@ -627,8 +641,9 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
         return cli_model::generate(&args, &path);
     }
     let vocab = load_vocab(&args.vocab)?;
-    let engine = build_engine(&vocab, &args.constraint)?;
-    let mut model = RandomLogits::new(&vocab, args.seed);
+    let compiled = build_compiled(&vocab, &args.constraint)?;
+    let engine = compiled.engine();
+    let random = RandomLogits::new(&vocab, args.seed);
     #[cfg(feature = "model")]
     let unconstrained = args.model.no_constraint;
     #[cfg(not(feature = "model"))]
@@ -639,7 +654,25 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
         Some(e) => Some(e.as_mut()),
         None => None,
     };
-    let gen = decode(&mut model, &vocab, engine, &config).map_err(|e| e.to_string())?;
+    let gen = match args.finish_after {
+        None => {
+            let mut model = random;
+            decode(&mut model, &vocab, engine, &config)
+        }
+        Some(after) => {
+            if args.think_budget.is_some() || unconstrained {
+                return Err("--finish-after works with a constraint and without --think-budget \
+                            (the completion is of the constrained document)"
+                    .into());
+            }
+            let fuzz_config = grammask::fuzz::FuzzConfig::default();
+            let fuzzer = grammask::fuzz::Fuzzer::new(&compiled, fuzz_config)
+                .map_err(|e| format!("--finish-after: {e}"))?;
+            let mut model = grammask::fuzz::Finisher::new(random, &fuzzer, after);
+            decode(&mut model, &vocab, engine, &config)
+        }
+    }
+    .map_err(|e| e.to_string())?;
     let summary = Summary::of(&gen.mask_us);
     let skipped = gen.counters.masks_skipped;
     match args.format {

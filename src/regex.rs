@@ -14,7 +14,7 @@
 //!
 //! # Size limits and the lazy fallback
 //! [`RegexConfig::dfa`] bounds the NFA, the determinisation and the number of live DFA states;
-//! [`RegexConfig::dense_max_memory`] (2 MiB) holds the dense attempt to what builds in well
+//! [`RegexConfig::dense_max_memory`] (1 MiB) holds the dense attempt to what builds in well
 //! under a second. A pattern whose dense DFA would exceed them (`(a|b)*a(a|b){20}`: 2²¹ states) is determinised
 //! lazily instead ([`LazyDfa`]): states are built when a step first needs them, each request has
 //! its own cache bounded by [`RegexConfig::lazy_max_memory`], and dead ends are found exactly
@@ -76,7 +76,7 @@ pub struct RegexConfig {
     /// are refused with `TooBig`). See the module docs.
     pub lazy_max_memory: usize,
     /// Memory the dense determiniser may fill before a pattern goes to the lazy fallback
-    /// (default 2 MiB, and never more than `dfa.max_memory`; unused when `lazy_max_memory` is
+    /// (default 1 MiB, and never more than `dfa.max_memory`; unused when `lazy_max_memory` is
     /// 0, where the dense DFA gets all of `dfa.max_memory`). Determinisation time grows with
     /// it, about 50–80 ms per MiB in a release build on patterns of many `.`/`\w` repetitions, so this bounds the
     /// compile time of hostile patterns; a dense DFA is worth more than a lazy one only while
@@ -92,7 +92,7 @@ impl Default for RegexConfig {
             slice_min_tokens: 1_000,
             max_slices: 16,
             lazy_max_memory: 64 << 20,
-            dense_max_memory: 2 << 20,
+            dense_max_memory: 1 << 20,
         }
     }
 }
@@ -108,7 +108,7 @@ builder!(RegexConfig {
     with_max_slices => max_slices: usize,
     /// Memory of the lazy fallback per request (default 64 MiB; 0 disables it).
     with_lazy_max_memory => lazy_max_memory: usize,
-    /// Memory of the dense attempt before the lazy fallback (default 2 MiB).
+    /// Memory of the dense attempt before the lazy fallback (default 1 MiB).
     with_dense_max_memory => dense_max_memory: usize,
 });
 

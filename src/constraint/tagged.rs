@@ -1299,6 +1299,20 @@ impl InnerSlot {
         }
     }
 
+    /// A key of the probe's current state where states are small and hashable (free-form JSON,
+    /// regex): two byte paths with the same key have the same futures. `None` for the schema
+    /// and grammar engines.
+    pub(crate) fn state_key(&self) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        match &self.engine {
+            InnerEngine::Json(_) => self.json.last()?.hash(&mut h),
+            InnerEngine::Regex(_) => self.regex.last()?.hash(&mut h),
+            InnerEngine::Schema(_) | InnerEngine::Cfg(_) => return None,
+        }
+        Some(h.finish())
+    }
+
     pub(crate) fn accepting(&self) -> bool {
         match &self.engine {
             InnerEngine::Json(e) => e.grammar().is_accepting(self.json.last().expect("base")),

@@ -150,6 +150,12 @@ impl Cursor {
         true
     }
 
+    /// A key of the engine state after the bytes so far, where the engine has small hashable
+    /// states (free-form JSON, regex); see `InnerSlot::state_key`.
+    pub fn state_key(&self) -> Option<u64> {
+        self.slot.state_key()
+    }
+
     /// Are the bytes so far a complete document?
     pub fn accepting(&self) -> bool {
         self.slot.accepting()
@@ -265,6 +271,11 @@ fn dfs(
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     let mut out_of_work = false;
+    // Engine states reached (where the engine has a state key) and the fewest added bytes they
+    // were reached with: a state met again no earlier has been searched already with at least
+    // as much of the limit left, and found no end, so it is cut. Without it a regex like
+    // `[a-z]{3,}@…` has the search spell every string of letters up to the limit.
+    let mut reached: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     loop {
         let added = cur.len() - base;
         if cur.accepting() && (!json || cur.json().depth == 0) {
@@ -288,25 +299,39 @@ fn dfs(
                 }
                 let k = stack[top].0;
                 stack[top].0 += 1;
-                if k < n_hints {
+                let n = if k < n_hints {
                     if added + hints[k].len() <= limit && cur.push_all(&hints[k]) {
-                        pushed = hints[k].len();
-                        break;
+                        hints[k].len()
+                    } else {
+                        continue;
                     }
-                    continue;
-                }
-                let k = k - n_hints;
-                let b = match repeat {
-                    None if k == 256 => continue,
-                    None => order[k],
-                    Some(r) if k == 256 => r,
-                    Some(r) if order[k] == r => continue,
-                    Some(_) => order[k],
+                } else {
+                    let b = match repeat {
+                        None if k - n_hints == 256 => continue,
+                        None => order[k - n_hints],
+                        Some(r) if k - n_hints == 256 => r,
+                        Some(r) if order[k - n_hints] == r => continue,
+                        Some(_) => order[k - n_hints],
+                    };
+                    if !cur.push(b) {
+                        continue;
+                    }
+                    1
                 };
-                if cur.push(b) {
-                    pushed = 1;
-                    break;
+                if let Some(key) = cur.state_key() {
+                    let at = added + n;
+                    match reached.get(&key) {
+                        Some(&first) if first <= at && !cur.accepting() => {
+                            cur.pop_n(n);
+                            continue;
+                        }
+                        _ => {
+                            reached.insert(key, at);
+                        }
+                    }
                 }
+                pushed = n;
+                break;
             }
         }
         if pushed > 0 {

@@ -49,12 +49,14 @@
 //! ```
 
 mod cursor;
+mod finish;
 mod mutate;
 mod schema_map;
 #[cfg(feature = "proptest")]
 mod strategy;
 mod walk;
 
+pub use finish::Finisher;
 #[cfg(feature = "proptest")]
 pub use strategy::{instances, Instances};
 
@@ -322,6 +324,18 @@ pub enum FuzzErrorKind {
         /// The work budget.
         max_work: u64,
     },
+    /// [`Fuzzer::finish`]: the constraint refuses the prefix at this byte.
+    Refused {
+        /// Byte offset of the first refused byte.
+        at: usize,
+    },
+    /// [`Finisher`]: no vocabulary token starts the completion at this byte offset.
+    Unspellable {
+        /// Byte offset in the document.
+        at: usize,
+    },
+    /// [`Finisher`]: the vocabulary has no EOS token to end the document with.
+    NoEos,
 }
 
 impl FuzzError {
@@ -350,6 +364,15 @@ impl fmt::Display for FuzzError {
                 "no document could be finished within --max-bytes {max_bytes} and a work budget \
                  of {max_work} pushes (is there a finite document that short?)"
             ),
+            FuzzErrorKind::Refused { at } => {
+                write!(f, "the constraint refuses the output at byte {at}")
+            }
+            FuzzErrorKind::Unspellable { at } => {
+                write!(f, "no vocabulary token spells the completion at byte {at}")
+            }
+            FuzzErrorKind::NoEos => {
+                write!(f, "the vocabulary has no EOS token to end the document with")
+            }
         }
     }
 }

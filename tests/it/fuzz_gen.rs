@@ -187,3 +187,65 @@ fn runs_are_reproducible_by_seed() {
     assert_eq!(run(1), run(1));
     assert_ne!(run(1), run(2));
 }
+
+/// `Finisher` (what `grammask generate --finish-after` uses): the random-logit model past a
+/// token budget is steered to the nearest end, so every generation on the MaskBench sample
+/// stops with a document the `jsonschema` crate accepts, through the decode loop's own mask.
+#[test]
+fn generation_past_its_budget_is_steered_to_an_accepted_end() {
+    use grammask::decode::models::RandomLogits;
+    use grammask::decode::{decode, DecodeConfig};
+    use grammask::fuzz::Finisher;
+    let vocab = Vocabulary::embedded().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/maskbench");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let after = 24;
+    let (mut runs, mut steered) = (0, 0);
+    for path in files {
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let schema = &file["schema"];
+        let Ok(compiled) = Constraint::json_schema(schema).compile(&vocab) else { continue };
+        let fuzzer = Fuzzer::new(&compiled, FuzzConfig::default()).unwrap();
+        let validator = jsonschema::validator_for(schema).unwrap();
+        for seed in 0..3 {
+            let mut model = Finisher::new(RandomLogits::new(&vocab, seed), &fuzzer, after);
+            let mut engine = compiled.engine();
+            let config = DecodeConfig::builder().max_tokens(4000).seed(seed).build().unwrap();
+            let out = decode(&mut model, &vocab, Some(engine.as_mut()), &config).unwrap();
+            let name = path.display();
+            assert_eq!(out.finish_reason.as_str(), "stop", "{name} seed {seed}");
+            let doc: serde_json::Value = serde_json::from_str(&out.content())
+                .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}: {}", out.content()));
+            assert!(validator.is_valid(&doc), "{name} seed {seed}: {}", out.content());
+            runs += 1;
+            steered += usize::from(out.tokens.len() > after);
+        }
+    }
+    assert!(runs >= 30, "{runs} runs");
+    assert!(steered > 0, "no run reached the budget, so none was steered");
+}
+
+/// The completion search cuts engine states it has searched already (regex and free-form
+/// JSON have hashable states): strings of `[a-z]{3,}` no longer spell every letter string up
+/// to the limit before the `@`.
+#[test]
+fn regex_completions_do_not_enumerate_loops() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let pattern = r"[a-z]{3,}@[a-z]+\.(com|org)";
+    let compiled = Constraint::regex(pattern).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(40).with_seed(9).with_max_work(20_000);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    assert_eq!(report.stats.unfinished, 0, "{report}");
+    assert_eq!(report.n_valid(), 40, "{report}");
+    let fuzzer = Fuzzer::new(&compiled, FuzzConfig::default()).unwrap();
+    let done = fuzzer.finish(b"abcdefgh").unwrap();
+    let re = regex_automata::meta::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+    assert!(
+        done.starts_with(b"abcdefgh") && re.is_match(&done),
+        "{:?}",
+        String::from_utf8_lossy(&done)
+    );
+    assert!(matches!(fuzzer.finish(b"ab@").unwrap_err().kind(), FuzzErrorKind::Refused { at: 2 }));
+}
