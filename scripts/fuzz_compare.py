@@ -8,8 +8,8 @@ the spec's test suite) tells validator quirks from generator bugs; and "99.9 % v
 little without the same figure for the generators people already use. So this script:
 
 1. re-judges a bench `--out` JSONL (one line per schema: `{"file", "instances": [{"instance",
-   "valid", "violates"?}], "seconds"}`): valid instances with a `FormatChecker` (as the bench
-   does), near misses without formats (as the bench does), each with the Draft validator the
+   "valid", "violates"?}], "seconds"}`): valid instances with the Draft's `FORMAT_CHECKER` (as the
+   bench checks formats), near misses without formats (as the bench does), each with the Draft validator the
    schema asks for (`jsonschema.validators.validator_for`, 2020-12 when it says nothing);
    it counts valid accepted, near misses rejected, distinct valid, and lists every disagreement;
 2. runs hypothesis-jsonschema (`from_schema`, up to N distinct examples through a `@given` loop)
@@ -81,7 +81,6 @@ INSTALL = (
 
 try:
     import jsonschema
-    from jsonschema import FormatChecker
     from jsonschema.validators import validator_for
 except ImportError as e:  # pragma: no cover - install hint
     sys.exit(f"fuzz_compare.py needs Python's jsonschema ({e}); {INSTALL}")
@@ -125,7 +124,9 @@ class Judge:
         try:
             cls = validator_for(schema, default=jsonschema.Draft202012Validator)
             self.draft = cls.__name__
-            self.strict = cls(schema, format_checker=FormatChecker())
+            # The Draft's own checker: a bare FormatChecker() holds every Draft's formats, and
+            # its `time` is Draft 3's (HH:MM:SS, no offset), which refuses "22:28:40Z".
+            self.strict = cls(schema, format_checker=cls.FORMAT_CHECKER)
             self.lenient = cls(schema)
         except Exception as e:
             self.error = f"{type(e).__name__}: {str(e)[:200]}"
@@ -306,6 +307,9 @@ def _hypothesis_child(schema, n, limit, conn):
         error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
     signal.setitimer(signal.ITIMER_REAL, 0)
     secs = time.monotonic() - t0
+    if not seen and error is None:
+        error = (f"no example within the {limit:g} s cap" if secs >= limit
+                 else "no example (search space empty or every draw rejected)")
     conn.send({"instances": list(seen.values()), "draws": draws[0], "seconds": secs,
                "error": error if not seen else (None if error is None else "after some: " + error)})
     conn.close()
