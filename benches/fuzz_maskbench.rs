@@ -88,7 +88,10 @@ fn main() {
             let v: serde_json::Value = serde_json::from_str(&inst.text).expect("JSON");
             if inst.valid {
                 valid_total += 1;
-                distinct += usize::from(seen.insert(v.to_string()));
+                // Distinct as JSON values (key order and number spelling aside).
+                distinct += usize::from(
+                    seen.insert(grammask::fuzz::canonical_key(&inst.text).expect("JSON")),
+                );
                 if validator.is_valid(&v) {
                     valid_ok += 1;
                 } else if wrong.len() < 40 {

@@ -501,9 +501,9 @@ impl<'c> Fuzzer<'c> {
                     .into_iter()
                     .take(4)
                     .map(|m| m.value.to_string())
-                    .find(|t| !seen.contains(t) && self.accepts_bytes(t))
+                    .find(|t| !seen.contains(&canonical(t, true)) && self.accepts_bytes(t))
                 {
-                    seen.insert(text.clone());
+                    seen.insert(canonical(&text, true));
                     if !self.accepts(&text) {
                         stats.disagreements += 1;
                         continue;
@@ -521,6 +521,12 @@ impl<'c> Fuzzer<'c> {
                     stats.unfinished += 1;
                     continue;
                 }
+            };
+            // A leap second where the constraint allows another second too: the validators
+            // users judge with refuse them (see `without_leap_seconds`).
+            let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
+                Some(t) if self.accepts_bytes(&t) => t,
+                _ => text,
             };
             let key = canonical(&text, self.json);
             if !seen.insert(key) {
@@ -598,18 +604,20 @@ impl<'c> Fuzzer<'c> {
                 None => byte_edits(base, &mut rng),
             };
             // The least used label first.
-            let best =
-                candidates.into_iter().filter(|(t, _)| !seen.contains(t)).min_by_key(|(_, v)| {
+            let best = candidates
+                .into_iter()
+                .filter(|(t, _)| !seen.contains(&canonical(t, self.json)))
+                .min_by_key(|(_, v)| {
                     per_label.get(&(v.keyword.clone(), v.pointer.clone())).copied().unwrap_or(0)
                 });
             let Some((text, violation)) = best else { continue };
             stats.attempts += 1;
             if self.accepts_bytes(&text) || self.accepts(&text) {
                 stats.mutants_accepted += 1;
-                seen.insert(text);
+                seen.insert(canonical(&text, self.json));
                 continue;
             }
-            seen.insert(text.clone());
+            seen.insert(canonical(&text, self.json));
             *per_label
                 .entry((violation.keyword.clone(), violation.pointer.clone()))
                 .or_insert(0) += 1;
@@ -666,11 +674,115 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
 /// value count once), the text itself otherwise.
 fn canonical(text: &str, json: bool) -> String {
     if json {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
-            return v.to_string();
+        if let Some(key) = canonical_key(text) {
+            return key;
         }
     }
     text.to_string()
+}
+
+/// `text` with every leap second in its strings (`hh:mm:60`, a time's seconds at 60) set to
+/// 59, re-serialised; `None` when it has none. RFC 3339's grammar allows the leap second, and
+/// so does the engine, but the validators users judge instances with refuse it (the
+/// `jsonschema` crate; Python's `rfc3339-validator`; the JSON Schema Test Suite allows it only
+/// at 23:59 UTC), so a generated instance gets second 59 wherever its constraint allows that.
+fn without_leap_seconds(text: &str) -> Option<String> {
+    fn fix(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::String(s) => {
+                let b = s.as_bytes();
+                let d = |i: usize| b[i].is_ascii_digit();
+                let at: Vec<usize> = (0..b.len().saturating_sub(7))
+                    .filter(|&i| {
+                        d(i) && d(i + 1)
+                            && b[i + 2] == b':'
+                            && d(i + 3)
+                            && d(i + 4)
+                            && b[i + 5] == b':'
+                            && b[i + 6] == b'6'
+                            && b[i + 7] == b'0'
+                            && (i == 0 || !d(i - 1))
+                    })
+                    .collect();
+                for &i in &at {
+                    s.replace_range(i + 6..i + 8, "59");
+                }
+                !at.is_empty()
+            }
+            serde_json::Value::Array(a) => a.iter_mut().fold(false, |c, x| fix(x) | c),
+            serde_json::Value::Object(m) => m.values_mut().fold(false, |c, x| fix(x) | c),
+            _ => false,
+        }
+    }
+    let mut v = serde_json::from_str::<serde_json::Value>(text).ok()?;
+    fix(&mut v).then(|| v.to_string())
+}
+
+/// A key equal for two JSON texts exactly when they are equal as JSON values (`None` when
+/// `text` is not JSON): object keys sorted, every number in one exact spelling (`2.0`, `2`,
+/// `20e-1` and `0.2e1` all alike, however long the literal). It is what "distinct instances"
+/// means here and in the bench: the equality validators and consumers use (Python's `==` on the
+/// parsed values), not equality of texts. Not JSON itself (numbers are written `2e0`).
+pub fn canonical_key(text: &str) -> Option<String> {
+    let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
+    let mut out = String::with_capacity(text.len());
+    write_canonical(&v, &mut out);
+    Some(out)
+}
+
+fn write_canonical(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) => out.push_str(&canonical_number(&n.to_string())),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A JSON number literal as `[-]DIGITSeEXP` with no leading or trailing zeros in the digits
+/// (`0` for zero): exact, whatever the literal's length.
+fn canonical_number(lit: &str) -> String {
+    let (neg, rest) = match lit.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, lit),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().unwrap_or(0)),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = int.chars().chain(frac.chars()).collect();
+    let exp = exp - frac.len() as i64;
+    let trimmed = digits.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return "0".into();
+    }
+    let kept = trimmed.trim_end_matches('0');
+    let exp = exp + (trimmed.len() - kept.len()) as i64;
+    format!("{}{kept}e{exp}", if neg { "-" } else { "" })
 }
 
 /// Schema locations exercised by `valid`.
@@ -734,4 +846,43 @@ fn greedy_tokens(vocab: &crate::Vocabulary, text: &str) -> Option<Vec<crate::Tok
         at += len;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_keys_are_equal_exactly_for_equal_values() {
+        let same = [
+            ("{\"a\":1,\"b\":[2.0,\"x\"]}", "{\"b\": [20e-1, \"x\"], \"a\": 1.000}"),
+            ("0", "-0.0e5"),
+            ("123456789012345678901234567890", "1.23456789012345678901234567890e29"),
+            ("[0.25]", "[25E-2]"),
+        ];
+        for (a, b) in same {
+            assert_eq!(canonical_key(a), canonical_key(b), "{a} vs {b}");
+        }
+        let differ = [
+            ("{\"a\":1}", "{\"a\":\"1e0\"}"),
+            ("123456789012345678901234567890", "123456789012345678901234567891"),
+            ("[1,2]", "[2,1]"),
+            ("{\"a\":{\"b\":1}}", "{\"a\":{\"b\":1},\"c\":null}"),
+            ("-1", "1"),
+        ];
+        for (a, b) in differ {
+            assert_ne!(canonical_key(a), canonical_key(b), "{a} vs {b}");
+        }
+        assert_eq!(canonical_key("{"), None);
+    }
+
+    #[test]
+    fn leap_seconds_are_replaced_by_59() {
+        let t = without_leap_seconds(
+            r#"{"t": "2020-01-01T13:39:60Z", "u": ["\u0031\u0035:25:60.5+01:00"]}"#,
+        );
+        assert_eq!(t.as_deref(), Some(r#"{"t":"2020-01-01T13:39:59Z","u":["15:25:59.5+01:00"]}"#));
+        assert_eq!(without_leap_seconds(r#"{"t": "13:39:59Z", "n": 60}"#), None);
+        assert_eq!(without_leap_seconds(r#""1:39:60""#), None);
+    }
 }
