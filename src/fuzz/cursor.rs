@@ -251,6 +251,8 @@ pub(crate) fn complete(
 
 /// After this many equal bytes the search tries that byte last.
 const REPEAT: usize = 8;
+/// After this many digits it added to a number, the search tries digits last.
+const DEFER_DIGITS: usize = 3;
 
 /// One depth-limited, closing-first depth-first search. Where a JSON object key has just been
 /// opened, the `hints` (the schema's property names, required ones first, each with its closing
@@ -267,7 +269,8 @@ fn dfs(
     // One frame per move: the index of the next move to try (hints first where they apply,
     // then the 256 bytes in `order`, then slot 256: a byte that repeats the last `REPEAT`
     // pushed ones is tried last, so a run like `0.0000…` that could go on for ever gives way to
-    // the byte that ends it), and the bytes the move taken pushed.
+    // the byte that ends it; slots 257..267: the ten digits, where they are deferred, see
+    // `DEFER_DIGITS`), and the bytes the move taken pushed.
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     let mut out_of_work = false;
@@ -292,7 +295,13 @@ fn dfs(
                 .then(|| bytes[bytes.len() - REPEAT..].to_vec())
                 .filter(|run| run.iter().all(|&b| b == run[0]))
                 .map(|run| run[0]);
-            while stack[top].0 < n_hints + 257 {
+            // Digits the search itself has strung on a number: more of them are tried last,
+            // after `e`, `.` and the closers. A number that cannot end yet (an `integer` at
+            // `0.63020502137`, which `e11` makes whole) would otherwise have the search try
+            // every longer digit string first, up to the limit: 10^depth pushes.
+            let digit_run = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+            let defer = json && !pos.in_string && digit_run >= DEFER_DIGITS;
+            while stack[top].0 < n_hints + 257 + 10 {
                 if cur.work >= work_end {
                     out_of_work = true;
                     break;
@@ -306,12 +315,22 @@ fn dfs(
                         continue;
                     }
                 } else {
-                    let b = match repeat {
-                        None if k - n_hints == 256 => continue,
-                        None => order[k - n_hints],
-                        Some(r) if k - n_hints == 256 => r,
-                        Some(r) if order[k - n_hints] == r => continue,
-                        Some(_) => order[k - n_hints],
+                    let m = k - n_hints;
+                    let b = if m < 256 {
+                        let b = order[m];
+                        if repeat == Some(b) || (defer && b.is_ascii_digit()) {
+                            continue;
+                        }
+                        b
+                    } else if m == 256 {
+                        match repeat {
+                            Some(r) if !(defer && r.is_ascii_digit()) => r,
+                            _ => continue,
+                        }
+                    } else if defer {
+                        b"1023456789"[m - 257]
+                    } else {
+                        continue;
                     };
                     if !cur.push(b) {
                         continue;

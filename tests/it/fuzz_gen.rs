@@ -271,3 +271,20 @@ fn date_times_pass_the_validators_format_check() {
         }
     }
 }
+
+/// An `integer` at `0.63020502137` can only end through an exponent (`e11` makes it whole):
+/// the completion search tries `e` before stringing on more digits, so it finishes within a
+/// small work budget (before, it spelled every longer digit string first and ran out).
+#[test]
+fn a_fraction_under_integer_finishes_through_its_exponent() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {"w": {"type": "integer"}},
+        "required": ["w"], "additionalProperties": false});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let fuzzer = Fuzzer::new(&compiled, FuzzConfig::default().with_max_work(5_000)).unwrap();
+    let done = fuzzer.finish(br#"{"w":0.63020502137"#).unwrap();
+    let text = String::from_utf8(done).unwrap();
+    assert!(text.starts_with(r#"{"w":0.63020502137"#) && text.contains('e'), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&v), "{text}");
+}
