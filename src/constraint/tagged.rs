@@ -1299,16 +1299,17 @@ impl InnerSlot {
         }
     }
 
-    /// A key of the probe's current state where states are small and hashable (free-form JSON,
-    /// regex): two byte paths with the same key have the same futures. `None` for the schema
-    /// and grammar engines.
+    /// A key of the probe's current state where states are hashable (free-form JSON, regex,
+    /// JSON Schema): two byte paths with the same key have the same futures. `None` for the
+    /// grammar engine (its Earley sets are not hashed).
     pub(crate) fn state_key(&self) -> Option<u64> {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         match &self.engine {
             InnerEngine::Json(_) => self.json.last()?.hash(&mut h),
             InnerEngine::Regex(_) => self.regex.last()?.hash(&mut h),
-            InnerEngine::Schema(_) | InnerEngine::Cfg(_) => return None,
+            InnerEngine::Schema(e) => return Some(e.probe_key()),
+            InnerEngine::Cfg(_) => return None,
         }
         Some(h.finish())
     }

@@ -251,8 +251,9 @@ pub(crate) fn complete(
 
 /// After this many equal bytes the search tries that byte last.
 const REPEAT: usize = 8;
-/// After this many digits it added to a number, the search tries digits last.
-const DEFER_DIGITS: usize = 3;
+/// After this many digits it added to a number (letters and digits to a string), the search
+/// tries those last.
+const DEFER_RUN: usize = 2;
 
 /// One depth-limited, closing-first depth-first search. Where a JSON object key has just been
 /// opened, the `hints` (the schema's property names, required ones first, each with its closing
@@ -269,8 +270,8 @@ fn dfs(
     // One frame per move: the index of the next move to try (hints first where they apply,
     // then the 256 bytes in `order`, then slot 256: a byte that repeats the last `REPEAT`
     // pushed ones is tried last, so a run like `0.0000…` that could go on for ever gives way to
-    // the byte that ends it; slots 257..267: the ten digits, where they are deferred, see
-    // `DEFER_DIGITS`), and the bytes the move taken pushed.
+    // the byte that ends it; slots 257..513: the deferred bytes in `order`, see `DEFER_RUN`),
+    // and the bytes the move taken pushed.
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     let mut out_of_work = false;
@@ -295,13 +296,25 @@ fn dfs(
                 .then(|| bytes[bytes.len() - REPEAT..].to_vec())
                 .filter(|run| run.iter().all(|&b| b == run[0]))
                 .map(|run| run[0]);
-            // Digits the search itself has strung on a number: more of them are tried last,
-            // after `e`, `.` and the closers. A number that cannot end yet (an `integer` at
-            // `0.63020502137`, which `e11` makes whole) would otherwise have the search try
-            // every longer digit string first, up to the limit: 10^depth pushes.
-            let digit_run = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-            let defer = json && !pos.in_string && digit_run >= DEFER_DIGITS;
-            while stack[top].0 < n_hints + 257 + 10 {
+            // Loops broken by deferring: digits the search itself has strung on a number, and
+            // letters and digits it has strung in a string (or in a non-JSON language), are
+            // tried last once there are `DEFER_RUN` of them, after `e`, `.`, punctuation and
+            // the closers. A number that cannot end yet (an `integer` at `0.63020502137`,
+            // which `e11` makes whole) or a pattern that needs its separator next
+            // (`^pbj:([a-z0-9-]+):…`) would otherwise have the search spell every longer
+            // run first, up to the limit: 10^depth or 36^depth pushes.
+            let defer_digits = json
+                && !pos.in_string
+                && bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count() >= DEFER_RUN;
+            let defer_alnum = (!json || (pos.in_string && !pos.escape))
+                && bytes.iter().rev().take_while(|b| b.is_ascii_alphanumeric()).count()
+                    >= DEFER_RUN;
+            // (A backslash waits with them: `pb\u006a` is a poor way to spell `pbj`.)
+            let deferred = |b: u8| {
+                (defer_digits && b.is_ascii_digit())
+                    || (defer_alnum && (b.is_ascii_alphanumeric() || b == b'\\'))
+            };
+            while stack[top].0 < n_hints + 257 + 256 {
                 if cur.work >= work_end {
                     out_of_work = true;
                     break;
@@ -318,17 +331,17 @@ fn dfs(
                     let m = k - n_hints;
                     let b = if m < 256 {
                         let b = order[m];
-                        if repeat == Some(b) || (defer && b.is_ascii_digit()) {
+                        if repeat == Some(b) || deferred(b) {
                             continue;
                         }
                         b
                     } else if m == 256 {
                         match repeat {
-                            Some(r) if !(defer && r.is_ascii_digit()) => r,
+                            Some(r) if !deferred(r) => r,
                             _ => continue,
                         }
-                    } else if defer {
-                        b"1023456789"[m - 257]
+                    } else if deferred(order[m - 257]) {
+                        order[m - 257]
                     } else {
                         continue;
                     };

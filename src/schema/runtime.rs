@@ -671,6 +671,12 @@ impl SchemaConstraint {
         self.accepting_state()
     }
 
+    /// A hash of the state after the probe bytes pushed so far (the mask cache's): equal
+    /// states have equal futures, which the fuzzer's completion search uses to cut repeats.
+    pub(crate) fn probe_key(&self) -> u64 {
+        Self::state_hash(&self.st)
+    }
+
     /// End a probe whose bytes were all popped.
     pub(crate) fn probe_done(&mut self) {
         self.log.clear();

@@ -24,11 +24,11 @@ const LAYERS: &[&[&str]] = &[
     // The one way to build any constraint; its structural-tag combinator (`constraint/tagged.rs`)
     // is a child module, since `Tagged` contents are `Constraint`s and vice versa.
     &["constraint"],
-    // The decode loop; conformance fuzzing (documents through a compiled constraint's byte
-    // probe).
-    &["decode", "fuzz"],
-    // Model backends.
-    &["model"],
+    // The decode loop.
+    &["decode"],
+    // Model backends; conformance fuzzing (documents through a compiled constraint's byte
+    // probe, and `Finisher`, a `LogitsSource` over another that ends the document).
+    &["model", "fuzz"],
     // Harnesses, front ends.
     &["harness", "server"],
 ];

@@ -200,13 +200,18 @@ impl<'a> Rt<'a> {
                 if !a.alive {
                     continue;
                 }
-                let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] else {
+                let CoreRt::String { dfa, min, max } = &prog.cores[a.core] else {
                     continue;
                 };
                 let d = &prog.dfas[*dfa];
                 let p = a.str();
                 let n = d.next(p.state, b);
                 let count = p.chars + u32::from(lead);
+                // Without a `maxLength` the count is only ever compared with `minLength`
+                // (`chars >= min`, `chars + k >= min`): held there, two strings in the same
+                // automaton state are the same state (for the mask cache, and for the fuzzer's
+                // completion search, which cuts states it has seen).
+                let count = if *max == u32::MAX { count.min(*min) } else { count };
                 // Live iff the fewest code points that complete it still fit under `max`.
                 if n == DEAD || count.saturating_add(d.short(n)) > *max {
                     self.kill(ai);
