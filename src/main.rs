@@ -152,6 +152,13 @@ struct FuzzArgs {
     /// Longest document, in bytes (the completion search ends every document within it).
     #[arg(long, default_value_t = 4096)]
     max_bytes: usize,
+    /// Byte pushes one document may spend, its completion search included.
+    #[arg(long, default_value_t = 200_000)]
+    max_work: u64,
+    /// Byte pushes the whole run may spend: past it the run stops with the instances it has
+    /// and says so (reproducible by seed, unlike a time limit).
+    #[arg(long, default_value_t = 4_000_000)]
+    max_total_work: u64,
     /// Write the JSON lines here instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -569,7 +576,9 @@ fn fuzz(args: FuzzArgs) -> CliResult<()> {
         .with_n(args.n)
         .with_invalid(args.invalid)
         .with_seed(args.seed)
-        .with_max_bytes(args.max_bytes);
+        .with_max_bytes(args.max_bytes)
+        .with_max_work(args.max_work)
+        .with_max_total_work(args.max_total_work);
     let t0 = Instant::now();
     let report = Fuzzer::new(&compiled, config)
         .and_then(|f| f.run())

@@ -101,6 +101,12 @@ pub struct FuzzConfig {
     pub max_bytes: usize,
     /// Pushes one document may spend, the completion search included (default 200,000).
     pub max_work: u64,
+    /// Pushes the whole run may spend, walks and byte-level checks of mutants included
+    /// (default 4,000,000): past it the run stops with what it has and says so
+    /// ([`FuzzStats::out_of_work`]). It bounds a run on a schema where documents are hard to
+    /// finish (each unfinished one costs `max_work`) and keeps a run reproducible by seed,
+    /// as a wall-clock limit would not.
+    pub max_total_work: u64,
     /// Attempts per wanted instance before giving up on more (duplicates, unfinished walks,
     /// mutants the engine accepts; default 4).
     pub attempts_per_instance: usize,
@@ -117,6 +123,7 @@ impl Default for FuzzConfig {
             seed: 0,
             max_bytes: 4096,
             max_work: 200_000,
+            max_total_work: 4_000_000,
             attempts_per_instance: 4,
             variant_share: 0.25,
         }
@@ -134,6 +141,8 @@ builder!(FuzzConfig {
     with_max_bytes => max_bytes: usize,
     /// Pushes one document may spend.
     with_max_work => max_work: u64,
+    /// Pushes the whole run may spend.
+    with_max_total_work => max_total_work: u64,
     /// Attempts per wanted instance.
     with_attempts_per_instance => attempts_per_instance: usize,
     /// Share of valid instances made as boundary variants.
@@ -229,6 +238,10 @@ pub struct FuzzStats {
     /// Documents the byte-level walk finished but the token-level engine refused (dropped;
     /// an engine bug to report when not 0).
     pub disagreements: usize,
+    /// Pushes the run spent ([`FuzzConfig::max_total_work`] bounds them).
+    pub work: u64,
+    /// The run stopped at [`FuzzConfig::max_total_work`] before it had every instance asked for.
+    pub out_of_work: bool,
 }
 
 /// What a run produced.
@@ -263,7 +276,8 @@ impl fmt::Display for FuzzReport {
         writeln!(
             f,
             "{} valid ({} boundary variants), {} near misses; {} attempts, {} unfinished, {} \
-             duplicates, {} mutants accepted by another branch, {} byte/token disagreements",
+             duplicates, {} mutants accepted by another branch, {} byte/token disagreements; \
+             {} pushes{}",
             self.n_valid(),
             s.variants,
             self.n_invalid(),
@@ -271,7 +285,13 @@ impl fmt::Display for FuzzReport {
             s.unfinished,
             s.duplicates,
             s.mutants_accepted,
-            s.disagreements
+            s.disagreements,
+            s.work,
+            if s.out_of_work {
+                " (stopped at the run's work budget, --max-total-work)"
+            } else {
+                ""
+            }
         )?;
         let c = &self.coverage;
         if c.total() > 0 {
@@ -324,6 +344,13 @@ pub enum FuzzErrorKind {
         /// The work budget.
         max_work: u64,
     },
+    /// The run spent [`FuzzConfig::max_total_work`] before a single document finished.
+    RunBudget {
+        /// The run's work budget.
+        max_total_work: u64,
+        /// Walks that did not finish.
+        unfinished: usize,
+    },
     /// [`Fuzzer::finish`]: the constraint refuses the prefix at this byte.
     Refused {
         /// Byte offset of the first refused byte.
@@ -364,6 +391,11 @@ impl fmt::Display for FuzzError {
                 "no document could be finished within --max-bytes {max_bytes} and a work budget \
                  of {max_work} pushes (is there a finite document that short?)"
             ),
+            FuzzErrorKind::RunBudget { max_total_work, unfinished } => write!(
+                f,
+                "no document finished within the run's work budget of {max_total_work} pushes \
+                 (--max-total-work): {unfinished} walks could not be completed"
+            ),
             FuzzErrorKind::Refused { at } => {
                 write!(f, "the constraint refuses the output at byte {at}")
             }
@@ -387,6 +419,8 @@ pub struct Fuzzer<'c> {
     /// Property names of the schema (required ones first), each with its closing quote: the
     /// completion search's key moves.
     hints: Vec<Vec<u8>>,
+    /// Pushes spent so far (every cursor's work, added when it is dropped).
+    spent: std::sync::atomic::AtomicU64,
 }
 
 impl<'c> Fuzzer<'c> {
@@ -403,7 +437,7 @@ impl<'c> Fuzzer<'c> {
         }
         let json = matches!(compiled.kind(), ConstraintKind::Json | ConstraintKind::JsonSchema);
         let hints = compiled.schema().map(property_hints).unwrap_or_default();
-        Ok(Fuzzer { compiled, config, json, hints })
+        Ok(Fuzzer { compiled, config, json, hints, spent: Default::default() })
     }
 
     fn cursor(&self) -> Cursor {
@@ -430,7 +464,9 @@ impl<'c> Fuzzer<'c> {
         let mut style = Style::draw(&mut rng, self.config.max_bytes);
         style.target = style.target.min(cap);
         let mut cur = self.cursor();
-        match walk::walk(&mut cur, &mut rng, &style, self.budget(), self.json, &self.hints) {
+        let walked = walk::walk(&mut cur, &mut rng, &style, self.budget(), self.json, &self.hints);
+        self.charge(&cur);
+        match walked {
             Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
             Err(WalkFailure::Unfinished(_)) | Err(WalkFailure::Stuck) => {
                 Err(FuzzError::new(FuzzErrorKind::Unfinished {
@@ -464,7 +500,19 @@ impl<'c> Fuzzer<'c> {
     /// The byte-level verdict (cheaper than [`Fuzzer::accepts`]; used to sort mutants).
     fn accepts_bytes(&self, text: &str) -> bool {
         let mut cur = self.cursor();
-        cur.push_all(text.as_bytes()) && cur.accepting()
+        let ok = cur.push_all(text.as_bytes()) && cur.accepting();
+        self.charge(&cur);
+        ok
+    }
+
+    /// Count a cursor's pushes against the run's budget.
+    fn charge(&self, cur: &Cursor) {
+        self.spent.fetch_add(cur.work, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Has the run spent [`FuzzConfig::max_total_work`]?
+    fn out_of_work(&self) -> bool {
+        self.spent.load(std::sync::atomic::Ordering::Relaxed) >= self.config.max_total_work
     }
 
     /// The instance seed for attempt `i` of stream `stream` (valid walks 0, mutants 1).
@@ -489,7 +537,8 @@ impl<'c> Fuzzer<'c> {
         let mut rng = Rng::new(self.seed_of(2, 0));
         let max_attempts = cfg.n.max(1) * cfg.attempts_per_instance.max(1);
         let mut walks = 0usize;
-        while valid.len() < cfg.n && stats.attempts < max_attempts {
+        self.spent.store(0, std::sync::atomic::Ordering::Relaxed);
+        while valid.len() < cfg.n && stats.attempts < max_attempts && !self.out_of_work() {
             stats.attempts += 1;
             let want_variant = map.is_some() && !valid.is_empty() && rng.unit() < cfg.variant_share;
             if want_variant {
@@ -539,6 +588,12 @@ impl<'c> Fuzzer<'c> {
             }
             valid.push(text);
         }
+        if valid.is_empty() && cfg.n > 0 && self.out_of_work() {
+            return Err(FuzzError::new(FuzzErrorKind::RunBudget {
+                max_total_work: cfg.max_total_work,
+                unfinished: stats.unfinished,
+            }));
+        }
         if valid.is_empty() && cfg.n > 0 {
             return Err(FuzzError::new(FuzzErrorKind::Unfinished {
                 max_bytes: cfg.max_bytes,
@@ -563,6 +618,9 @@ impl<'c> Fuzzer<'c> {
                 instances.push(m);
             }
         }
+        stats.work = self.spent.load(std::sync::atomic::Ordering::Relaxed);
+        stats.out_of_work = self.out_of_work()
+            && (valid.len() < cfg.n || instances.len() - valid.len() < cfg.invalid);
         Ok(FuzzReport { instances, coverage, violations, stats })
     }
 
@@ -582,7 +640,7 @@ impl<'c> Fuzzer<'c> {
         let mut attempts = 0;
         let mut rng = Rng::new(self.seed_of(1, 0));
         let mut i = 0usize;
-        while out.len() < want && attempts < max_attempts {
+        while out.len() < want && attempts < max_attempts && !self.out_of_work() {
             attempts += 1;
             let base = &valid[i % valid.len()];
             i += 1;

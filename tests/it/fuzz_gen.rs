@@ -288,3 +288,25 @@ fn a_fraction_under_integer_finishes_through_its_exponent() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&v), "{text}");
 }
+
+/// A run is bounded by its total work budget: it stops with what it has and says so, and a
+/// run that finished nothing within it is an error naming the budget.
+#[test]
+fn a_run_stops_at_its_work_budget_and_says_so() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"type": "array", "items": {"type": "string"}});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(1000).with_seed(3).with_max_total_work(3_000);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    assert!(report.stats.out_of_work, "{report}");
+    assert!(report.n_valid() > 0 && report.n_valid() < 1000, "{report}");
+    assert!(report.stats.work >= 3_000 && report.stats.work < 3_000 + 200_000, "{report}");
+    let full = Fuzzer::new(&compiled, FuzzConfig::default().with_n(20)).unwrap().run().unwrap();
+    assert!(!full.stats.out_of_work && full.n_valid() == 20, "{full}");
+    // Nothing finishes: a string of at least 300 characters within 100 bytes.
+    let long = serde_json::json!({"type": "string", "minLength": 300});
+    let compiled = Constraint::json_schema(&long).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(3).with_max_bytes(100).with_max_total_work(500);
+    let err = Fuzzer::new(&compiled, config).unwrap().run().unwrap_err();
+    assert!(matches!(err.kind(), FuzzErrorKind::RunBudget { max_total_work: 500, .. }), "{err}");
+}
