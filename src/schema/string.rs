@@ -680,7 +680,14 @@ pub(crate) fn format_dfa(name: &str, re: &str, max_states: usize) -> Result<Byte
     {
         return fits(d);
     }
-    let d = dfa_from_regex(re, max_states)?;
+    let mut d = dfa_from_regex(re, max_states)?;
+    if name == "email" {
+        // RFC 5321 §4.5.3.1.1: a local part has at most 64 octets. A size limit beside the
+        // `Mailbox` grammar (so not in the regex), which validators enforce (the `jsonschema`
+        // crate refuses a 65-octet local part); the local part is ASCII, so octets are chars.
+        let local = dfa_from_regex(r"[^@]{1,64}@(?s:.)*", max_states)?;
+        d = product(&d, &local, Op::And, max_states)?;
+    }
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     cache.get_or_insert_with(FxHashMap::default).insert(name.to_string(), d.clone());
     Ok(d)
@@ -1134,6 +1141,12 @@ mod tests {
         let d = dfa_from_regex(&format_regex("date-time").unwrap(), 20_000).unwrap();
         assert!(d.matches(b"2024-02-29T10:00:00+02:00"));
         assert!(!d.matches(b"2023-02-29T10:00:00Z"));
+        let d = format_dfa("email", &format_regex("email").unwrap(), 20_000).unwrap();
+        let local =
+            |n: usize| format!("{}@example.com", "a.".repeat(n / 2) + &"b".repeat(n % 2 + 1));
+        assert!(d.matches(b"a.b@example.com") && d.matches(local(63).as_bytes()));
+        assert_eq!(local(63).find('@'), Some(64));
+        assert!(!d.matches(local(64).as_bytes()), "a 65-octet local part");
         let d = dfa_from_regex(&format_regex("ipv6").unwrap(), 20_000).unwrap();
         assert!(
             d.matches(b"::1") && d.matches(b"2001:db8::8a2e:370:7334") && !d.matches(b"1::2::3")
