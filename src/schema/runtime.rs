@@ -436,7 +436,34 @@ impl<'a> Rt<'a> {
                 self.kill(ai);
             }
         }
+        if any
+            && fi > 0
+            && self.st.frames[fi - 1].uniq
+            && self.st.frames[fi - 1].kind() == Kind::Arr
+        {
+            return self.num_item_fresh(fi);
+        }
         any
+    }
+
+    /// A number item of a `uniqueItems` array in its exponent has finitely many completions
+    /// ([`unique::exponent_fresh`]): it is live if some live number alternative serves an
+    /// array alternative without `uniqueItems`, or one of its values is new.
+    fn num_item_fresh(&self, fi: usize) -> bool {
+        let text = &self.st.buf[self.st.frames[fi].buf as usize..];
+        if !text.iter().any(|&b| b == b'e' || b == b'E') {
+            return true;
+        }
+        let pi = fi - 1;
+        let served = self
+            .alt_range(fi)
+            .filter(|&ai| self.st.alts[ai].alive)
+            .fold(0u64, |m, ai| m | self.st.alts[ai].parents);
+        let plain = self.alt_range(pi).enumerate().any(|(li, ai)| {
+            let p = self.st.alts[ai];
+            li < 64 && served & (1 << li) != 0 && p.alive && !self.is_unique(p.core)
+        });
+        plain || unique::exponent_fresh(text, self.seen_count(pi), |c| self.seen_item(pi, c))
     }
 
     /// The parents mask of number alternatives accepting the complete text (0: none).

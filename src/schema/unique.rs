@@ -208,6 +208,53 @@ pub(crate) fn node_ok(
     open || optional
 }
 
+/// A number item whose text has reached its exponent (`…e`, `…e-`, `…e12`) has finitely many
+/// completions, since an exponent has at most [`MAX_EXP_DIGITS`](super::number::MAX_EXP_DIGITS)
+/// digits (and all of them are zero when the mantissa is: `0e5`): is one of their values not
+/// `seen`, with `items` values seen so far? Without this check, `[4, 4E+000000000` (nine
+/// exponent digits, value 4) was a dead end the mask allowed into. With a nonzero mantissa and
+/// `room` exponent digits left there are at least `10^room` distinct values, so only arrays of
+/// that many items are checked value by value.
+pub(crate) fn exponent_fresh(text: &[u8], items: usize, seen: impl Fn(&[u8]) -> bool) -> bool {
+    let Some(e) = text.iter().position(|&b| b == b'e' || b == b'E') else { return true };
+    let mut canon = Vec::new();
+    if text[..e].iter().all(|&b| !b.is_ascii_digit() || b == b'0') {
+        return canonical(b"0", &mut canon).is_some() && !seen(&canon);
+    }
+    let k = text[e + 1..].iter().filter(|b| b.is_ascii_digit()).count();
+    let room = super::number::MAX_EXP_DIGITS.saturating_sub(k) as u32;
+    if 10u64.pow(room) > items as u64 {
+        return true;
+    }
+    fn walk(
+        cand: &mut Vec<u8>,
+        digits: usize,
+        room: u32,
+        canon: &mut Vec<u8>,
+        seen: &impl Fn(&[u8]) -> bool,
+    ) -> bool {
+        if digits > 0 {
+            canon.clear();
+            if canonical(cand, canon).is_some() && !seen(canon) {
+                return true;
+            }
+        }
+        for d in b'0'..=b'9' {
+            if room == 0 {
+                break;
+            }
+            cand.push(d);
+            let fresh = walk(cand, digits + 1, room - 1, canon, seen);
+            cand.pop();
+            if fresh {
+                return true;
+            }
+        }
+        false
+    }
+    walk(&mut text.to_vec(), k, room, &mut canon, &seen)
+}
+
 /// For an item node of only `null`/boolean cores: is one of its literals not yet `seen`?
 /// `None` when the node has another kind of core (then a new value always exists).
 pub(crate) fn fresh_literal(
@@ -232,6 +279,30 @@ pub(crate) fn fresh_literal(
 #[cfg(test)]
 mod tests {
     use super::canonical;
+
+    #[test]
+    fn exponent_completions_are_counted_or_tried() {
+        let canon = |t: &str| {
+            let mut c = Vec::new();
+            canonical(t.as_bytes(), &mut c).unwrap();
+            c
+        };
+        let four = canon("4");
+        let is_four = |c: &[u8]| c == four.as_slice();
+        // Nine exponent digits: one value, 4, already seen.
+        assert!(!super::exponent_fresh(b"4E+000000000", 1, is_four));
+        assert!(super::exponent_fresh(b"4E+000000001", 1, is_four));
+        // Eight: 4, 40, …, 4e9 (11 texts): fresh.
+        assert!(super::exponent_fresh(b"4E+00000000", 1, is_four));
+        // A zero mantissa: only 0.
+        let zero = canon("0");
+        assert!(!super::exponent_fresh(b"-0.0e", 1, |c: &[u8]| c == zero.as_slice()));
+        assert!(super::exponent_fresh(b"0e", 1, is_four));
+        // All of 4e0..4e9 seen, eight digits left: every completion is a duplicate.
+        let seen: Vec<Vec<u8>> = (0..10).map(|i| canon(&format!("4e{i}"))).collect();
+        assert!(!super::exponent_fresh(b"4e00000000", 10, |c: &[u8]| seen.iter().any(|s| s == c)));
+        assert!(super::exponent_fresh(b"4e0000000", 10, |c: &[u8]| seen.iter().any(|s| s == c)));
+    }
 
     fn canon(s: &str) -> Vec<u8> {
         let mut out = Vec::new();

@@ -139,3 +139,34 @@ fn patterns_the_fuzzer_found_slow_go_lazy_with_the_right_verdicts() {
         }
     }
 }
+
+/// `schema_json` finding: under `uniqueItems`, a number item in its exponent has finitely many
+/// completions (an exponent has at most nine digits; a zero mantissa is zero whatever follows),
+/// so `[4,true,42,422,4E+000000000` — nine exponent digits, the value 4 again — was a dead end
+/// the mask allowed into. The byte that makes every completion a duplicate is now refused.
+#[test]
+fn a_unique_number_item_cannot_enter_an_exponent_with_only_duplicates() {
+    use grammask::schema::{CompiledSchema, SchemaConstraint, SchemaOptions};
+    let files = crashers("schema_json");
+    assert!(!files.is_empty());
+    let vocab = crate::common::qwen3();
+    for (name, bytes) in &files {
+        // The target's input: an options byte, then the schema's text.
+        let schema: serde_json::Value = serde_json::from_slice(&bytes[1..]).expect(name);
+        let compiled = CompiledSchema::compile(&schema, &SchemaOptions::default()).expect(name);
+        let mut e = SchemaConstraint::new(compiled, vocab);
+        assert!(e.accepts_bytes(b"[4,true,42,422,4E+00000000"), "{name}");
+        assert!(!e.accepts_bytes(b"[4,true,42,422,4E+000000000"), "{name}: a duplicate of 4");
+        assert!(e.accepts_bytes(b"[4,true,42,422,4E+000000001"), "{name}");
+        assert!(!e.accepts_bytes(b"[0,-0.0e"), "{name}: 0 whatever follows");
+        assert!(!e.accepts_bytes(b"[0,0E"), "{name}");
+        assert!(e.accepts_bytes(b"[1,0E"), "{name}");
+        assert!(e.accepts_bytes(b"[0,0.0"), "{name}: 0.01 is new");
+    }
+    // Without uniqueItems nothing changes.
+    let plain =
+        CompiledSchema::compile(&serde_json::json!({"type": "array"}), &SchemaOptions::default())
+            .unwrap();
+    let mut e = SchemaConstraint::new(plain, vocab);
+    assert!(e.accepts_bytes(b"[0,0E") && e.accepts_bytes(b"[4,4E+000000000"));
+}

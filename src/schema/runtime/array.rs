@@ -32,6 +32,12 @@ impl<'a> Rt<'a> {
         })
     }
 
+    /// How many items the `uniqueItems` array in frame `fi` has completed and remembered.
+    pub(super) fn seen_count(&self, fi: usize) -> usize {
+        let f = &self.st.frames[fi];
+        self.st.xk[f.xk as usize..].iter().filter(|x| x.alt == NONE).count()
+    }
+
     /// The current item of the `uniqueItems` array in frame `fi` completed: alternatives with
     /// `uniqueItems` die on a duplicate, otherwise its canonical form is remembered.
     pub(super) fn unique_item_done(&mut self, fi: usize) -> bool {
