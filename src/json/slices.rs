@@ -152,15 +152,23 @@ impl VocabExtension for StringSlices {
     /// pays for a build.
     fn build(vocab: &Vocabulary) -> StringSlices {
         let mut by_first: Vec<Vec<(TokenId, &[u8])>> = vec![Vec::new(); 256];
+        // A text token with no bytes (some tokenizers have one) leaves every sub-state as it
+        // is: it goes to every slice, as the fallback build (all text tokens) would put it.
+        let mut empty: Vec<(TokenId, &[u8])> = Vec::new();
         for (t, b) in vocab.text_tokens() {
-            by_first[b[0] as usize].push((t, b));
+            match b.first() {
+                Some(&f) => by_first[f as usize].push((t, b)),
+                None => empty.push((t, b)),
+            }
         }
         let n = vocab.n_vocab();
         let mut built = vec![(0, vocab.string_slice())];
         for i in reachable_sub_states() {
             let (g, probe) = JsonGrammar::string_probe_at(i);
             let firsts = (0..=255u8).filter(|&b| g.step(&probe, b).is_some());
-            let tokens = firsts.flat_map(|b| by_first[b as usize].iter().copied());
+            let tokens = firsts
+                .flat_map(|b| by_first[b as usize].iter().copied())
+                .chain(empty.iter().copied());
             built.push((i, Arc::new(string_sub_slice(n, i, tokens))));
         }
         StringSlices(Arc::new(SliceSet::with_built(
