@@ -1007,7 +1007,12 @@ pub(crate) fn format_regex(name: &str) -> Option<String> {
     let nc = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|{pct}|{{U}})");
     let p = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:]|{pct}|{{U}})");
     let q = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@:/?]|{pct}|{{U}})");
-    let auth = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@\[\]]|{pct}|{{U}})*");
+    // authority = [ userinfo "@" ] host [ ":" port ], host = IP-literal / reg-name (an IPv4
+    // address is a reg-name too): `]` and `[` only around an IP literal, one `@` at most.
+    let ui = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|{pct}|{{U}})");
+    let reg = format!(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|{pct}|{{U}})");
+    let ip_lit = format!(r"\[(?:{ipv6}|[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]");
+    let auth = format!(r"(?:{ui}*@)?(?:{ip_lit}|{reg}*)(?::[0-9]*)?");
     let tail = format!(r"(?:\?{q}*)?(?:#{q}*)?");
     let uri =
         format!(r"[A-Za-z][A-Za-z0-9+.\-]*:(?://{auth}(?:/{p}*)*|/?(?:{p}+(?:/{p}*)*)?){tail}");
@@ -1147,6 +1152,13 @@ mod tests {
         assert!(d.matches(b"a.b@example.com") && d.matches(local(63).as_bytes()));
         assert_eq!(local(63).find('@'), Some(64));
         assert!(!d.matches(local(64).as_bytes()), "a 65-octet local part");
+        let d = dfa_from_regex(&format_regex("uri").unwrap(), 20_000).unwrap();
+        for ok in ["https://example.com:8080/a?b#c", "http://u:p@[::1]:80/", "ftp://h", "urn:x"] {
+            assert!(d.matches(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["https://]-", "https://K],7Ml@[MB~IT/", "http://a@b@c/", "http://h:8x/"] {
+            assert!(!d.matches(bad.as_bytes()), "{bad}");
+        }
         let d = dfa_from_regex(&format_regex("ipv6").unwrap(), 20_000).unwrap();
         assert!(
             d.matches(b"::1") && d.matches(b"2001:db8::8a2e:370:7334") && !d.matches(b"1::2::3")
