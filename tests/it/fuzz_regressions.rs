@@ -185,3 +185,31 @@ fn a_unique_number_item_cannot_enter_an_exponent_with_only_duplicates() {
     let mut e = SchemaConstraint::new(plain, vocab);
     assert!(e.accepts_bytes(b"[0,0E") && e.accepts_bytes(b"[4,4E+000000000"));
 }
+
+/// `schema_json` finding after the fix above: the mask's number fast path took exponent tokens
+/// from a set cached by the text's class, so under `uniqueItems` it allowed `E` where `allows`
+/// (and the items seen) refuse it. Masks of a number item are now walked, never cached: after
+/// `[0` and then `[0,0` on the same compiled schema, the mask equals `allows`.
+#[test]
+fn a_unique_number_items_mask_equals_allows_in_its_exponent() {
+    use grammask::schema::{CompiledSchema, SchemaConstraint, SchemaOptions};
+    use grammask::ConstraintEngine;
+    let vocab = crate::common::qwen3();
+    let schema = serde_json::json!({"type": "array", "uniqueItems": true, "maxItems": 3});
+    let compiled = CompiledSchema::compile(&schema, &SchemaOptions::default()).unwrap();
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    // `[0` first: its mask (nothing seen, `E` allowed) was cached for the text class of `0`
+    // and then served to `[0,0`, where `E` leads only to a duplicate.
+    for doc in ["[0", "[0,0", "[4,4e+00000000", "[1,0.0"] {
+        let mut e = SchemaConstraint::new(compiled.clone(), vocab);
+        for b in doc.bytes() {
+            let t = vocab.text_tokens().find(|(_, x)| *x == [b]).expect("a one-byte token").0;
+            e.advance(t).expect(doc);
+        }
+        e.fill_mask(&mut mask).unwrap();
+        for i in 0..vocab.n_vocab() {
+            let t = TokenId::from_index(i);
+            assert_eq!(mask.contains(t), e.allows(t), "{doc}: {}", vocab.describe(t));
+        }
+    }
+}

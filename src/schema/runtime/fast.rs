@@ -297,7 +297,11 @@ impl Fast<'_, '_> {
             cores[k] = a.core;
         }
         cores[..alive.len()].sort_unstable();
-        let key = if unbounded {
+        // An item of a `uniqueItems` array: which exponent digits may follow depends on the
+        // items seen (`unique::exponent_fresh`), not on the text's class, so nothing is cached.
+        let n_frames = self.rt.st.frames.len();
+        let item = n_frames >= 2 && self.rt.st.frames[n_frames - 2].uniq;
+        let key = if unbounded && !item {
             number::canonical(&self.rt.st.buf[f.buf as usize..], integer)
                 .filter(|c| c.len() <= 16)
                 .map(|c| {
