@@ -46,6 +46,15 @@ pub trait LogitsSource {
     }
 }
 
+/// The infallible [`LogitsSource::logits`] of a model whose real one is
+/// [`LogitsSource::try_logits`] (a real model, a remote one, a wrapper that can fail): on an
+/// error every logit is NaN, which the decode loop refuses.
+pub fn logits_or_nan<M: LogitsSource + ?Sized>(model: &mut M, tokens: &[TokenId], out: &mut [f32]) {
+    if model.try_logits(tokens, out).is_err() {
+        out.fill(f32::NAN);
+    }
+}
+
 /// The seeded random-logit model with a closing bias (see the module docs).
 #[derive(Clone, Debug)]
 pub struct RandomLogits {

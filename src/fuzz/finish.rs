@@ -14,7 +14,7 @@
 
 use super::cursor::complete;
 use super::{FuzzError, FuzzErrorKind, Fuzzer};
-use crate::decode::models::LogitsSource;
+use crate::decode::models::{logits_or_nan, LogitsSource};
 use crate::TokenId;
 
 /// A model that finishes the document after a token budget (see the module docs).
@@ -97,12 +97,9 @@ impl<M: LogitsSource> LogitsSource for Finisher<'_, '_, M> {
         self.inner.n_vocab()
     }
 
-    /// Infallible form: on a completion error every logit is NaN, which the decode loop
-    /// refuses; [`Finisher::try_logits`] is the one it calls.
+    /// Infallible form ([`logits_or_nan`]); [`Finisher::try_logits`] is the one the loop calls.
     fn logits(&mut self, tokens: &[TokenId], out: &mut [f32]) {
-        if self.try_logits(tokens, out).is_err() {
-            out.fill(f32::NAN);
-        }
+        logits_or_nan(self, tokens, out);
     }
 
     fn try_logits(

@@ -554,12 +554,10 @@ impl LogitsSource for GgufModel {
         self.vocab.n_vocab()
     }
 
-    /// The infallible form: on an error the logits are all NaN (the loop then stops with a
-    /// NaN error); the loop itself calls [`LogitsSource::try_logits`].
+    /// The infallible form ([`logits_or_nan`](crate::decode::models::logits_or_nan)); the loop
+    /// itself calls [`LogitsSource::try_logits`].
     fn logits(&mut self, tokens: &[TokenId], out: &mut [f32]) {
-        if self.sequence_logits(tokens, out).is_err() {
-            out.fill(f32::NAN);
-        }
+        crate::decode::models::logits_or_nan(self, tokens, out);
     }
 
     fn try_logits(

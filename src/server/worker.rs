@@ -130,9 +130,7 @@ impl LogitsSource for RemoteModel {
     }
 
     fn logits(&mut self, tokens: &[TokenId], out: &mut [f32]) {
-        if self.try_logits(tokens, out).is_err() {
-            out.fill(f32::NAN);
-        }
+        crate::decode::models::logits_or_nan(self, tokens, out);
     }
 
     fn try_logits(
