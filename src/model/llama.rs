@@ -20,7 +20,8 @@
 use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
-    dequantize_row, dot_f32, f16_to_f32, matmul_rows, matvec_rows, quantize_q8, BlockQ8, QType, QK,
+    axpy, dequantize_row, dot, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows, pack8,
+    packable, quantize_q8, unpack_row8, BlockQ8, QType, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -60,10 +61,12 @@ impl LlamaParams {
     }
 }
 
-/// A weight matrix: quantised blocks in the file's bytes, or widened to f32.
+/// A weight matrix: quantised blocks in the file's bytes (as the file has them, or repacked
+/// in place into groups of eight rows, [`pack8`]), or widened to f32.
 #[derive(Debug)]
 enum Weight {
     Quant { ty: QType, range: Range<usize>, row_bytes: usize },
+    Packed { ty: QType, range: Range<usize>, row_bytes: usize },
     F32(Vec<f32>),
 }
 
@@ -355,16 +358,27 @@ impl Weights {
         };
         let hd = p.head_dim();
         let inv_freq = (0..hd / 2).map(|i| p.rope_base.powf(-2.0 * i as f32 / hd as f32)).collect();
-        Ok(Weights {
-            out_norm: vector(f, bytes, "output_norm.weight", d)?,
-            bytes: file,
-            params,
-            tok_embd,
-            layers,
-            output,
-            inv_freq,
-            simd,
-        })
+        // The blocks' matrices in the 8-row layout of the AVX2 kernels (`quant::pack8`); the
+        // embedding table keeps the file's layout (its rows are looked up one at a time, and
+        // a tied output projection runs on one token per sequence).
+        let out_norm = vector(f, bytes, "output_norm.weight", d)?;
+        let mut file = file;
+        if simd {
+            for layer in &mut layers {
+                for m in [
+                    &mut layer.wq,
+                    &mut layer.wk,
+                    &mut layer.wv,
+                    &mut layer.wo,
+                    &mut layer.w_gate,
+                    &mut layer.w_up,
+                    &mut layer.w_down,
+                ] {
+                    m.pack(&mut file);
+                }
+            }
+        }
+        Ok(Weights { out_norm, bytes: file, params, tok_embd, layers, output, inv_freq, simd })
     }
 
     fn ensure_scratch(&self, s: &mut Scratch, n: usize, n_seg: usize, context: usize) {
@@ -473,7 +487,7 @@ impl Weights {
             let (x, xn) = (&s.x, &mut s.xn);
             rms_norm(&x[last..last + d], &self.out_norm, eps, &mut xn[g * d..(g + 1) * d]);
         }
-        quantize_q8(&s.xn[..n_seg * d], &mut s.xq[..n_seg * d / QK]);
+        quantize_q8(&s.xn[..n_seg * d], &mut s.xq[..n_seg * d / QK], self.simd);
         let out = self.output.as_ref().unwrap_or(&self.tok_embd);
         out.matmul(
             bytes,
@@ -504,7 +518,7 @@ impl Weights {
                 &mut s.xn[i * d..(i + 1) * d],
             );
         }
-        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK]);
+        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK], simd);
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
         layer.wq.matmul(bytes, xn, xq, n, &mut s.q[..n * d], &mut s.tmp, simd);
         layer.wk.matmul(bytes, xn, xq, n, &mut s.k[..n * kvd], &mut s.tmp, simd);
@@ -542,7 +556,7 @@ impl Weights {
                 let sc = &mut scores[..len];
                 let mut max = f32::NEG_INFINITY;
                 for (j, v) in sc.iter_mut().enumerate() {
-                    *v = dot_f32(qh, &kc[j * kvd + kvh..j * kvd + kvh + hd]) * scale;
+                    *v = dot(qh, &kc[j * kvd + kvh..j * kvd + kvh + hd], simd) * scale;
                     max = max.max(*v);
                 }
                 let mut sum = 0.0;
@@ -552,11 +566,9 @@ impl Weights {
                 }
                 let o = &mut out[h * hd..(h + 1) * hd];
                 o.fill(0.0);
+                let inv = 1.0 / sum;
                 for (j, &w) in sc.iter().enumerate() {
-                    let w = w / sum;
-                    for (a, &b) in o.iter_mut().zip(&vc[j * kvd + kvh..j * kvd + kvh + hd]) {
-                        *a += w * b;
-                    }
+                    axpy(o, w * inv, &vc[j * kvd + kvh..j * kvd + kvh + hd], simd);
                 }
             }
         };
@@ -569,7 +581,7 @@ impl Weights {
                 .enumerate()
                 .for_each(|(i, (out, sc))| attend(i, out, sc));
         }
-        quantize_q8(&s.att[..n * d], &mut s.xq[..n * d / QK]);
+        quantize_q8(&s.att[..n * d], &mut s.xq[..n * d / QK], simd);
         layer.wo.matmul(
             bytes,
             &s.att[..n * d],
@@ -586,7 +598,7 @@ impl Weights {
         for i in 0..n {
             rms_norm(&s.x[i * d..(i + 1) * d], &layer.ffn_norm, eps, &mut s.xn[i * d..(i + 1) * d]);
         }
-        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK]);
+        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK], simd);
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
         layer.w_gate.matmul(bytes, xn, xq, n, &mut s.gate[..n * ff], &mut s.tmp, simd);
         layer.w_up.matmul(bytes, xn, xq, n, &mut s.up[..n * ff], &mut s.tmp, simd);
@@ -594,7 +606,7 @@ impl Weights {
             // SiLU(g) · u.
             *g = *g / (1.0 + (-*g).exp()) * u;
         }
-        quantize_q8(&s.gate[..n * ff], &mut s.hq[..n * ff / QK]);
+        quantize_q8(&s.gate[..n * ff], &mut s.hq[..n * ff / QK], simd);
         layer.w_down.matmul(
             bytes,
             &s.gate[..n * ff],
@@ -615,12 +627,28 @@ impl Weights {
 const ROWS_PER_TASK: usize = 32;
 
 impl Matrix {
+    /// Repack a Q4_0/Q4_1 matrix whose rows come in eights into [`pack8`]'s layout, in place
+    /// in the file's bytes; other matrices stay as they are.
+    fn pack(&mut self, bytes: &mut [u8]) {
+        if let Weight::Quant { ty, range, row_bytes } = &self.w {
+            if packable(*ty) && self.rows % PACK == 0 {
+                pack8(*ty, &mut bytes[range.clone()], self.rows, self.cols / QK);
+                self.w = Weight::Packed { ty: *ty, range: range.clone(), row_bytes: *row_bytes };
+            }
+        }
+    }
+
     /// Row `r` as f32 (embedding lookup).
     fn row(&self, bytes: &[u8], r: usize, out: &mut [f32]) {
         match &self.w {
             Weight::Quant { ty, range, row_bytes } => {
                 let data = &bytes[range.clone()];
                 dequantize_row(*ty, &data[r * row_bytes..(r + 1) * row_bytes], out);
+            }
+            Weight::Packed { ty, range, row_bytes } => {
+                let mut row = vec![0u8; *row_bytes];
+                unpack_row8(*ty, &bytes[range.clone()], self.cols / QK, r, &mut row);
+                dequantize_row(*ty, &row, out);
             }
             Weight::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
         }
@@ -656,6 +684,29 @@ impl Matrix {
                     for r in 0..rows {
                         for t in 0..n {
                             out[t * rows + r] = tmp[r * n + t];
+                        }
+                    }
+                }
+            }
+            Weight::Packed { ty, range, .. } => {
+                let data = &bytes[range.clone()];
+                let nb = cols / QK;
+                if n == 1 {
+                    out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| {
+                        matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, 1, o, simd)
+                    });
+                } else {
+                    // Each task writes its rows for every token, `[n][its rows]`, into its
+                    // own part of `tmp`; the rows then go to their places, 32 floats a copy.
+                    let tmp = &mut tmp[..n * rows];
+                    tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
+                        matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, simd)
+                    });
+                    for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
+                        let w = chunk.len() / n;
+                        for t in 0..n {
+                            let at = t * rows + c * ROWS_PER_TASK;
+                            out[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
                         }
                     }
                 }

@@ -19,6 +19,15 @@
 //! AVX2 kernels, which are picked at run time (`is_x86_feature_detected!`: AVX2, FMA, F16C), so
 //! the crate builds for the default x86-64 target and needs no `target-cpu` flag; the scalar
 //! kernels are the reference they are tested against and the fallback elsewhere.
+//!
+//! With AVX2 the Q4_0/Q4_1 matrices of the transformer blocks are repacked at load into groups
+//! of eight rows ([`pack8`], the idea of llama.cpp's `Q4_0_8x8` layouts, in place: the same
+//! bytes): per block, the eight rows' scales side by side, then four 32-byte words whose lane
+//! `r` holds four quant bytes of row `r`. One broadcast of four activation bytes then feeds a
+//! `vpmaddubsw` for eight rows at once, the products of a whole block stay in 16-bit lanes
+//! (|Σ| ≤ 16·15·127 < 2¹⁵), and the block's scales are one vector multiply for the eight rows
+//! — instead of a widening, a conversion and a scalar broadcast per row. A tile of eight rows
+//! × up to four tokens ([`matmul_packed`]) unpacks each weight word once for all its tokens.
 
 /// A 32-element activation block: `x_j ≈ d · qs[j]`, `s = d · Σ qs`.
 #[derive(Clone, Copy, Debug)]
@@ -95,21 +104,58 @@ fn read_f16(b: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
-/// Quantise `x` (a multiple of 32 long) into `out` (`x.len() / 32` blocks).
-pub(crate) fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
+/// Quantise `x` (a multiple of 32 long) into `out` (`x.len() / 32` blocks), rounding to
+/// nearest, ties to even. The AVX2 kernel (when `simd`) gives the same bytes and scales for
+/// finite input: the same IEEE operations, vectorised.
+pub(crate) fn quantize_q8(x: &[f32], out: &mut [BlockQ8], simd: bool) {
     debug_assert_eq!(x.len(), out.len() * QK);
+    #[cfg(target_arch = "x86_64")]
+    if simd && has_avx2() {
+        // SAFETY: AVX2 is present (checked just above); the kernel reads whole 32-blocks of
+        // `x` for the blocks of `out` only.
+        unsafe { avx2::quantize_q8(x, out) };
+        return;
+    }
+    let _ = simd;
     for (b, chunk) in out.iter_mut().zip(x.chunks_exact(QK)) {
         let amax = chunk.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
         let d = amax / 127.0;
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
         let mut sum = 0i32;
         for (q, &v) in b.qs.iter_mut().zip(chunk) {
-            let r = (v * id).round() as i32;
+            let r = (v * id).round_ties_even() as i32;
             *q = r as i8;
             sum += r;
         }
         b.d = d;
         b.s = d * sum as f32;
+    }
+}
+
+/// `a · b` in f32 (the attention scores), with AVX2/FMA when `simd`.
+#[inline]
+pub(crate) fn dot(a: &[f32], b: &[f32], simd: bool) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if simd && has_avx2() {
+        // SAFETY: AVX2 and FMA are present (checked just above; the check is a cached load).
+        return unsafe { avx2::dot_f32(a, b) };
+    }
+    let _ = simd;
+    dot_f32(a, b)
+}
+
+/// `o += w · v` (the attention's weighted values), with AVX2/FMA when `simd`.
+#[inline]
+pub(crate) fn axpy(o: &mut [f32], w: f32, v: &[f32], simd: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if simd && has_avx2() {
+        // SAFETY: as in `dot`.
+        unsafe { avx2::axpy(o, w, v) };
+        return;
+    }
+    let _ = simd;
+    for (a, &b) in o.iter_mut().zip(v) {
+        *a += w * b;
     }
 }
 
@@ -135,6 +181,111 @@ pub(crate) fn dequantize_row(ty: QType, row: &[u8], out: &mut [f32]) {
                     o[j] = f32::from(blk[2 + j] as i8) * d;
                 }
             }
+        }
+    }
+}
+
+/// Rows per packed group ([`pack8`]).
+pub(crate) const PACK: usize = 8;
+
+/// Whether [`pack8`] has a layout for `ty`.
+pub(crate) fn packable(ty: QType) -> bool {
+    matches!(ty, QType::Q4_0 | QType::Q4_1)
+}
+
+/// Scale bytes at the start of one row's block (`d`, and `m` for Q4_1), in the file's layout.
+fn scale_bytes(ty: QType) -> usize {
+    if ty == QType::Q4_1 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Where byte `j` (0..16) of row `r % 8`'s quants of a block sits in a packed group block.
+#[inline]
+fn packed_quant_at(ty: QType, r: usize, j: usize) -> usize {
+    PACK * scale_bytes(ty) + 32 * (j / 4) + 4 * (r % PACK) + j % 4
+}
+
+/// Rewrite a `rows × nb`-block matrix of a [`packable`] type, row-major in the file's layout,
+/// into groups of [`PACK`] rows, in place (the same number of bytes). Group `g`, block `i` is
+/// `PACK · block_bytes` bytes at `(g · nb + i) · PACK · block_bytes`: the eight `d` (f16), for
+/// Q4_1 the eight `m`, then for `k` in 0..4 a 32-byte word whose bytes `4r..4r + 4` are quant
+/// bytes `4k..4k + 4` of row `r` (low nibbles: weights `4k..4k + 4`, high: `16 + 4k..`).
+pub(crate) fn pack8(ty: QType, data: &mut [u8], rows: usize, nb: usize) {
+    assert!(packable(ty) && rows % PACK == 0, "pack8: {ty:?} with {rows} rows");
+    let bb = ty.block_bytes();
+    assert_eq!(data.len(), rows * nb * bb);
+    let src = data.to_vec();
+    let sb = scale_bytes(ty);
+    for g in 0..rows / PACK {
+        for i in 0..nb {
+            let dst = &mut data[(g * nb + i) * PACK * bb..][..PACK * bb];
+            for r in 0..PACK {
+                let s = &src[((g * PACK + r) * nb + i) * bb..][..bb];
+                dst[2 * r..2 * r + 2].copy_from_slice(&s[0..2]);
+                if ty == QType::Q4_1 {
+                    dst[16 + 2 * r..16 + 2 * r + 2].copy_from_slice(&s[2..4]);
+                }
+                for j in 0..16 {
+                    dst[packed_quant_at(ty, r, j)] = s[sb + j];
+                }
+            }
+        }
+    }
+}
+
+/// Row `r` of a [`pack8`]ed matrix back in the file's layout (`nb` blocks): the inverse of
+/// the packing, for embedding-style lookups and the tests.
+pub(crate) fn unpack_row8(ty: QType, data: &[u8], nb: usize, r: usize, out: &mut [u8]) {
+    let bb = ty.block_bytes();
+    let (g, rr) = (r / PACK, r % PACK);
+    for i in 0..nb {
+        let src = &data[(g * nb + i) * PACK * bb..][..PACK * bb];
+        let o = &mut out[i * bb..(i + 1) * bb];
+        o[0..2].copy_from_slice(&src[2 * rr..2 * rr + 2]);
+        if ty == QType::Q4_1 {
+            o[2..4].copy_from_slice(&src[16 + 2 * rr..16 + 2 * rr + 2]);
+        }
+        let sb = scale_bytes(ty);
+        for j in 0..16 {
+            o[sb + j] = src[packed_quant_at(ty, rr, j)];
+        }
+    }
+}
+
+/// `out[t · w + i] = row_(first + i) · x_t` for the `w = out.len() / n` rows from `first` (a
+/// multiple of [`PACK`], as is `w`) of a [`pack8`]ed matrix of `nb` blocks per row and the `n`
+/// activation vectors in `xs` (`nb` blocks each): out is `[n][w]`, as the forward pass wants
+/// its activations. With the AVX2 kernel when `simd`; the scalar one reads the same layout.
+pub(crate) fn matmul_packed(
+    ty: QType,
+    data: &[u8],
+    nb: usize,
+    first: usize,
+    xs: &[BlockQ8],
+    n: usize,
+    out: &mut [f32],
+    simd: bool,
+) {
+    assert!(packable(ty) && first % PACK == 0 && n > 0 && out.len() % (n * PACK) == 0);
+    let w = out.len() / n;
+    let bb = ty.block_bytes();
+    assert!(xs.len() >= n * nb && data.len() >= (first + w) * nb * bb);
+    #[cfg(target_arch = "x86_64")]
+    if simd && has_avx2() {
+        // SAFETY: AVX2, FMA and F16C are present (checked just above), and the asserts above
+        // keep every group block and activation block the kernel reads inside its slice.
+        unsafe { avx2::matmul_packed(ty, data, nb, first, xs, n, out) };
+        return;
+    }
+    let _ = simd;
+    let mut row = vec![0u8; nb * bb];
+    for i in 0..w {
+        unpack_row8(ty, data, nb, first + i, &mut row);
+        for t in 0..n {
+            out[t * w + i] = dot_scalar(ty, &row, &xs[t * nb..(t + 1) * nb]);
         }
     }
 }
@@ -276,6 +427,91 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
+    /// The AVX2 body of [`super::quantize_q8`].
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
+        let sign = _mm256_set1_ps(-0.0);
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (b, c) in out.iter_mut().zip(x.chunks_exact(32)) {
+            let p = c.as_ptr();
+            let v = [
+                _mm256_loadu_ps(p),
+                _mm256_loadu_ps(p.add(8)),
+                _mm256_loadu_ps(p.add(16)),
+                _mm256_loadu_ps(p.add(24)),
+            ];
+            let m = _mm256_max_ps(
+                _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])),
+            );
+            let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            let amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+            let d = amax / 127.0;
+            let id = _mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+            let q = v.map(|v| {
+                _mm256_cvtps_epi32(_mm256_round_ps(
+                    _mm256_mul_ps(v, id),
+                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+                ))
+            });
+            let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            let s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            let s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+            let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1));
+            // Packing works per 128-bit lane; the permutation puts the 32 bytes back in order.
+            let w =
+                _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            let w = _mm256_permutevar8x32_epi32(w, order);
+            _mm256_storeu_si256(b.qs.as_mut_ptr() as *mut __m256i, w);
+            b.d = d;
+            b.s = d * _mm_cvtsi128_si32(s1) as f32;
+        }
+    }
+
+    /// `a · b`, two FMA accumulators of eight.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut i = 0;
+        while i + 16 <= n {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), a0);
+            a1 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)), a1);
+            i += 16;
+        }
+        if i + 8 <= n {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), a0);
+            i += 8;
+        }
+        let mut s = hsum(_mm256_add_ps(a0, a1));
+        while i < n {
+            s += a[i] * b[i];
+            i += 1;
+        }
+        s
+    }
+
+    /// `o += w · v`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn axpy(o: &mut [f32], w: f32, v: &[f32]) {
+        let n = o.len().min(v.len());
+        let (po, pv) = (o.as_mut_ptr(), v.as_ptr());
+        let wv = _mm256_set1_ps(w);
+        let mut i = 0;
+        while i + 8 <= n {
+            let r = _mm256_fmadd_ps(wv, _mm256_loadu_ps(pv.add(i)), _mm256_loadu_ps(po.add(i)));
+            _mm256_storeu_ps(po.add(i), r);
+            i += 8;
+        }
+        while i < n {
+            o[i] += w * v[i];
+            i += 1;
+        }
+    }
+
     /// One row against one activation vector.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -396,6 +632,115 @@ mod avx2 {
             *o = dot(ty, row, &xs[(t + k) * nb..(t + k + 1) * nb]);
         }
     }
+    /// Eight packed rows × `T` tokens over all `nb` blocks: lane `r` of result `t` is
+    /// `row_r · x_t`. `grp` is the group's first block, `x[t]` token `t`'s first block.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile<const Q41: bool, const T: usize>(
+        grp: *const u8,
+        nb: usize,
+        x: [*const BlockQ8; T],
+    ) -> [__m256; T] {
+        let (bpb, qoff) = if Q41 { (160, 32) } else { (144, 16) };
+        let low = _mm256_set1_epi8(0x0F);
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_setzero_ps(); T];
+        for i in 0..nb {
+            let b = grp.add(i * bpb);
+            let mut sum = [_mm256_setzero_si256(); T];
+            for k in 0..4 {
+                let w = _mm256_loadu_si256(b.add(qoff + 32 * k) as *const __m256i);
+                let lo = _mm256_and_si256(w, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+                for t in 0..T {
+                    let q = (*x[t].add(i)).qs.as_ptr();
+                    let xl = _mm256_set1_epi32((q.add(4 * k) as *const i32).read_unaligned());
+                    let xh = _mm256_set1_epi32((q.add(16 + 4 * k) as *const i32).read_unaligned());
+                    // 16-bit lanes: each ends as a sum of 16 products |q·x| ≤ 15·127, < 2¹⁵.
+                    let p = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(lo, xl),
+                        _mm256_maddubs_epi16(hi, xh),
+                    );
+                    sum[t] = _mm256_add_epi16(sum[t], p);
+                }
+            }
+            let d = _mm256_cvtph_ps(_mm_loadu_si128(b as *const __m128i));
+            let m = if Q41 {
+                _mm256_cvtph_ps(_mm_loadu_si128(b.add(16) as *const __m128i))
+            } else {
+                _mm256_mul_ps(d, _mm256_set1_ps(-8.0))
+            };
+            for t in 0..T {
+                let xb = &*x[t].add(i);
+                let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(sum[t], ones));
+                acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(xb.d)), acc[t]);
+                acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(xb.s), acc[t]);
+            }
+        }
+        acc
+    }
+
+    /// One group of eight rows against `T` tokens from `t0`, stored at `out[t · w + c]`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn group<const Q41: bool, const T: usize>(
+        grp: *const u8,
+        nb: usize,
+        xs: &[BlockQ8],
+        t0: usize,
+        out: &mut [f32],
+        w: usize,
+        c: usize,
+    ) {
+        let x: [*const BlockQ8; T] = std::array::from_fn(|t| xs.as_ptr().add((t0 + t) * nb));
+        let acc = tile::<Q41, T>(grp, nb, x);
+        for (t, a) in acc.iter().enumerate() {
+            let o = &mut out[(t0 + t) * w + c..(t0 + t) * w + c + 8];
+            _mm256_storeu_ps(o.as_mut_ptr(), *a);
+        }
+    }
+
+    /// The AVX2 body of [`super::matmul_packed`] (its asserts hold).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn matmul_packed(
+        ty: QType,
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        let w = out.len() / n;
+        let gb = nb * 8 * ty.block_bytes();
+        for c in (0..w).step_by(8) {
+            let grp = data.as_ptr().add((first + c) / 8 * gb);
+            let mut t0 = 0;
+            if ty == QType::Q4_1 {
+                while t0 + 4 <= n {
+                    group::<true, 4>(grp, nb, xs, t0, out, w, c);
+                    t0 += 4;
+                }
+                match n - t0 {
+                    3 => group::<true, 3>(grp, nb, xs, t0, out, w, c),
+                    2 => group::<true, 2>(grp, nb, xs, t0, out, w, c),
+                    1 => group::<true, 1>(grp, nb, xs, t0, out, w, c),
+                    _ => {}
+                }
+            } else {
+                while t0 + 4 <= n {
+                    group::<false, 4>(grp, nb, xs, t0, out, w, c);
+                    t0 += 4;
+                }
+                match n - t0 {
+                    3 => group::<false, 3>(grp, nb, xs, t0, out, w, c),
+                    2 => group::<false, 2>(grp, nb, xs, t0, out, w, c),
+                    1 => group::<false, 1>(grp, nb, xs, t0, out, w, c),
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -438,7 +783,7 @@ mod tests {
         let nb = 18;
         let x: Vec<f32> = (0..nb * QK).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
         let mut xq = vec![BlockQ8::default(); nb];
-        quantize_q8(&x, &mut xq);
+        quantize_q8(&x, &mut xq, false);
         let mut xd = vec![0.0f32; nb * QK];
         for (b, o) in xq.iter().zip(xd.chunks_exact_mut(QK)) {
             for (v, &q) in o.iter_mut().zip(&b.qs) {
@@ -463,6 +808,91 @@ mod tests {
                 let mut out = [0.0f32; 1];
                 matvec_rows(ty, &row, row.len(), 0, &xq, &mut out, true);
                 assert!((out[0] - scalar).abs() < 1e-3 * scalar.abs().max(1.0), "{ty:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_layout_round_trips_and_its_kernels_agree_with_the_scalar_dot() {
+        let (nb, rows) = (5, 24);
+        // Tokens 0 and 1 are all +1 and all −1 (quantised to ±127 everywhere), and row 8 is
+        // all 15s: the 16-bit lanes' extreme sums, ±16·15·127.
+        let x: Vec<f32> = (0..9 * nb * QK)
+            .map(|i| match i / (nb * QK) {
+                0 => 1.0,
+                1 => -1.0,
+                _ => ((i * 53 % 97) as f32 - 48.0) / 11.0,
+            })
+            .collect();
+        let mut xq = vec![BlockQ8::default(); 9 * nb];
+        quantize_q8(&x, &mut xq, false);
+        for ty in [QType::Q4_0, QType::Q4_1] {
+            let rb = nb * ty.block_bytes();
+            let mut orig: Vec<u8> =
+                (0..rows).flat_map(|r| rand_row(ty, nb, 100 + r as u64)).collect();
+            for b in orig[8 * rb..9 * rb].chunks_exact_mut(ty.block_bytes()) {
+                let sb = scale_bytes(ty);
+                b[sb..].fill(0xFF);
+            }
+            let mut packed = orig.clone();
+            pack8(ty, &mut packed, rows, nb);
+            assert_ne!(packed, orig);
+            let mut row = vec![0u8; rb];
+            for r in 0..rows {
+                unpack_row8(ty, &packed, nb, r, &mut row);
+                assert_eq!(row, orig[r * rb..(r + 1) * rb], "{ty:?} row {r}");
+            }
+            // Every tile width (1..4 and a remainder) and a group offset.
+            for n in 1..=9 {
+                for simd in [false, true] {
+                    let (first, w) = (8, 16);
+                    let mut out = vec![f32::NAN; n * w];
+                    matmul_packed(ty, &packed, nb, first, &xq, n, &mut out, simd);
+                    for t in 0..n {
+                        for i in 0..w {
+                            let r = first + i;
+                            let want = dot_scalar(
+                                ty,
+                                &orig[r * rb..(r + 1) * rb],
+                                &xq[t * nb..(t + 1) * nb],
+                            );
+                            let got = out[t * w + i];
+                            assert!(
+                                (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                                "{ty:?} simd {simd} n {n} t {t} row {r}: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn avx2_quantisation_and_f32_kernels_equal_the_scalar_ones() {
+        if !has_avx2() {
+            return;
+        }
+        // Ties (2.5 · d), zeros, a zero block, and values of both signs.
+        let mut x: Vec<f32> = (0..8 * QK).map(|i| ((i * 71 % 113) as f32 - 56.0) / 7.0).collect();
+        x[3] = 127.0;
+        x[4] = 2.5;
+        x[QK..2 * QK].fill(0.0);
+        let (mut a, mut b) = (vec![BlockQ8::default(); 8], vec![BlockQ8::default(); 8]);
+        quantize_q8(&x, &mut a, false);
+        quantize_q8(&x, &mut b, true);
+        for (p, q) in a.iter().zip(&b) {
+            assert_eq!((p.qs, p.d.to_bits(), p.s.to_bits()), (q.qs, q.d.to_bits(), q.s.to_bits()));
+        }
+        for n in [0, 5, 8, 19, 64, 70] {
+            let (u, v) = (&x[..n], &x[7..7 + n]);
+            let (s, f) = (dot(u, v, false), dot(u, v, true));
+            assert!((s - f).abs() <= 1e-4 * s.abs().max(1.0), "dot {n}: {s} vs {f}");
+            let (mut o1, mut o2) = (x[..n].to_vec(), x[..n].to_vec());
+            axpy(&mut o1, 0.3, v, false);
+            axpy(&mut o2, 0.3, v, true);
+            for (p, q) in o1.iter().zip(&o2) {
+                assert!((p - q).abs() <= 1e-5 * p.abs().max(1.0), "axpy {n}");
             }
         }
     }
