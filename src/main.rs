@@ -219,8 +219,8 @@ struct ConstraintArgs {
     schema: Option<PathBuf>,
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
-    /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call
-    /// (--grammar); regex_states, regex_memory, lazy_memory, dense_memory (--regex); json_depth (--json);
+    /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call,
+    /// lexeme_states, lexer_work (--grammar); regex_states, regex_memory, lazy_memory, dense_memory (--regex); json_depth (--json);
     /// history, mask_cache (any).
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     limits: Vec<(String, usize)>,
@@ -249,6 +249,8 @@ const LIMIT_NAMES: &[&str] = &[
     "grammar_symbols",
     "items_per_set",
     "work_per_call",
+    "lexeme_states",
+    "lexer_work",
     "regex_states",
     "regex_memory",
     "lazy_memory",
@@ -482,13 +484,19 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {
-        check_limit_kinds(c, "--grammar", &["grammar_symbols", "items_per_set", "work_per_call"])?;
+        check_limit_kinds(
+            c,
+            "--grammar",
+            &["grammar_symbols", "items_per_set", "work_per_call", "lexeme_states", "lexer_work"],
+        )?;
         let mut config = CfgConfig::default();
         for (name, v) in &c.limits {
             match name.as_str() {
                 "grammar_symbols" => config.max_grammar_symbols = *v,
                 "items_per_set" => config.max_items_per_set = *v,
                 "work_per_call" => config.max_work_per_call = *v,
+                "lexeme_states" => config.max_lexeme_states = *v,
+                "lexer_work" => config.max_lexer_work = *v,
                 _ => {}
             }
         }

@@ -292,18 +292,71 @@ impl ByteDfa {
         config: &DfaConfig,
         dense_memory: usize,
     ) -> Result<ByteDfa, RegexError> {
-        let dense_memory = dense_memory.min(config.max_memory);
         let nfa = thompson_nfa(hir, config)?;
-        let dfa = dense::Builder::new()
+        let dfa = Self::dense(&nfa, dense_memory.min(config.max_memory), None)?;
+        Self::retable(&dfa, config)
+    }
+
+    /// [`ByteDfa::from_hir`] with the determiniser's *work* held to about `max_work` units,
+    /// where a unit is one NFA state × one byte class of one DFA state (an upper bound on what
+    /// computing a state's transitions costs: each class's step closes over at most every NFA
+    /// state). Memory alone does not bound the time: a DFA over few byte classes fits many
+    /// states in a few MiB, and with a large NFA behind each state, tens of thousands of
+    /// states take seconds (a GBNF lexeme whose character class swallowed its separators: 5 s
+    /// to 60,000 states, 80 µs each). The dense DFA's size limit is set to the states the
+    /// work allows (and at most the reachable states [`ByteDfa::retable`] accepts), so the
+    /// determiniser stops there. Returns the result and the work charged for it (the cap's
+    /// worth on failure).
+    pub(crate) fn from_hir_with_work(
+        hir: &regex_syntax::hir::Hir,
+        config: &DfaConfig,
+        max_work: u64,
+    ) -> (Result<ByteDfa, RegexError>, u64) {
+        let nfa = match thompson_nfa(hir, config) {
+            Ok(nfa) => nfa,
+            Err(e) => return (Err(e), 0),
+        };
+        let classes = nfa.byte_classes().alphabet_len();
+        let unit = (nfa.states().len() as u64).saturating_mul(classes as u64).max(1);
+        let reachable = config.max_states.saturating_mul(4).max(1024) as u64;
+        let cap = (max_work / unit).min(reachable + 8);
+        if cap < 4 {
+            let message = format!(
+                "determinisation work budget ({max_work} units) too small for an NFA of {} states over {classes} byte classes",
+                nfa.states().len()
+            );
+            return (Err(RegexError::new(RegexErrorKind::TooBig { message })), 0);
+        }
+        // The dense table: `2^stride2` transitions of 4 bytes per state, plus the start table
+        // and the special states.
+        let row = classes.next_power_of_two() * 4;
+        let table = (cap as usize).saturating_mul(row).saturating_add(16 << 10);
+        match Self::dense(&nfa, config.max_memory, Some(table)) {
+            Ok(dfa) => {
+                let built = (dfa.memory_usage() / row) as u64;
+                (Self::retable(&dfa, config), built.min(cap).saturating_mul(unit))
+            }
+            Err(e) => (Err(e), cap.saturating_mul(unit)),
+        }
+    }
+
+    /// The anchored, all-matches dense DFA of `nfa`, its determiniser held to `memory` bytes
+    /// and its table to `table` bytes (`memory` when `None`).
+    fn dense(
+        nfa: &regex_automata::nfa::thompson::NFA,
+        memory: usize,
+        table: Option<usize>,
+    ) -> Result<dense::DFA<Vec<u32>>, RegexError> {
+        dense::Builder::new()
             .configure(
                 dense::Config::new()
                     .match_kind(MatchKind::All)
                     .start_kind(StartKind::Anchored)
                     .minimize(false)
-                    .dfa_size_limit(Some(dense_memory))
-                    .determinize_size_limit(Some(dense_memory)),
+                    .dfa_size_limit(Some(table.unwrap_or(memory).min(memory)))
+                    .determinize_size_limit(Some(memory)),
             )
-            .build_from_nfa(&nfa)
+            .build_from_nfa(nfa)
             .map_err(|e| {
                 let message = e.to_string();
                 if message.contains("limit") {
@@ -311,8 +364,7 @@ impl ByteDfa {
                 } else {
                     RegexError::new(RegexErrorKind::Unsupported { message })
                 }
-            })?;
-        Self::retable(&dfa, config)
+            })
     }
 
     fn retable(dfa: &dense::DFA<Vec<u32>>, config: &DfaConfig) -> Result<ByteDfa, RegexError> {

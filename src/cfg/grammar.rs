@@ -683,7 +683,7 @@ impl CfgGrammar {
                 minimize: true,
                 ..DfaConfig::default()
             };
-            lexer::build(&rhs, &sets, root, &dfa_config)
+            lexer::build(&rhs, &sets, root, &dfa_config, config.max_lexer_work as u64)
         } else {
             (vec![None; n], Vec::new())
         };

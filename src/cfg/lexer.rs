@@ -19,8 +19,11 @@
 //!   (byte FIRST/FOLLOW sets of the flat grammar), which the recogniser's deferred completions
 //!   wait for.
 //! - Build work is bounded: HIR size per rule and per grammar, DFA states per lexeme and for
-//!   all lexemes together (8× the per-lexeme limit), and at most 8 DFAs that fail to build;
-//!   past a bound, rules simply stay at the byte level (slower, same masks).
+//!   all lexemes together (8× the per-lexeme limit), at most 8 DFAs that fail to build, and
+//!   the determiniser's work over all lexemes (`CfgConfig::max_lexer_work`, in NFA state ×
+//!   byte class × DFA state units; one attempt gets at most half of it, so a failed first
+//!   attempt leaves room for the sub-rules); past a bound, rules simply stay at the byte level
+//!   (slower, same masks).
 //!
 //! Exactness: a lexeme's DFA accepts exactly the language of its nonterminal, and only live
 //! states exist (`ByteDfa` prunes states that cannot reach acceptance), so an Earley item inside
@@ -218,6 +221,7 @@ pub(crate) fn build(
     sets: &[ByteSet],
     root: usize,
     config: &DfaConfig,
+    max_work: u64,
 ) -> (Vec<Option<u32>>, Vec<Lexeme>) {
     let n = defs.len();
     let hir = regular_hirs(defs, sets);
@@ -226,13 +230,16 @@ pub(crate) fn build(
     // 0 = not visited, 1 = stays a rule (visited), 2 = lexeme.
     let mut state = vec![0u8; n];
     let (mut failures, mut states) = (0usize, 0usize);
+    let mut work_left = max_work;
     let total = config.max_states.saturating_mul(TOTAL_STATES_FACTOR);
     let mut try_lexeme = |j: usize, lexemes: &mut Vec<Lexeme>, lex_of: &mut Vec<Option<u32>>| {
         let Some(h) = &hir[j] else { return false };
-        if failures >= MAX_LEXEME_FAILURES || states >= total {
+        if failures >= MAX_LEXEME_FAILURES || states >= total || work_left == 0 {
             return false;
         }
-        match ByteDfa::from_hir(h, config) {
+        let (built, used) = ByteDfa::from_hir_with_work(h, config, work_left.min(max_work / 2));
+        work_left = work_left.saturating_sub(used);
+        match built {
             Ok(dfa) if states + dfa.state_count() <= total => {
                 states += dfa.state_count();
                 let (mut first, mut stay) = (Vec::new(), Vec::new());

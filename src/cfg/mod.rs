@@ -110,6 +110,12 @@ pub struct CfgConfig {
     /// a grammar rule (its own regular sub-rules are tried instead), so this never fails a
     /// grammar.
     pub max_lexeme_states: usize,
+    /// Determinisation work for all the lexemes of a grammar together (default 16,000,000
+    /// units: a unit is one NFA state × one byte class of one DFA state, an upper bound on a
+    /// state's cost; the default is about 0.4 s in a release build at worst, and one attempt
+    /// gets at most half). A sub-rule whose DFA needs more stays a grammar rule, so this never
+    /// fails a grammar; it bounds the compile time of regular rules whose DFAs blow up.
+    pub max_lexer_work: usize,
 }
 
 impl Default for CfgConfig {
@@ -122,6 +128,7 @@ impl Default for CfgConfig {
             slice_min_tokens: 1_000,
             lexer: true,
             max_lexeme_states: 10_000,
+            max_lexer_work: 16_000_000,
         }
     }
 }
@@ -141,6 +148,8 @@ builder!(CfgConfig {
     with_lexer => lexer: bool,
     /// Most live DFA states of one lexeme (default 10,000).
     with_max_lexeme_states => max_lexeme_states: usize,
+    /// Determinisation work for all lexemes together (default 16,000,000 units).
+    with_max_lexer_work => max_lexer_work: usize,
 });
 
 /// A grammar that could not be compiled.

@@ -259,6 +259,7 @@ pub(crate) fn unpack_row8(ty: QType, data: &[u8], nb: usize, r: usize, out: &mut
 /// multiple of [`PACK`], as is `w`) of a [`pack8`]ed matrix of `nb` blocks per row and the `n`
 /// activation vectors in `xs` (`nb` blocks each): out is `[n][w]`, as the forward pass wants
 /// its activations. With the AVX2 kernel when `simd`; the scalar one reads the same layout.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_packed(
     ty: QType,
     data: &[u8],

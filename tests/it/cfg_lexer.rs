@@ -3,7 +3,7 @@
 //! replaces: on every grammar of `grammars/`, along seeded random walks on the embedded Qwen3
 //! vocabulary, both allow exactly the same tokens at every step, accept at the same states and
 //! agree on `allows`. Also: which rules become lexemes, and the fallback when a lexeme's DFA
-//! is over `max_lexeme_states`.
+//! is over `max_lexeme_states` or its determinisation over `max_lexer_work`.
 
 use grammask::cfg::CfgGrammar;
 use grammask::{CfgConfig, CfgConstraint, ConstraintEngine, TokenId, TokenMask, Vocabulary};
@@ -150,6 +150,25 @@ fn oversized_lexeme_falls_back_to_rules_with_the_same_masks() {
     let mut a = CfgConstraint::from_gbnf(v, text, &small).unwrap();
     let mut b = CfgConstraint::from_gbnf(v, text, &CfgConfig::default().with_lexer(false)).unwrap();
     compare("word-list", &mut a, &mut b, 7, 12);
+}
+
+#[test]
+fn lexer_work_budget_falls_back_to_rules_with_the_same_masks() {
+    let v = vocab();
+    // The same grammar under a determinisation budget too small for the root's DFA (an NFA
+    // of ~150 states) but not for its item's, `word " "`: the root stays a rule, the item is
+    // a lexeme.
+    let text = "root ::= (word \" \"){0,20}\nword ::= [a-e] [a-e] [a-e] [a-e] [a-e]";
+    let tight = CfgConfig::default().with_max_lexer_work(2_000);
+    let g = CfgGrammar::from_gbnf(text, &tight).unwrap();
+    assert_eq!(g.lexeme_names(), vec!["<root-item>"]);
+    let full = CfgGrammar::from_gbnf(text, &CfgConfig::default()).unwrap();
+    assert_eq!(full.lexeme_names(), vec!["root"]);
+    let none = CfgGrammar::from_gbnf(text, &CfgConfig::default().with_max_lexer_work(0)).unwrap();
+    assert_eq!(none.lexeme_count(), 0);
+    let mut a = CfgConstraint::from_gbnf(v, text, &tight).unwrap();
+    let mut b = CfgConstraint::from_gbnf(v, text, &CfgConfig::default().with_lexer(false)).unwrap();
+    compare("word-list-work", &mut a, &mut b, 11, 12);
 }
 
 #[test]
