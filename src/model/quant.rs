@@ -712,33 +712,38 @@ mod avx2 {
         n: usize,
         out: &mut [f32],
     ) {
+        if ty == QType::Q4_1 {
+            rows::<true>(ty, data, nb, first, xs, n, out);
+        } else {
+            rows::<false>(ty, data, nb, first, xs, n, out);
+        }
+    }
+
+    /// Every group of eight rows of `out`, in tiles of four tokens and one of the rest.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn rows<const Q41: bool>(
+        ty: QType,
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
         let w = out.len() / n;
         let gb = nb * 8 * ty.block_bytes();
         for c in (0..w).step_by(8) {
             let grp = data.as_ptr().add((first + c) / 8 * gb);
             let mut t0 = 0;
-            if ty == QType::Q4_1 {
-                while t0 + 4 <= n {
-                    group::<true, 4>(grp, nb, xs, t0, out, w, c);
-                    t0 += 4;
-                }
-                match n - t0 {
-                    3 => group::<true, 3>(grp, nb, xs, t0, out, w, c),
-                    2 => group::<true, 2>(grp, nb, xs, t0, out, w, c),
-                    1 => group::<true, 1>(grp, nb, xs, t0, out, w, c),
-                    _ => {}
-                }
-            } else {
-                while t0 + 4 <= n {
-                    group::<false, 4>(grp, nb, xs, t0, out, w, c);
-                    t0 += 4;
-                }
-                match n - t0 {
-                    3 => group::<false, 3>(grp, nb, xs, t0, out, w, c),
-                    2 => group::<false, 2>(grp, nb, xs, t0, out, w, c),
-                    1 => group::<false, 1>(grp, nb, xs, t0, out, w, c),
-                    _ => {}
-                }
+            while t0 + 4 <= n {
+                group::<Q41, 4>(grp, nb, xs, t0, out, w, c);
+                t0 += 4;
+            }
+            match n - t0 {
+                3 => group::<Q41, 3>(grp, nb, xs, t0, out, w, c),
+                2 => group::<Q41, 2>(grp, nb, xs, t0, out, w, c),
+                1 => group::<Q41, 1>(grp, nb, xs, t0, out, w, c),
+                _ => {}
             }
         }
     }
