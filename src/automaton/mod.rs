@@ -260,6 +260,12 @@ pub(crate) fn thompson_nfa(
         .map_err(|e| RegexError::new(RegexErrorKind::TooBig { message: format!("NFA: {e}") }))
 }
 
+/// Most states the dense DFA may reach from its start before [`ByteDfa::retable`] gives up:
+/// four times the live-state limit (dead-end states are pruned after), at least 1,024.
+fn reachable_limit(config: &DfaConfig) -> usize {
+    config.max_states.saturating_mul(4).max(1024)
+}
+
 impl ByteDfa {
     /// Compile `pattern` to a full-match DFA.
     ///
@@ -318,7 +324,7 @@ impl ByteDfa {
         };
         let classes = nfa.byte_classes().alphabet_len();
         let unit = (nfa.states().len() as u64).saturating_mul(classes as u64).max(1);
-        let reachable = config.max_states.saturating_mul(4).max(1024) as u64;
+        let reachable = reachable_limit(config) as u64;
         let cap = (max_work / unit).min(reachable + 8);
         if cap < 4 {
             let message = format!(
@@ -401,7 +407,7 @@ impl ByteDfa {
                     Some(&id) => id,
                     None => {
                         let id = order.len() as u32;
-                        if order.len() >= config.max_states.saturating_mul(4).max(1024) {
+                        if order.len() >= reachable_limit(config) {
                             return Err(RegexError::new(RegexErrorKind::TooBig {
                                 message: format!("more than {} reachable DFA states", order.len()),
                             }));
