@@ -691,23 +691,18 @@ impl Matrix {
             Weight::Packed { ty, range, .. } => {
                 let data = &bytes[range.clone()];
                 let nb = cols / QK;
-                if n == 1 {
-                    out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| {
-                        matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, 1, o, simd)
-                    });
-                } else {
-                    // Each task writes its rows for every token, `[n][its rows]`, into its
-                    // own part of `tmp`; the rows then go to their places, 32 floats a copy.
-                    let tmp = &mut tmp[..n * rows];
-                    tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
-                        matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, simd)
-                    });
-                    for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
-                        let w = chunk.len() / n;
-                        for t in 0..n {
-                            let at = t * rows + c * ROWS_PER_TASK;
-                            out[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
-                        }
+                // Each task writes its rows for every token, `[n][its rows]`, into its own
+                // part of `tmp`; the rows then go to their places, 32 floats a copy (for one
+                // token, one copy of the whole output).
+                let tmp = &mut tmp[..n * rows];
+                tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
+                    matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, simd)
+                });
+                for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
+                    let w = chunk.len() / n;
+                    for t in 0..n {
+                        let at = t * rows + c * ROWS_PER_TASK;
+                        out[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
                     }
                 }
             }

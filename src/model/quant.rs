@@ -633,6 +633,16 @@ mod avx2 {
             *o = dot(ty, row, &xs[(t + k) * nb..(t + k + 1) * nb]);
         }
     }
+
+    /// Bytes of one packed group block (eight rows' blocks) and the offset of its quant words.
+    const fn group_block<const Q41: bool>() -> (usize, usize) {
+        if Q41 {
+            (160, 32)
+        } else {
+            (144, 16)
+        }
+    }
+
     /// Eight packed rows × `T` tokens over all `nb` blocks: lane `r` of result `t` is
     /// `row_r · x_t`. `grp` is the group's first block, `x[t]` token `t`'s first block.
     #[inline]
@@ -642,7 +652,7 @@ mod avx2 {
         nb: usize,
         x: [*const BlockQ8; T],
     ) -> [__m256; T] {
-        let (bpb, qoff) = if Q41 { (160, 32) } else { (144, 16) };
+        let (bpb, qoff) = group_block::<Q41>();
         let low = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
         let mut acc = [_mm256_setzero_ps(); T];
@@ -713,16 +723,15 @@ mod avx2 {
         out: &mut [f32],
     ) {
         if ty == QType::Q4_1 {
-            rows::<true>(ty, data, nb, first, xs, n, out);
+            rows::<true>(data, nb, first, xs, n, out);
         } else {
-            rows::<false>(ty, data, nb, first, xs, n, out);
+            rows::<false>(data, nb, first, xs, n, out);
         }
     }
 
     /// Every group of eight rows of `out`, in tiles of four tokens and one of the rest.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn rows<const Q41: bool>(
-        ty: QType,
         data: &[u8],
         nb: usize,
         first: usize,
@@ -731,7 +740,7 @@ mod avx2 {
         out: &mut [f32],
     ) {
         let w = out.len() / n;
-        let gb = nb * 8 * ty.block_bytes();
+        let gb = nb * group_block::<Q41>().0;
         for c in (0..w).step_by(8) {
             let grp = data.as_ptr().add((first + c) / 8 * gb);
             let mut t0 = 0;
