@@ -391,6 +391,26 @@ fn cli_exit_codes_and_flag_checks() {
     let (code, _, err) = grammask(&["walk", "--limit", "bogus=1", "--input", &num]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("unknown limit"), "{err}");
+    // The grammar's lexer limits: with no determinisation work at all every rule stays at the
+    // byte level and the walk still accepts; they do not apply to a regex.
+    let g = path("g.gbnf", "root ::= [a-z]+ \"!\"");
+    let word = path("w.txt", "abc!");
+    let (code, _, err) = grammask(&[
+        "walk",
+        "--grammar",
+        &g,
+        "--limit",
+        "lexer_work=0",
+        "--limit",
+        "lexeme_states=1",
+        "--input",
+        &word,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) =
+        grammask(&["walk", "--regex", "a", "--limit", "lexer_work=0", "--input", &word]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--limit lexer_work does not apply to --regex"), "{err}");
     // A tokenizer.json that is JSON but not a tokenizer says so.
     let foo = path("foo.json", "{\"foo\": 1}");
     let (code, _, err) = grammask(&["walk", "--tokenizer", &foo, "--input", &good]);
