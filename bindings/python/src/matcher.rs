@@ -17,8 +17,8 @@ use grammask::{TokenId, TokenMask};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A request's mutable state.
@@ -261,7 +261,7 @@ impl PyMatcher {
     }
 }
 
-/// A rayon pool of `n` threads, built once per `n` and kept.
+/// A rayon pool of `n` helper threads, built once per `n` and kept.
 fn pool(n: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
@@ -330,10 +330,35 @@ pub(crate) fn fill_next_token_bitmask_batch(
         unsafe { rows.write(idx[i], mask) };
         Ok(())
     };
-    let pool = if n > 1 { Some(pool(n)?) } else { None };
-    let result = py.detach(|| match &pool {
+    // The calling thread fills rows too, beside `n - 1` pool threads: it starts at once while
+    // a helper wakes (tens of µs on a VM), and rows go to whoever is free next through one
+    // counter, so a late helper takes fewer rows instead of holding the batch up.
+    let helpers = if n > 1 { Some(pool(n - 1)?) } else { None };
+    let result = py.detach(|| match &helpers {
         None => (0..refs.len()).try_for_each(work),
-        Some(p) => p.install(|| (0..refs.len()).into_par_iter().with_max_len(1).try_for_each(work)),
+        Some(p) => {
+            let next = AtomicUsize::new(0);
+            let failed: Mutex<Option<EngineError>> = Mutex::new(None);
+            let drain = || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= refs.len() {
+                    break;
+                }
+                if let Err(e) = work(i) {
+                    // No row after a failure is handed out; the first error is the one raised.
+                    next.store(refs.len(), Ordering::Relaxed);
+                    failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                    break;
+                }
+            };
+            p.in_place_scope(|s| {
+                for _ in 1..n {
+                    s.spawn(|_| drain());
+                }
+                drain();
+            });
+            failed.into_inner().unwrap_or_else(|p| p.into_inner()).map_or(Ok(()), Err)
+        }
     });
     target.release(py);
     result.map_err(|e| errors::engine_error(py, &e))
