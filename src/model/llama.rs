@@ -20,8 +20,8 @@
 use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
-    axpy, dequantize_row, dot, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows, pack8,
-    packable, quantize_q8, unpack_row8, BlockQ8, QType, PACK, QK,
+    attend_head, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows,
+    pack8, packable, quantize_q8, unpack_row8, BlockQ8, QType, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -509,29 +509,31 @@ impl Weights {
         let simd = self.simd;
         let layer = &self.layers[l];
         let bytes = &self.bytes[..];
+        // Per-token work (norms, quantisation, rotations, SiLU, residuals) runs on the pool
+        // for a batch of many tokens (a prompt): serial, it was a quarter of a 2-thread prefill.
+        let par = n >= PAR_TOKENS;
         // Attention block.
-        for i in 0..n {
-            rms_norm(
-                &s.x[i * d..(i + 1) * d],
-                &layer.attn_norm,
-                eps,
-                &mut s.xn[i * d..(i + 1) * d],
-            );
-        }
-        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK], simd);
+        norm_quantize(&s.x[..n * d], &layer.attn_norm, eps, &mut s.xn, &mut s.xq, d, simd, par);
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
         layer.wq.matmul(bytes, xn, xq, n, &mut s.q[..n * d], &mut s.tmp, simd);
         layer.wk.matmul(bytes, xn, xq, n, &mut s.k[..n * kvd], &mut s.tmp, simd);
         layer.wv.matmul(bytes, xn, xq, n, &mut s.v[..n * kvd], &mut s.tmp, simd);
         let half = hd / 2;
-        for i in 0..n {
-            let rope = &s.rope[i * half..(i + 1) * half];
-            for h in s.q[i * d..(i + 1) * d].chunks_exact_mut(hd) {
-                rotate(h, rope);
+        let rope = &s.rope[..n * half];
+        type Rot<'a> = ((&'a mut [f32], &'a mut [f32]), &'a [(f32, f32)]);
+        let rot = |((q, k), r): Rot<'_>| {
+            for h in q.chunks_exact_mut(hd) {
+                rotate(h, r);
             }
-            for h in s.k[i * kvd..(i + 1) * kvd].chunks_exact_mut(hd) {
-                rotate(h, rope);
+            for h in k.chunks_exact_mut(hd) {
+                rotate(h, r);
             }
+        };
+        let (q, k) = (&mut s.q[..n * d], &mut s.k[..n * kvd]);
+        if par {
+            q.par_chunks_mut(d).zip(k.par_chunks_mut(kvd)).zip(rope.par_chunks(half)).for_each(rot);
+        } else {
+            q.chunks_mut(d).zip(k.chunks_mut(kvd)).zip(rope.chunks(half)).for_each(rot);
         }
         let mut a = 0;
         for seg in segs.iter_mut() {
@@ -553,35 +555,26 @@ impl Weights {
             for h in 0..n_head {
                 let qh = &q[i * d + h * hd..i * d + (h + 1) * hd];
                 let kvh = (h / group) * hd;
-                let sc = &mut scores[..len];
-                let mut max = f32::NEG_INFINITY;
-                for (j, v) in sc.iter_mut().enumerate() {
-                    *v = dot(qh, &kc[j * kvd + kvh..j * kvd + kvh + hd], simd) * scale;
-                    max = max.max(*v);
-                }
-                let mut sum = 0.0;
-                for v in sc.iter_mut() {
-                    *v = (*v - max).exp();
-                    sum += *v;
-                }
                 let o = &mut out[h * hd..(h + 1) * hd];
-                o.fill(0.0);
-                let inv = 1.0 / sum;
-                for (j, &w) in sc.iter().enumerate() {
-                    axpy(o, w * inv, &vc[j * kvd + kvh..j * kvd + kvh + hd], simd);
-                }
+                attend_head(qh, &kc[kvh..], &vc[kvh..], kvd, len, scale, scores, o, simd);
             }
         };
+        // Each token's attention output is quantised for `wo` where it is made.
+        let attend_q = |i: usize, ((out, sc), oq): ((&mut [f32], &mut [f32]), &mut [BlockQ8])| {
+            attend(i, out, sc);
+            quantize_q8(out, oq, simd);
+        };
+        let (att, scores, xq) =
+            (&mut s.att[..n * d], &mut s.scores[..n * ctx], &mut s.xq[..n * d / QK]);
         if n == 1 {
-            attend(0, &mut s.att[..d], &mut s.scores[..ctx]);
+            attend_q(0, ((att, scores), xq));
         } else {
-            s.att[..n * d]
-                .par_chunks_mut(d)
-                .zip(s.scores[..n * ctx].par_chunks_mut(ctx))
+            att.par_chunks_mut(d)
+                .zip(scores.par_chunks_mut(ctx))
+                .zip(xq.par_chunks_mut(d / QK))
                 .enumerate()
-                .for_each(|(i, (out, sc))| attend(i, out, sc));
+                .for_each(|(i, c)| attend_q(i, c));
         }
-        quantize_q8(&s.att[..n * d], &mut s.xq[..n * d / QK], simd);
         layer.wo.matmul(
             bytes,
             &s.att[..n * d],
@@ -591,22 +584,46 @@ impl Weights {
             &mut s.tmp,
             simd,
         );
-        for (x, a) in s.x[..n * d].iter_mut().zip(&s.xn[..n * d]) {
-            *x += a;
+        // The residual, then the feed-forward block's norm of it (`xn` holds `wo`'s output
+        // until the norm overwrites it, token by token).
+        let ffn_norm = &layer.ffn_norm;
+        let resid_norm = |((x, o), oq): ((&mut [f32], &mut [f32]), &mut [BlockQ8])| {
+            for (x, a) in x.iter_mut().zip(o.iter()) {
+                *x += a;
+            }
+            rms_norm(x, ffn_norm, eps, o);
+            quantize_q8(o, oq, simd);
+        };
+        let (x, o, oq) = (&mut s.x[..n * d], &mut s.xn[..n * d], &mut s.xq[..n * d / QK]);
+        if par {
+            x.par_chunks_mut(d)
+                .zip(o.par_chunks_mut(d))
+                .zip(oq.par_chunks_mut(d / QK))
+                .for_each(resid_norm);
+        } else {
+            x.chunks_mut(d).zip(o.chunks_mut(d)).zip(oq.chunks_mut(d / QK)).for_each(resid_norm);
         }
-        // Feed-forward block.
-        for i in 0..n {
-            rms_norm(&s.x[i * d..(i + 1) * d], &layer.ffn_norm, eps, &mut s.xn[i * d..(i + 1) * d]);
-        }
-        quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / QK], simd);
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
         layer.w_gate.matmul(bytes, xn, xq, n, &mut s.gate[..n * ff], &mut s.tmp, simd);
         layer.w_up.matmul(bytes, xn, xq, n, &mut s.up[..n * ff], &mut s.tmp, simd);
-        for (g, &u) in s.gate[..n * ff].iter_mut().zip(&s.up[..n * ff]) {
-            // SiLU(g) · u.
-            *g = *g / (1.0 + (-*g).exp()) * u;
+        let swiglu = |((g, u), gq): ((&mut [f32], &[f32]), &mut [BlockQ8])| {
+            for (g, &u) in g.iter_mut().zip(u) {
+                // SiLU(g) · u, with the branch-free `exp` that vectorises (libm's `expf` was
+                // a call per element); clamped to its domain, where `g / (1 + e^88)` is 0 to
+                // within f32 for every g below −88 anyway.
+                *g = *g / (1.0 + crate::sampler::exp::exp((-*g).min(88.0))) * u;
+            }
+            quantize_q8(g, gq, simd);
+        };
+        let (g, u, gq) = (&mut s.gate[..n * ff], &s.up[..n * ff], &mut s.hq[..n * ff / QK]);
+        if par {
+            g.par_chunks_mut(ff)
+                .zip(u.par_chunks(ff))
+                .zip(gq.par_chunks_mut(ff / QK))
+                .for_each(swiglu);
+        } else {
+            g.chunks_mut(ff).zip(u.chunks(ff)).zip(gq.chunks_mut(ff / QK)).for_each(swiglu);
         }
-        quantize_q8(&s.gate[..n * ff], &mut s.hq[..n * ff / QK], simd);
         layer.w_down.matmul(
             bytes,
             &s.gate[..n * ff],
@@ -616,9 +633,48 @@ impl Weights {
             &mut s.tmp,
             simd,
         );
-        for (x, a) in s.x[..n * d].iter_mut().zip(&s.xn[..n * d]) {
-            *x += a;
+        let (x, o) = (&mut s.x[..n * d], &s.xn[..n * d]);
+        let add = |(x, o): (&mut [f32], &[f32])| {
+            for (x, a) in x.iter_mut().zip(o) {
+                *x += a;
+            }
+        };
+        if par {
+            x.par_chunks_mut(d).zip(o.par_chunks(d)).for_each(add);
+        } else {
+            x.chunks_mut(d).zip(o.chunks(d)).for_each(add);
         }
+    }
+}
+
+/// Tokens in a forward pass from which the per-token work between the matrix products runs
+/// on the pool (below, a rayon call per step costs more than it saves: batched decode of a
+/// few sequences).
+const PAR_TOKENS: usize = 16;
+
+/// RMSNorm of each `d`-wide row of `x` into `xn`, quantised into `xq`, one task per row when
+/// `par`.
+#[allow(clippy::too_many_arguments)]
+fn norm_quantize(
+    x: &[f32],
+    w: &[f32],
+    eps: f32,
+    xn: &mut [f32],
+    xq: &mut [BlockQ8],
+    d: usize,
+    simd: bool,
+    par: bool,
+) {
+    let n = x.len() / d;
+    let (xn, xq) = (&mut xn[..n * d], &mut xq[..n * d / QK]);
+    let f = |((x, o), oq): ((&[f32], &mut [f32]), &mut [BlockQ8])| {
+        rms_norm(x, w, eps, o);
+        quantize_q8(o, oq, simd);
+    };
+    if par {
+        x.par_chunks(d).zip(xn.par_chunks_mut(d)).zip(xq.par_chunks_mut(d / QK)).for_each(f);
+    } else {
+        x.chunks(d).zip(xn.chunks_mut(d)).zip(xq.chunks_mut(d / QK)).for_each(f);
     }
 }
 
@@ -698,12 +754,18 @@ impl Matrix {
                 tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
                     matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, simd)
                 });
-                for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
-                    let w = chunk.len() / n;
-                    for t in 0..n {
-                        let at = t * rows + c * ROWS_PER_TASK;
-                        out[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
+                let tmp = &*tmp;
+                let gather = |(t, o): (usize, &mut [f32])| {
+                    for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
+                        let w = chunk.len() / n;
+                        let at = c * ROWS_PER_TASK;
+                        o[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
                     }
+                };
+                if n >= PAR_TOKENS {
+                    out.par_chunks_mut(rows).enumerate().for_each(gather);
+                } else {
+                    out.chunks_mut(rows).enumerate().for_each(gather);
                 }
             }
             Weight::F32(w) => {

@@ -69,7 +69,7 @@
 
 mod config;
 mod error;
-mod exp;
+pub(crate) mod exp;
 mod filters;
 mod greedy;
 mod logits;
