@@ -67,7 +67,7 @@ def run(n, constrained, prompt="Write a long story about a dragon, as JSON with 
 
     def go(i):
         time.sleep(i * stagger)
-        out[i] = stream(prompt, constrained, seed=i + 1)
+        out[i] = stream(prompt if isinstance(prompt, str) else prompt(i), constrained, seed=i + 1)
 
     t0 = time.perf_counter()
     ts = [threading.Thread(target=go, args=(i,)) for i in range(n)]
@@ -91,11 +91,15 @@ for name, n, c in [("1 stream, unconstrained", 1, False), ("8 streams, unconstra
     rates = [run(n, c)[0] for _ in range(args.rounds)]
     rows[name] = max(rates)
 ttft_burst, ttft_stagger = [], []
+# Eight different prompts of the same length (a cache of shared prefixes could not serve one
+# from another's work).
+def ttft_prompt(i):
+    return f"Logbook {i + 1}. " + LONG + " Summarise this as JSON."
 for _ in range(0 if args.skip_ttft else args.rounds):
-    ttft_burst += run(8, True, prompt=LONG + " Summarise this as JSON.")[1]
-    ttft_stagger += run(8, True, prompt=LONG + " Summarise this as JSON.", stagger=0.4)[1]
+    ttft_burst += run(8, True, prompt=ttft_prompt)[1]
+    ttft_stagger += run(8, True, prompt=ttft_prompt, stagger=0.4)[1]
 prompt_tokens = client.chat.completions.create(
-    model="m", messages=[{"role": "user", "content": LONG + " Summarise this as JSON."}],
+    model="m", messages=[{"role": "user", "content": ttft_prompt(0)}],
     max_tokens=1).usage.prompt_tokens
 with urllib.request.urlopen(url + "/metrics") as r:
     m = {l.split()[0]: float(l.split()[1]) for l in r.read().decode().splitlines()
