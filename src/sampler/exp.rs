@@ -48,9 +48,80 @@ pub(crate) fn exp(x: f32) -> f32 {
     }
 }
 
+/// [`exp`] on eight lanes with AVX2: the same operations in the same order (no FMA), so every
+/// lane equals the scalar function's result bit for bit (tested).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2 {
+    use super::{LN2_HI, LN2_LO, LOG2E, ROUND_MAGIC, UNDERFLOW};
+    use std::arch::x86_64::*;
+
+    /// `exp` of each lane; the caller must have checked for AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn exp8(x: __m256) -> __m256 {
+        let u = _mm256_set1_ps(UNDERFLOW);
+        // `x < UNDERFLOW`, false for NaN as in the scalar comparison.
+        let low = _mm256_cmp_ps::<_CMP_LT_OQ>(x, u);
+        let xc = _mm256_blendv_ps(x, u, low);
+        let magic = _mm256_set1_ps(ROUND_MAGIC);
+        let t = _mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LOG2E)), magic);
+        let n = _mm256_sub_ps(t, magic);
+        let r = _mm256_sub_ps(
+            _mm256_sub_ps(xc, _mm256_mul_ps(n, _mm256_set1_ps(LN2_HI))),
+            _mm256_mul_ps(n, _mm256_set1_ps(LN2_LO)),
+        );
+        let mut p = _mm256_set1_ps(1.987_569_1e-4);
+        for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+            p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+        }
+        let y = _mm256_add_ps(
+            _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r),
+            _mm256_set1_ps(1.0),
+        );
+        let ni = _mm256_sub_epi32(
+            _mm256_castps_si256(t),
+            _mm256_set1_epi32(ROUND_MAGIC.to_bits() as i32),
+        );
+        let h = _mm256_srai_epi32::<1>(ni);
+        let bias = _mm256_set1_epi32(127);
+        let s1 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(h, bias)));
+        let s2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(
+            _mm256_sub_epi32(ni, h),
+            bias,
+        )));
+        let v = _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+        _mm256_andnot_ps(low, v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn eight_lanes_equal_the_scalar_function_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut xs: Vec<f32> = (-2_000_000..2_000_000).map(|i| i as f32 * 6.0e-5).collect();
+        xs.extend([f32::NEG_INFINITY, -1e30, -104.5, -103.97, 88.0, 88.7, 0.0, -0.0, f32::NAN]);
+        while xs.len() % 8 != 0 {
+            xs.push(1.0);
+        }
+        for c in xs.chunks_exact(8) {
+            let mut got = [0.0f32; 8];
+            // SAFETY: AVX2 checked above.
+            unsafe {
+                use std::arch::x86_64::*;
+                let v = avx2::exp8(_mm256_loadu_ps(c.as_ptr()));
+                _mm256_storeu_ps(got.as_mut_ptr(), v);
+            }
+            for (x, g) in c.iter().zip(got) {
+                assert_eq!(exp(*x).to_bits(), g.to_bits(), "exp({x})");
+            }
+        }
+    }
 
     #[test]
     fn close_to_libm() {

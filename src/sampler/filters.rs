@@ -12,6 +12,7 @@
 use super::error::SampleError;
 use super::exp::exp;
 use super::mass::{top_p_drops, Fixed};
+use multiversion::multiversion;
 
 /// Turn (masked, penalised) logits into probabilities in place: `p[i] = exp(x[i]/T - max/T) / Σ`.
 ///
@@ -52,21 +53,7 @@ pub(crate) fn exp_in_place(x: &mut [f32], s: f32) -> Result<f64, SampleError> {
             sum += f64::from(*v);
         }
     } else {
-        // One pass; eight accumulator lanes let the exponentials and the sum vectorise.
-        let mut lanes = [0.0f64; 8];
-        let mut chunks = x.chunks_exact_mut(8);
-        for c in &mut chunks {
-            for j in 0..8 {
-                let e = exp(c[j] * s - m);
-                c[j] = e;
-                lanes[j] += f64::from(e);
-            }
-        }
-        for v in chunks.into_remainder() {
-            *v = exp(*v * s - m);
-            lanes[0] += f64::from(*v);
-        }
-        sum = lanes.iter().sum();
+        sum = exp_pass(x, s, m).iter().sum();
     }
     Ok(sum)
 }
@@ -96,17 +83,19 @@ pub(crate) fn reweight_kept(keep: &mut [f32], logits: &[f32], inv_t: f32) {
 }
 
 /// The maximum of `x`, refusing NaN (the error names the first NaN's index).
+#[multiversion(targets("x86_64+avx2"))]
 pub(crate) fn max_checked(x: &[f32]) -> Result<f32, SampleError> {
-    // Eight independent lanes let the compiler vectorise. `f32::max` ignores NaN, so NaNs are
-    // flagged separately from their bit patterns and located by a second (cold) scan.
-    let mut lanes = [f32::NEG_INFINITY; 8];
-    let mut nan = [0u32; 8];
-    let chunks = x.chunks_exact(8);
+    // Thirty-two independent lanes let the compiler vectorise with four chains in flight. NaNs
+    // are flagged separately from their bit patterns (and located by a second, cold scan), so
+    // the maximum is a plain comparison (`maxps`), which passes over a NaN.
+    let mut lanes = [f32::NEG_INFINITY; 32];
+    let mut nan = [0u32; 32];
+    let chunks = x.chunks_exact(32);
     let tail = chunks.remainder();
     for c in chunks {
-        for j in 0..8 {
+        for j in 0..32 {
             nan[j] |= u32::from((c[j].to_bits() & 0x7fff_ffff) > 0x7f80_0000);
-            lanes[j] = lanes[j].max(c[j]);
+            lanes[j] = if c[j] > lanes[j] { c[j] } else { lanes[j] };
         }
     }
     let mut any_nan = nan.iter().any(|&b| b != 0);
@@ -121,17 +110,84 @@ pub(crate) fn max_checked(x: &[f32]) -> Result<f32, SampleError> {
     Ok(lanes.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)))
 }
 
+/// `x[i] = exp(x[i]·s − m)` in one pass, returning the eight `f64` lane sums (lane `j` sums
+/// the entries `≡ j mod 8`, the tail in lane 0). With AVX2 the exponentials of a chunk are one
+/// [`exp8`](super::exp::avx2::exp8): the same arithmetic lane for lane, so the same bits.
+pub(crate) fn exp_pass(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { exp_pass_avx2(x, s, m) };
+    }
+    let mut lanes = [0.0f64; 8];
+    let mut chunks = x.chunks_exact_mut(8);
+    for c in &mut chunks {
+        for j in 0..8 {
+            let e = exp(c[j] * s - m);
+            c[j] = e;
+            lanes[j] += f64::from(e);
+        }
+    }
+    for v in chunks.into_remainder() {
+        *v = exp(*v * s - m);
+        lanes[0] += f64::from(*v);
+    }
+    lanes
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn exp_pass_avx2(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
+    use std::arch::x86_64::*;
+    let (sv, mv) = (_mm256_set1_ps(s), _mm256_set1_ps(m));
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn exp_at(p: *mut f32, sv: __m256, mv: __m256) -> __m256 {
+        let e = super::exp::avx2::exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
+        _mm256_storeu_ps(p, e);
+        e
+    }
+    // Two chunks a step: two independent exponentials in flight (one was latency-bound);
+    // their lane sums are still added chunk after chunk, in the row's order.
+    let mut pairs = x.chunks_exact_mut(16);
+    for c in &mut pairs {
+        let (e1, e2) = (exp_at(c.as_mut_ptr(), sv, mv), exp_at(c.as_mut_ptr().add(8), sv, mv));
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e1)));
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e2)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e2)));
+    }
+    let mut chunks = pairs.into_remainder().chunks_exact_mut(8);
+    for c in &mut chunks {
+        let e = exp_at(c.as_mut_ptr(), sv, mv);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+    }
+    let mut lanes = [0.0f64; 8];
+    _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
+    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
+    for v in chunks.into_remainder() {
+        *v = exp(*v * s - m);
+        lanes[0] += f64::from(*v);
+    }
+    lanes
+}
+
 /// Sum of a row in `f64` with independent accumulators (order does not matter to callers).
+#[multiversion(targets("x86_64+avx2"))]
 pub(crate) fn sum_f64(x: &[f32]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let chunks = x.chunks_exact(4);
+    // Sixteen lanes: four independent vector additions in flight (one chain of `addpd` was
+    // latency-bound at a quarter of the machine's throughput).
+    let mut acc = [0.0f64; 16];
+    let chunks = x.chunks_exact(16);
     let tail = chunks.remainder();
     for c in chunks {
-        for j in 0..4 {
+        for j in 0..16 {
             acc[j] += f64::from(c[j]);
         }
     }
-    let mut s = acc[0] + acc[1] + acc[2] + acc[3];
+    let mut s: f64 = acc.iter().sum();
     for &v in tail {
         s += f64::from(v);
     }

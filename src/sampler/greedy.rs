@@ -40,8 +40,19 @@ pub(crate) fn argmax_f32(v: &[f32]) -> Result<TokenId, SampleError> {
     if max == f32::NEG_INFINITY {
         return Err(SampleError::all_forbidden());
     }
-    let i = v.iter().position(|&x| x == max).unwrap_or(0);
-    Ok(TokenId::from_index(i))
+    Ok(TokenId::from_index(first_equal(v, max)))
+}
+
+/// The first index holding `max` (0 if none): a vectorised test per 64-entry chunk, then a
+/// scan of the chunk that has it (an early-exit scan of the whole row does not vectorise).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn first_equal(v: &[f32], max: f32) -> usize {
+    for (ci, c) in v.chunks(64).enumerate() {
+        if c.iter().fold(false, |a, &x| a | (x == max)) {
+            return ci * 64 + c.iter().position(|&x| x == max).unwrap_or(0);
+        }
+    }
+    0
 }
 
 fn argmax_iter(it: impl Iterator<Item = f32>) -> Result<TokenId, SampleError> {
@@ -96,10 +107,52 @@ pub(crate) fn check_mask(mask: &TokenMask, n: usize) -> Result<(), SampleError> 
 pub fn apply_mask_argmax(logits: Logits<'_>, mask: &TokenMask) -> Result<TokenId, SampleError> {
     check_mask(mask, logits.len())?;
     let best = match logits {
-        Logits::F32(v) => masked_argmax_by(mask, |i| v[i])?,
+        Logits::F32(v) => masked_argmax_f32(mask, v)?,
         Logits::Bf16(v) => masked_argmax_by(mask, |i| bf16_to_f32(v[i]))?,
     };
     best.ok_or_else(SampleError::all_forbidden)
+}
+
+/// [`masked_argmax_by`] for an `f32` row: a word whose ids are all allowed is one vectorised
+/// maximum over its 32 values (the same first-maximum rule; a word holding a NaN goes through
+/// the id-by-id walk, which reports it in order). Masks from grammars allow long runs.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn masked_argmax_f32(mask: &TokenMask, v: &[f32]) -> Result<Option<TokenId>, SampleError> {
+    let mut best = f32::NEG_INFINITY;
+    let mut best_i = None;
+    for (wi, &w) in mask.words().iter().enumerate() {
+        let base = wi * WORD_BITS;
+        if w == u32::MAX && base + WORD_BITS <= v.len() {
+            let c = &v[base..base + WORD_BITS];
+            let mut m = f32::NEG_INFINITY;
+            let mut nan = false;
+            for &x in c {
+                nan |= x.is_nan();
+                m = if x > m { x } else { m };
+            }
+            if !nan {
+                if m > best {
+                    best = m;
+                    best_i = c.iter().position(|&x| x == m).map(|j| base + j);
+                }
+                continue;
+            }
+        }
+        let mut bits = w;
+        while bits != 0 {
+            let i = base + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let x = v[i];
+            if x.is_nan() {
+                return Err(SampleError::nan(i));
+            }
+            if x > best {
+                best = x;
+                best_i = Some(i);
+            }
+        }
+    }
+    Ok(best_i.map(TokenId::from_index))
 }
 
 /// Masked argmax over the values read through `get`, visiting only the allowed ids (word by

@@ -307,17 +307,8 @@ pub(crate) fn prepare(
         out.copy_from_slice(s);
     }
     for block in out.chunks_mut(BLOCK) {
-        let mut all = [0.0f64; 8];
-        let mut hi = [0.0f64; 8];
-        let mut chunks = block.chunks_exact_mut(8);
-        for c in &mut chunks {
-            for j in 0..8 {
-                let e = exp(c[j] * inv_t - m);
-                c[j] = e;
-                all[j] += f64::from(e);
-                hi[j] += f64::from(if e > low { e } else { 0.0 });
-            }
-        }
+        let (mut all, mut hi) = exp_block(block, inv_t, m, low);
+        let chunks = block.chunks_exact_mut(8);
         for v in chunks.into_remainder() {
             let e = exp(*v * inv_t - m);
             *v = e;
@@ -328,6 +319,52 @@ pub(crate) fn prepare(
         total += lanes_sum(&all);
     }
     Ok(Prepared { max: e_max, total, low, split: false })
+}
+
+/// `c = exp(c·inv_t − m)` over the whole 8-chunks of `block`, with the eight `f64` lane sums
+/// of all values and of those above `low` (the tail is the caller's). With AVX2 the same
+/// arithmetic lane for lane ([`exp8`](super::exp::avx2::exp8)), so the same bits.
+fn exp_block(block: &mut [f32], inv_t: f32, m: f32, low: f32) -> ([f64; 8], [f64; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { exp_block_avx2(block, inv_t, m, low) };
+    }
+    let mut all = [0.0f64; 8];
+    let mut hi = [0.0f64; 8];
+    for c in block.chunks_exact_mut(8) {
+        for j in 0..8 {
+            let e = exp(c[j] * inv_t - m);
+            c[j] = e;
+            all[j] += f64::from(e);
+            hi[j] += f64::from(if e > low { e } else { 0.0 });
+        }
+    }
+    (all, hi)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn exp_block_avx2(block: &mut [f32], inv_t: f32, m: f32, low: f32) -> ([f64; 8], [f64; 8]) {
+    use std::arch::x86_64::*;
+    let (sv, mv, lv) = (_mm256_set1_ps(inv_t), _mm256_set1_ps(m), _mm256_set1_ps(low));
+    let mut acc = [_mm256_setzero_pd(); 4];
+    for c in block.chunks_exact_mut(8) {
+        let p = c.as_mut_ptr();
+        let e = super::exp::avx2::exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
+        _mm256_storeu_ps(p, e);
+        let above = _mm256_and_ps(e, _mm256_cmp_ps::<_CMP_GT_OQ>(e, lv));
+        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+        acc[2] = _mm256_add_pd(acc[2], _mm256_cvtps_pd(_mm256_castps256_ps128(above)));
+        acc[3] = _mm256_add_pd(acc[3], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(above)));
+    }
+    let (mut all, mut hi) = ([0.0f64; 8], [0.0f64; 8]);
+    _mm256_storeu_pd(all.as_mut_ptr(), acc[0]);
+    _mm256_storeu_pd(all.as_mut_ptr().add(4), acc[1]);
+    _mm256_storeu_pd(hi.as_mut_ptr(), acc[2]);
+    _mm256_storeu_pd(hi.as_mut_ptr().add(4), acc[3]);
+    (all, hi)
 }
 
 /// One draw from a row [`prepare`]d in `out` (the block sums of `scratch` are consumed; see
@@ -671,6 +708,68 @@ fn draw_tie_cut(key: &[f32], w: &[f32], v: f32, keep: usize, r: f32) -> Option<u
 ///
 /// With `SPLIT`, the block sums are of the weights `w` of those entries instead of their values
 /// (temperature after the filters); without it `w` is not read.
+/// The per-lane counters and `f32` partial sums [`pivot_stats`] keeps for one sub-block.
+struct Lanes<'a> {
+    gt0: &'a mut [u32; 8],
+    ge0: &'a mut [u32; 8],
+    gt1: &'a mut [u32; 8],
+    f0: &'a mut [f32; 8],
+    f1: &'a mut [f32; 8],
+}
+
+/// Counts above/at the pivots and the masses above them, lane `j` taking the entries `≡ j mod
+/// 8` of `x` (whole 8-chunks). With AVX2 one vector per chunk: the same additions per lane in
+/// the same order (a refused entry adds `+0.0` either way), so the same bits.
+#[allow(clippy::needless_range_loop)]
+fn sub_stats(x: &[f32], p0: f32, p1: f32, l: &mut Lanes<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        unsafe { sub_stats_avx2(x, p0, p1, l) };
+        return;
+    }
+    for c in x.chunks_exact(8) {
+        for j in 0..8 {
+            let v = c[j];
+            let a = v > p0;
+            let b = v > p1;
+            l.gt0[j] += u32::from(a);
+            l.ge0[j] += u32::from(v >= p0);
+            l.gt1[j] += u32::from(b);
+            l.f0[j] += if a { v } else { 0.0 };
+            l.f1[j] += if b { v } else { 0.0 };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sub_stats_avx2(x: &[f32], p0: f32, p1: f32, l: &mut Lanes<'_>) {
+    use std::arch::x86_64::*;
+    let ld = |a: &[u32; 8]| _mm256_loadu_si256(a.as_ptr() as *const __m256i);
+    let (mut gt0, mut ge0, mut gt1) = (ld(l.gt0), ld(l.ge0), ld(l.gt1));
+    let (mut f0, mut f1) = (_mm256_loadu_ps(l.f0.as_ptr()), _mm256_loadu_ps(l.f1.as_ptr()));
+    let (q0, q1) = (_mm256_set1_ps(p0), _mm256_set1_ps(p1));
+    for c in x.chunks_exact(8) {
+        let v = _mm256_loadu_ps(c.as_ptr());
+        let a = _mm256_cmp_ps::<_CMP_GT_OQ>(v, q0);
+        let e = _mm256_cmp_ps::<_CMP_GE_OQ>(v, q0);
+        let b = _mm256_cmp_ps::<_CMP_GT_OQ>(v, q1);
+        // A true comparison is all ones, −1 as an integer: subtracting it counts one.
+        gt0 = _mm256_sub_epi32(gt0, _mm256_castps_si256(a));
+        ge0 = _mm256_sub_epi32(ge0, _mm256_castps_si256(e));
+        gt1 = _mm256_sub_epi32(gt1, _mm256_castps_si256(b));
+        f0 = _mm256_add_ps(f0, _mm256_and_ps(v, a));
+        f1 = _mm256_add_ps(f1, _mm256_and_ps(v, b));
+    }
+    let st = |a: &mut [u32; 8], v: __m256i| _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, v);
+    st(l.gt0, gt0);
+    st(l.ge0, ge0);
+    st(l.gt1, gt1);
+    _mm256_storeu_ps(l.f0.as_mut_ptr(), f0);
+    _mm256_storeu_ps(l.f1.as_mut_ptr(), f1);
+}
+
 fn pivot_stats<const SPLIT: bool>(
     x: &[f32],
     w: &[f32],
@@ -694,20 +793,10 @@ fn pivot_stats<const SPLIT: bool>(
             // 2⁻²⁰), widened to `f64`: the loop stays in 4-wide `f32` SIMD.
             let mut f0 = [0.0f32; 8];
             let mut f1 = [0.0f32; 8];
-            let chunks = sub.chunks_exact(8);
-            let tail = chunks.remainder();
-            for c in chunks {
-                for j in 0..8 {
-                    let v = c[j];
-                    let a = v > p0;
-                    let b = v > p1;
-                    gt0[j] += u32::from(a);
-                    ge0[j] += u32::from(v >= p0);
-                    gt1[j] += u32::from(b);
-                    f0[j] += if a { v } else { 0.0 };
-                    f1[j] += if b { v } else { 0.0 };
-                }
-            }
+            let tail = sub.chunks_exact(8).remainder();
+            let mut lanes =
+                Lanes { gt0: &mut gt0, ge0: &mut ge0, gt1: &mut gt1, f0: &mut f0, f1: &mut f1 };
+            sub_stats(&sub[..sub.len() - tail.len()], p0, p1, &mut lanes);
             for &v in tail {
                 gt0[0] += u32::from(v > p0);
                 ge0[0] += u32::from(v >= p0);
