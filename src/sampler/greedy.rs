@@ -213,3 +213,57 @@ pub fn argmax_with_penalties(
         None => argmax_f32(work),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time masked argmax against the id-by-id walk it stands in for: fully
+    /// allowed words, partial ones, ties inside and across words (the first id wins), `-inf`
+    /// words, a NaN inside a fully allowed word after a larger value (reported in order), and
+    /// a ragged last word.
+    #[test]
+    fn word_at_a_time_masked_argmax_equals_the_walk() {
+        let n = 32 * 9 + 7;
+        let mut v: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32) / 10.0).collect();
+        v[70] = 50.0;
+        v[100] = 50.0; // a tie in a later word
+        v[33] = 50.0; // the first of the tie, in a word that is only partly allowed below
+        for x in &mut v[128..160] {
+            *x = f32::NEG_INFINITY;
+        }
+        let mut mask = TokenMask::full(n);
+        for i in (32..64).step_by(3) {
+            mask.remove(TokenId::from_index(i));
+        }
+        for (allow33, nan_at) in [(true, None), (false, None), (true, Some(200)), (false, Some(5))]
+        {
+            let mut m = mask.clone();
+            if allow33 {
+                m.insert(TokenId::from_index(33));
+            } else {
+                m.remove(TokenId::from_index(33));
+            }
+            let mut w = v.clone();
+            if let Some(i) = nan_at {
+                w[i] = f32::NAN;
+            }
+            let walk = masked_argmax_by(&m, |i| w[i]).map_err(|e| e.to_string());
+            let fast = masked_argmax_f32(&m, &w).map_err(|e| e.to_string());
+            assert_eq!(fast, walk, "allow33 {allow33} nan {nan_at:?}");
+        }
+        let all_inf = vec![f32::NEG_INFINITY; 64];
+        assert_eq!(masked_argmax_f32(&TokenMask::full(64), &all_inf).unwrap(), None);
+    }
+
+    #[test]
+    fn first_equal_finds_the_first_maximum_in_any_chunk() {
+        let mut v = vec![0.0f32; 1000];
+        for at in [0, 63, 64, 500, 999] {
+            v.fill(0.0);
+            v[at] = 2.0;
+            v[999.min(at + 70)] = 2.0;
+            assert_eq!(first_equal(&v, 2.0), at);
+        }
+    }
+}
