@@ -138,19 +138,7 @@ fn masked_argmax_f32(mask: &TokenMask, v: &[f32]) -> Result<Option<TokenId>, Sam
                 continue;
             }
         }
-        let mut bits = w;
-        while bits != 0 {
-            let i = base + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let x = v[i];
-            if x.is_nan() {
-                return Err(SampleError::nan(i));
-            }
-            if x > best {
-                best = x;
-                best_i = Some(i);
-            }
-        }
+        walk_word(w, base, |i| v[i], &mut best, &mut best_i)?;
     }
     Ok(best_i.map(TokenId::from_index))
 }
@@ -164,22 +152,35 @@ fn masked_argmax_by(
     let mut best = f32::NEG_INFINITY;
     let mut best_i = None;
     for (wi, &w) in mask.words().iter().enumerate() {
-        let base = wi * WORD_BITS;
-        let mut bits = w;
-        while bits != 0 {
-            let i = base + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let x = get(i);
-            if x.is_nan() {
-                return Err(SampleError::nan(i));
-            }
-            if x > best {
-                best = x;
-                best_i = Some(i);
-            }
-        }
+        walk_word(w, wi * WORD_BITS, &get, &mut best, &mut best_i)?;
     }
     Ok(best_i.map(TokenId::from_index))
+}
+
+/// The allowed ids of one mask word (`base` its first id) in order: a larger value than
+/// `best` takes its place (the first maximum wins); a NaN is an error naming its id.
+#[inline(always)]
+fn walk_word(
+    w: u32,
+    base: usize,
+    get: impl Fn(usize) -> f32,
+    best: &mut f32,
+    best_i: &mut Option<usize>,
+) -> Result<(), SampleError> {
+    let mut bits = w;
+    while bits != 0 {
+        let i = base + bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let x = get(i);
+        if x.is_nan() {
+            return Err(SampleError::nan(i));
+        }
+        if x > *best {
+            *best = x;
+            *best_i = Some(i);
+        }
+    }
+    Ok(())
 }
 
 /// Greedy with penalties (and optionally a mask): copy the row into `scratch`, apply
