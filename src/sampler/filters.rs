@@ -174,6 +174,51 @@ unsafe fn exp_pass_avx2(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
     lanes
 }
 
+/// The eight `f64` lane sums of `exp(x[i]·s − m)`, as [`exp_pass`] accumulates them, without
+/// writing the exponentials (the log-sum-exp of logprobs).
+pub(crate) fn exp_lane_sums(x: &[f32], s: f32, m: f32) -> [f64; 8] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { exp_lane_sums_avx2(x, s, m) };
+    }
+    let mut lanes = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..8 {
+            lanes[j] += f64::from(exp(c[j] * s - m));
+        }
+    }
+    for &v in tail {
+        lanes[0] += f64::from(exp(v * s - m));
+    }
+    lanes
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn exp_lane_sums_avx2(x: &[f32], s: f32, m: f32) -> [f64; 8] {
+    use std::arch::x86_64::*;
+    let (sv, mv) = (_mm256_set1_ps(s), _mm256_set1_ps(m));
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        let v = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c.as_ptr()), sv), mv);
+        let e = super::exp::avx2::exp8(v);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+    }
+    let mut lanes = [0.0f64; 8];
+    _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
+    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
+    for &v in tail {
+        lanes[0] += f64::from(exp(v * s - m));
+    }
+    lanes
+}
+
 /// Sum of a row in `f64` with independent accumulators (order does not matter to callers).
 #[multiversion(targets("x86_64+avx2"))]
 pub(crate) fn sum_f64(x: &[f32]) -> f64 {

@@ -8,7 +8,7 @@
 use super::config::MAX_TOP_LOGPROBS;
 use super::error::{SampleError, SampleErrorKind};
 use super::exp::exp;
-use super::filters::max_checked;
+use super::filters::{exp_lane_sums, max_checked};
 use super::logits::{bf16_to_f32, Logits};
 use crate::token::TokenId;
 
@@ -99,20 +99,16 @@ pub fn compute_top_logprobs_into(
 /// exp-sum), each a tight loop; bf16 rows go through the same steps element by element.
 fn scan_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) -> Result<(f32, f64), SampleError> {
     let max = max_checked(v)?;
-    select_top(v.iter().copied(), k, top);
+    select_top_f32(v, k, top);
     if max.is_infinite() {
         return limit(v.iter().copied(), max);
     }
-    let mut lanes = [0.0f64; 8];
-    let chunks = v.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for j in 0..8 {
-            lanes[j] += f64::from(exp(c[j] - max));
-        }
-    }
+    // `x · 1.0` is `x`: the same sums as `exp(x − max)` lane by lane (the tail's terms are
+    // added after the lanes' total, as before).
+    let tail = v.len() % 8;
+    let lanes = exp_lane_sums(&v[..v.len() - tail], 1.0, max);
     let mut sum: f64 = lanes.iter().sum();
-    for &x in tail {
+    for &x in &v[v.len() - tail..] {
         sum += f64::from(exp(x - max));
     }
     Ok((max, sum.ln()))
@@ -150,6 +146,42 @@ fn limit(it: impl Iterator<Item = f32>, max: f32) -> Result<(f32, f64), SampleEr
     Ok((max, (count as f64).ln()))
 }
 
+/// [`select_top`] on an `f32` row: once `top` is full, a 16-entry chunk with nothing above
+/// the current floor (the common case) is skipped after one vectorised test; a chunk with a
+/// candidate runs the same insertion in index order.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn select_top_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) {
+    if k == 0 {
+        return;
+    }
+    let mut floor = f32::NEG_INFINITY;
+    let mut insert = |i: usize, x: f32, floor: &mut f32| {
+        if top.len() < k || x > *floor {
+            if top.len() == k {
+                top.pop();
+            }
+            let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
+            top.insert(pos, (TokenId::from_index(i), x));
+            if top.len() == k {
+                *floor = top[k - 1].1;
+            }
+        }
+    };
+    let head = k.min(v.len());
+    for (i, &x) in v[..head].iter().enumerate() {
+        insert(i, x, &mut floor);
+    }
+    let mut at = head;
+    for c in v[head..].chunks(16) {
+        if c.iter().fold(false, |a, &x| a | (x > floor)) {
+            for (j, &x) in c.iter().enumerate() {
+                insert(at + j, x, &mut floor);
+            }
+        }
+        at += c.len();
+    }
+}
+
 /// Keep the `k` largest values of `it` in `top`, descending. The scan is in index order and an
 /// equal value never displaces an earlier one, so ties go to the lower id. Most elements fail
 /// the first comparison against the current k-th value.
@@ -176,4 +208,34 @@ fn log_prob(x: f32, (max, ln_sum): (f32, f64)) -> f32 {
         return if x == f32::INFINITY { -(ln_sum as f32) } else { f32::NEG_INFINITY };
     }
     ((f64::from(x) - f64::from(max)) - ln_sum) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chunk-skipping selection against the element-by-element one: rows with many ties
+    /// (the lower id wins), `-inf` runs, rows shorter than `k`, and every `k` up to 40.
+    #[test]
+    fn chunked_selection_equals_the_plain_scan() {
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        };
+        for n in [1usize, 5, 17, 40, 100, 1000, 5003] {
+            let v: Vec<f32> = (0..n)
+                .map(|_| match rnd() % 10 {
+                    0 => f32::NEG_INFINITY,
+                    r => (rnd() % (5 + r)) as f32,
+                })
+                .collect();
+            for k in [1usize, 2, 20, 40] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                select_top(v.iter().copied(), k, &mut a);
+                select_top_f32(&v, k, &mut b);
+                assert_eq!(a, b, "n {n} k {k}");
+            }
+        }
+    }
 }
