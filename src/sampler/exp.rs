@@ -92,6 +92,26 @@ pub(crate) mod avx2 {
         let v = _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
         _mm256_andnot_ps(low, v)
     }
+
+    /// Add the eight lanes of `e`, widened to `f64`, to the lane sums `acc` (lanes 0–3 in
+    /// `acc[0]`, 4–7 in `acc[1]`): lane `j` receives exactly `f64::from(e[j])`, as the scalar
+    /// loops' `lanes[j] += f64::from(e)` does.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn add_lanes(acc: &mut [__m256d; 2], e: __m256) {
+        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+    }
+
+    /// The lane sums of [`add_lanes`] as an array, lane `j` at index `j`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn lanes(acc: [__m256d; 2]) -> [f64; 8] {
+        let mut out = [0.0f64; 8];
+        _mm256_storeu_pd(out.as_mut_ptr(), acc[0]);
+        _mm256_storeu_pd(out.as_mut_ptr().add(4), acc[1]);
+        out
+    }
 }
 
 #[cfg(test)]

@@ -138,13 +138,14 @@ pub(crate) fn exp_pass(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn exp_pass_avx2(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
+    use super::exp::avx2::{add_lanes, exp8, lanes};
     use std::arch::x86_64::*;
     let (sv, mv) = (_mm256_set1_ps(s), _mm256_set1_ps(m));
-    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let mut acc = [_mm256_setzero_pd(); 2];
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn exp_at(p: *mut f32, sv: __m256, mv: __m256) -> __m256 {
-        let e = super::exp::avx2::exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
+        let e = exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
         _mm256_storeu_ps(p, e);
         e
     }
@@ -153,20 +154,14 @@ unsafe fn exp_pass_avx2(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
     let mut pairs = x.chunks_exact_mut(16);
     for c in &mut pairs {
         let (e1, e2) = (exp_at(c.as_mut_ptr(), sv, mv), exp_at(c.as_mut_ptr().add(8), sv, mv));
-        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));
-        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e1)));
-        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e2)));
-        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e2)));
+        add_lanes(&mut acc, e1);
+        add_lanes(&mut acc, e2);
     }
     let mut chunks = pairs.into_remainder().chunks_exact_mut(8);
     for c in &mut chunks {
-        let e = exp_at(c.as_mut_ptr(), sv, mv);
-        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+        add_lanes(&mut acc, exp_at(c.as_mut_ptr(), sv, mv));
     }
-    let mut lanes = [0.0f64; 8];
-    _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
-    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
+    let mut lanes = lanes(acc);
     for v in chunks.into_remainder() {
         *v = exp(*v * s - m);
         lanes[0] += f64::from(*v);
@@ -174,24 +169,33 @@ unsafe fn exp_pass_avx2(x: &mut [f32], s: f32, m: f32) -> [f64; 8] {
     lanes
 }
 
-/// The eight `f64` lane sums of `exp(x[i]·s − m)`, as [`exp_pass`] accumulates them, without
-/// writing the exponentials (the log-sum-exp of logprobs).
-pub(crate) fn exp_lane_sums(x: &[f32], s: f32, m: f32) -> [f64; 8] {
+/// `Σ exp(x[i]·s − m)` in `f64` without writing the exponentials: eight lane sums over the
+/// whole 8-chunks, totalled, then the tail's terms one by one (the log-sum-exp of logprobs
+/// and the candidate path's partition function). With AVX2 the lanes come from
+/// [`exp8`](super::exp::avx2::exp8) and hold the same values.
+pub(crate) fn exp_sum(x: &[f32], s: f32, m: f32) -> f64 {
+    let tail = x.len() % 8;
+    let (body, rest) = x.split_at(x.len() - tail);
+    let mut sum: f64 = exp_lane_sums(body, s, m).iter().sum();
+    for &v in rest {
+        sum += f64::from(exp(v * s - m));
+    }
+    sum
+}
+
+/// The lane sums of [`exp_sum`] over whole 8-chunks (`x.len() % 8 == 0`).
+fn exp_lane_sums(x: &[f32], s: f32, m: f32) -> [f64; 8] {
+    debug_assert_eq!(x.len() % 8, 0);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is present.
         return unsafe { exp_lane_sums_avx2(x, s, m) };
     }
     let mut lanes = [0.0f64; 8];
-    let chunks = x.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
+    for c in x.chunks_exact(8) {
         for j in 0..8 {
             lanes[j] += f64::from(exp(c[j] * s - m));
         }
-    }
-    for &v in tail {
-        lanes[0] += f64::from(exp(v * s - m));
     }
     lanes
 }
@@ -199,24 +203,17 @@ pub(crate) fn exp_lane_sums(x: &[f32], s: f32, m: f32) -> [f64; 8] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn exp_lane_sums_avx2(x: &[f32], s: f32, m: f32) -> [f64; 8] {
+    use super::exp::avx2::{add_lanes, exp8, lanes};
     use std::arch::x86_64::*;
     let (sv, mv) = (_mm256_set1_ps(s), _mm256_set1_ps(m));
-    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-    let chunks = x.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        let v = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c.as_ptr()), sv), mv);
-        let e = super::exp::avx2::exp8(v);
-        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
+    let mut acc = [_mm256_setzero_pd(); 2];
+    for c in x.chunks_exact(8) {
+        add_lanes(
+            &mut acc,
+            exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c.as_ptr()), sv), mv)),
+        );
     }
-    let mut lanes = [0.0f64; 8];
-    _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
-    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
-    for &v in tail {
-        lanes[0] += f64::from(exp(v * s - m));
-    }
-    lanes
+    lanes(acc)
 }
 
 /// Sum of a row in `f64` with independent accumulators (order does not matter to callers).

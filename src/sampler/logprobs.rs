@@ -8,7 +8,7 @@
 use super::config::MAX_TOP_LOGPROBS;
 use super::error::{SampleError, SampleErrorKind};
 use super::exp::exp;
-use super::filters::{exp_lane_sums, max_checked};
+use super::filters::{exp_sum, max_checked};
 use super::logits::{bf16_to_f32, Logits};
 use crate::token::TokenId;
 
@@ -103,15 +103,8 @@ fn scan_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) -> Result<(f32, 
     if max.is_infinite() {
         return limit(v.iter().copied(), max);
     }
-    // `x · 1.0` is `x`: the same sums as `exp(x − max)` lane by lane (the tail's terms are
-    // added after the lanes' total, as before).
-    let tail = v.len() % 8;
-    let lanes = exp_lane_sums(&v[..v.len() - tail], 1.0, max);
-    let mut sum: f64 = lanes.iter().sum();
-    for &x in &v[v.len() - tail..] {
-        sum += f64::from(exp(x - max));
-    }
-    Ok((max, sum.ln()))
+    // `x · 1.0` is `x`: the same terms as `exp(x − max)`, in the same order.
+    Ok((max, exp_sum(v, 1.0, max).ln()))
 }
 
 fn scan(

@@ -346,25 +346,18 @@ fn exp_block(block: &mut [f32], inv_t: f32, m: f32, low: f32) -> ([f64; 8], [f64
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn exp_block_avx2(block: &mut [f32], inv_t: f32, m: f32, low: f32) -> ([f64; 8], [f64; 8]) {
+    use super::exp::avx2::{add_lanes, exp8, lanes};
     use std::arch::x86_64::*;
     let (sv, mv, lv) = (_mm256_set1_ps(inv_t), _mm256_set1_ps(m), _mm256_set1_ps(low));
-    let mut acc = [_mm256_setzero_pd(); 4];
+    let (mut all, mut hi) = ([_mm256_setzero_pd(); 2], [_mm256_setzero_pd(); 2]);
     for c in block.chunks_exact_mut(8) {
         let p = c.as_mut_ptr();
-        let e = super::exp::avx2::exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
+        let e = exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), mv));
         _mm256_storeu_ps(p, e);
-        let above = _mm256_and_ps(e, _mm256_cmp_ps::<_CMP_GT_OQ>(e, lv));
-        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(e)));
-        acc[2] = _mm256_add_pd(acc[2], _mm256_cvtps_pd(_mm256_castps256_ps128(above)));
-        acc[3] = _mm256_add_pd(acc[3], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(above)));
+        add_lanes(&mut all, e);
+        add_lanes(&mut hi, _mm256_and_ps(e, _mm256_cmp_ps::<_CMP_GT_OQ>(e, lv)));
     }
-    let (mut all, mut hi) = ([0.0f64; 8], [0.0f64; 8]);
-    _mm256_storeu_pd(all.as_mut_ptr(), acc[0]);
-    _mm256_storeu_pd(all.as_mut_ptr().add(4), acc[1]);
-    _mm256_storeu_pd(hi.as_mut_ptr(), acc[2]);
-    _mm256_storeu_pd(hi.as_mut_ptr().add(4), acc[3]);
-    (all, hi)
+    (lanes(all), lanes(hi))
 }
 
 /// One draw from a row [`prepare`]d in `out` (the block sums of `scratch` are consumed; see

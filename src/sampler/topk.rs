@@ -26,7 +26,7 @@
 use super::config::SamplerConfig;
 use super::error::SampleError;
 use super::exp::exp;
-use super::filters::exp_lane_sums;
+use super::filters::exp_sum;
 use super::mass::{fast_decision, top_p_drops, Decision, Fixed};
 use super::pcg::Pcg32;
 use crate::token::TokenId;
@@ -239,18 +239,6 @@ pub fn top_k_candidates_grouped<'s>(
         value: key_value(kk),
     }));
     Ok(out)
-}
-
-/// `Σ exp(x · s − m)` over the whole row (`-inf` contributes 0) in `f64`, eight lanes: the
-/// fast partition function (relative error far below `sampler::mass`'s tolerance).
-fn exp_sum(x: &[f32], s: f32, m: f32) -> f64 {
-    // The lanes over whole 8-chunks (AVX2 where present, the same sums), then the tail.
-    let tail = x.len() % 8;
-    let mut sum = exp_lane_sums(&x[..x.len() - tail], s, m).iter().sum::<f64>();
-    for &v in &x[x.len() - tail..] {
-        sum += f64::from(exp(v * s - m));
-    }
-    sum
 }
 
 /// [`top_p_prefix`] from a fast `f64` partition function `z`: `None` when some group's
