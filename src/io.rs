@@ -42,6 +42,10 @@ pub enum ReadErrorKind {
 }
 
 impl ReadError {
+    pub(crate) fn new(path: &Path, kind: ReadErrorKind) -> Self {
+        ReadError { path: path.display().to_string(), kind }
+    }
+
     /// The path as given.
     pub fn path(&self) -> &str {
         &self.path

@@ -300,6 +300,14 @@ struct VocabArgs {
     /// whose special tokens have no known end-of-text name.
     #[arg(long = "eos", value_name = "ID|TOKEN")]
     eos: Vec<String>,
+    /// Directory of the vocabulary cache (default: $GRAMMASK_CACHE_DIR, else the per-user cache
+    /// directory, e.g. ~/.cache/grammask/vocab): the decoded tokens and trie of a tokenizer,
+    /// keyed by a hash of its files, read back in milliseconds on the next run.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_vocab_cache")]
+    vocab_cache: Option<PathBuf>,
+    /// Neither read nor write the vocabulary cache.
+    #[arg(long)]
+    no_vocab_cache: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -377,6 +385,11 @@ struct WalkArgs {
     /// The document to walk (one trailing newline is ignored).
     #[arg(long)]
     input: PathBuf,
+    /// The input is a JSON array of token ids (what a model emitted, say), walked exactly as
+    /// given instead of tokenizing a text: no tokenizer encoder is loaded, so on a cached
+    /// vocabulary the walk starts in milliseconds.
+    #[arg(long)]
+    token_ids: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -408,10 +421,17 @@ fn load_vocab(args: &VocabArgs) -> CliResult<Vocabulary> {
     let config = grammask::vocab::VocabConfig::default()
         .with_extra_eos(ids.iter().map(|e| e.parse().expect("partitioned")).collect())
         .with_extra_eos_tokens(names.into_iter().cloned().collect())
-        .with_max_file_bytes(max_file_bytes());
+        .with_max_file_bytes(max_file_bytes())
+        .with_cache(match (&args.vocab_cache, args.no_vocab_cache) {
+            (_, true) => grammask::vocab::VocabCache::Off,
+            (Some(dir), false) => grammask::vocab::VocabCache::Dir(dir.clone()),
+            (None, false) => grammask::vocab::VocabCache::User,
+        });
     let vocab = match &args.tokenizer {
         Some(p) => Vocabulary::from_file_with(p, &config).map_err(|e| e.to_string())?,
-        None if args.eos.is_empty() => Vocabulary::embedded().map_err(|e| e.to_string())?,
+        None if args.eos.is_empty() => {
+            Vocabulary::embedded_with(&config).map_err(|e| e.to_string())?
+        }
         None => return Err("--eos needs --tokenizer (the embedded tokenizer knows its EOS)".into()),
     };
     if vocab.eos_ids().is_empty() {
@@ -747,13 +767,34 @@ fn generate(args: GenerateArgs) -> CliResult<()> {
     Ok(())
 }
 
+/// `walk --token-ids`: a JSON array of ids, each inside the logits width.
+fn token_ids(raw: &str, n_vocab: usize) -> CliResult<Vec<grammask::TokenId>> {
+    let ids: Vec<u64> = serde_json::from_str(raw)
+        .map_err(|e| format!("--token-ids wants a JSON array of token ids: {e}"))?;
+    ids.iter()
+        .enumerate()
+        .map(|(i, &id)| match id < n_vocab as u64 {
+            true => Ok(grammask::TokenId(id as u32)),
+            false => Err(format!("token {i} of the input is id {id}, past the {n_vocab} ids")),
+        })
+        .collect()
+}
+
 /// Walk the document; `Ok(false)` when the constraint refuses it (exit status 3).
 fn walk(args: WalkArgs) -> CliResult<bool> {
     let vocab = load_vocab(&args.vocab)?;
     let mut engine = build_engine(&vocab, &args.constraint)?;
     let raw = read_text(&args.input)?;
-    let text = raw.strip_suffix('\n').unwrap_or(&raw);
-    let tokens = vocab.encode_exact(text).map_err(|e| format!("{}: {e}", args.input.display()))?;
+    let (tokens, text) = if args.token_ids {
+        let ids = token_ids(&raw, vocab.n_vocab())
+            .map_err(|e| format!("{}: {e}", args.input.display()))?;
+        let bytes: Vec<u8> = ids.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+        (ids, String::from_utf8_lossy(&bytes).into_owned())
+    } else {
+        let text = raw.strip_suffix('\n').unwrap_or(&raw);
+        let ids = vocab.encode_exact(text).map_err(|e| format!("{}: {e}", args.input.display()))?;
+        (ids, text.to_string())
+    };
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::with_capacity(tokens.len() + 1);
     let mut refused_at = None;
@@ -806,7 +847,7 @@ fn walk(args: WalkArgs) -> CliResult<bool> {
                 v["n_vocab"] = vocab.n_vocab().into();
             }
             if accepted {
-                cli_tools::report(&args.constraint.tools, &vocab, text, &mut v);
+                cli_tools::report(&args.constraint.tools, &vocab, &text, &mut v);
             }
             say!("{v}");
         }

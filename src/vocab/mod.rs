@@ -14,20 +14,22 @@
 //! - Ids in `n_tokens..n_vocab` are padding: they exist in the logits row and are never allowed.
 //! - The trie holds exactly the text tokens (`kind == Text`).
 
+mod cache;
 mod decode;
 #[cfg(feature = "embedded-tokenizer")]
 mod embedded;
 mod extension;
 mod trie;
 
+pub use cache::{CacheOutcome, VocabCache, FORMAT_VERSION as CACHE_FORMAT_VERSION};
 pub use decode::TokenEncoding;
 pub use extension::VocabExtension;
 pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
 
 use crate::token::TokenId;
 use std::fmt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use tokenizers::Model as _;
 
 /// What a token id is.
@@ -177,9 +179,64 @@ pub enum VocabSource {
     Memory,
 }
 
+/// The `tokenizers::Tokenizer` behind a vocabulary: loaded with it, absent (built from token
+/// bytes), or — for a vocabulary read back from the cache — loaded on first use from the bytes
+/// the cache was keyed by.
+pub(crate) enum TokenizerSlot {
+    None,
+    Loaded(tokenizers::Tokenizer),
+    Lazy { source: LazySource, cell: OnceLock<Result<tokenizers::Tokenizer, String>> },
+}
+
+/// Where a lazily loaded tokenizer comes from.
+pub(crate) enum LazySource {
+    /// A file whose bytes must still hash to `hash`.
+    File { path: PathBuf, limit: u64, hash: u128 },
+    /// The embedded tokenizer.
+    #[cfg(feature = "embedded-tokenizer")]
+    Embedded,
+}
+
+impl TokenizerSlot {
+    fn lazy(source: LazySource) -> Self {
+        TokenizerSlot::Lazy { source, cell: OnceLock::new() }
+    }
+
+    fn get(&self) -> Result<&tokenizers::Tokenizer, VocabError> {
+        match self {
+            TokenizerSlot::None => Err(VocabError::new(VocabErrorKind::Tokenizer(
+                "this vocabulary has no tokenizer".into(),
+            ))),
+            TokenizerSlot::Loaded(t) => Ok(t),
+            TokenizerSlot::Lazy { source, cell } => cell
+                .get_or_init(|| load_lazy(source))
+                .as_ref()
+                .map_err(|m| VocabError::new(VocabErrorKind::Tokenizer(m.clone()))),
+        }
+    }
+}
+
+fn load_lazy(source: &LazySource) -> Result<tokenizers::Tokenizer, String> {
+    match source {
+        LazySource::File { path, limit, hash } => {
+            let bytes = read_file(path, *limit).map_err(|e| e.to_string())?;
+            if cache::content_hash(&bytes) != *hash {
+                return Err(format!(
+                    "{} changed since this vocabulary was read from the cache under its old \
+                     contents; load the vocabulary again",
+                    path.display()
+                ));
+            }
+            load_tokenizer(&bytes).map_err(|e| e.to_string())
+        }
+        #[cfg(feature = "embedded-tokenizer")]
+        LazySource::Embedded => embedded::tokenizer().map_err(|e| e.to_string()),
+    }
+}
+
 /// Immutable vocabulary data; see the module docs.
 pub struct VocabInner {
-    tokenizer: Option<tokenizers::Tokenizer>,
+    tokenizer: TokenizerSlot,
     encoding: TokenEncoding,
     /// Concatenated token bytes; token `i` is `bytes[offsets[i]..offsets[i + 1]]`.
     bytes: Vec<u8>,
@@ -196,6 +253,8 @@ pub struct VocabInner {
     /// What engines derived from this vocabulary (lexical slices, token classes), built on
     /// first use and kept: see [`VocabExtension`].
     extensions: extension::Extensions,
+    /// What the on-disk cache did, when one was asked for ([`VocabConfig::cache`]).
+    cache: Option<CacheOutcome>,
 }
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
@@ -226,13 +285,15 @@ impl fmt::Debug for Vocabulary {
 }
 
 fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, VocabError> {
+    crate::io::read_limited(path, limit).map_err(file_error)
+}
+
+fn file_error(e: crate::io::ReadError) -> VocabError {
     use crate::io::ReadErrorKind;
-    crate::io::read_limited(path, limit).map_err(|e| {
-        VocabError::new(match e.into_parts() {
-            (path, ReadErrorKind::TooLarge { limit }) => VocabErrorKind::TooLarge { path, limit },
-            (path, ReadErrorKind::Io(source)) => VocabErrorKind::Io { path, source },
-            (path, other) => VocabErrorKind::Tokenizer(format!("{path}: {other:?}")),
-        })
+    VocabError::new(match e.into_parts() {
+        (path, ReadErrorKind::TooLarge { limit }) => VocabErrorKind::TooLarge { path, limit },
+        (path, ReadErrorKind::Io(source)) => VocabErrorKind::Io { path, source },
+        (path, other) => VocabErrorKind::Tokenizer(format!("{path}: {other:?}")),
     })
 }
 
@@ -287,6 +348,10 @@ pub struct VocabConfig {
     /// Largest `tokenizer.json` / `tokenizer_config.json` read from a file (default
     /// [`crate::io::DEFAULT_MAX_FILE_BYTES`], 256 MiB).
     pub max_file_bytes: u64,
+    /// Where the decoded vocabulary is cached between runs, for [`Vocabulary::from_file_with`]
+    /// and [`Vocabulary::embedded_with`] (default [`VocabCache::Off`]; the CLI uses
+    /// [`VocabCache::User`]). See `vocab/cache.rs` for the keys and checks.
+    pub cache: VocabCache,
 }
 
 impl Default for VocabConfig {
@@ -296,6 +361,7 @@ impl Default for VocabConfig {
             extra_eos: Vec::new(),
             extra_eos_tokens: Vec::new(),
             max_file_bytes: crate::io::DEFAULT_MAX_FILE_BYTES,
+            cache: VocabCache::Off,
         }
     }
 }
@@ -309,6 +375,8 @@ builder!(VocabConfig {
     with_extra_eos_tokens => extra_eos_tokens: Vec<String>,
     /// Largest tokenizer or config file read (default 256 MiB).
     with_max_file_bytes => max_file_bytes: u64,
+    /// Where the decoded vocabulary is cached between runs (default off).
+    with_cache => cache: VocabCache,
 });
 
 impl Vocabulary {
@@ -331,14 +399,64 @@ impl Vocabulary {
         config: &VocabConfig,
     ) -> Result<Vocabulary, VocabError> {
         let path = path.as_ref();
-        let tok = read_file(path, config.max_file_bytes)?;
-        let cfg = find_config(path).map(|p| read_file(&p, config.max_file_bytes)).transpose()?;
-        Self::build(
-            load_tokenizer(&tok)?,
-            cfg.as_deref(),
-            config,
-            VocabSource::File(path.display().to_string()),
-        )
+        let limit = config.max_file_bytes;
+        let cfg = find_config(path).map(|p| read_file(&p, limit)).transpose()?;
+        let source = VocabSource::File(path.display().to_string());
+        let build = |source| {
+            let tok = read_file(path, limit)?;
+            Self::build(load_tokenizer(&tok)?, cfg.as_deref(), config, source)
+        };
+        let identity = || cache::hash_file(path, limit).map_err(file_error);
+        let lazy = |hash| LazySource::File { path: path.to_path_buf(), limit, hash };
+        Self::cached(identity, cfg.as_deref(), config, source, lazy, build)
+    }
+
+    /// Read the vocabulary keyed by these files' bytes back from the cache
+    /// [`VocabConfig::cache`] names, or `build` it (and store it there); with the cache off,
+    /// just build it.
+    ///
+    /// `identity` is the xxh3-128 and length of the tokenizer's bytes (hashed without keeping
+    /// them: a hit never holds the file in memory); `lazy` says where a hit's tokenizer loads
+    /// from when it is first needed.
+    fn cached(
+        identity: impl FnOnce() -> Result<(u128, u64), VocabError>,
+        config_json: Option<&[u8]>,
+        config: &VocabConfig,
+        source: VocabSource,
+        lazy: impl FnOnce(u128) -> LazySource,
+        build: impl FnOnce(VocabSource) -> Result<Vocabulary, VocabError>,
+    ) -> Result<Vocabulary, VocabError> {
+        let Some(dir) = config.cache.dir() else {
+            return build(source);
+        };
+        let (hash, len) = identity()?;
+        let key = cache::key(hash, len, config_json, config);
+        let path = cache::file_path(&dir, key);
+        let refused = match cache::read(&dir, key) {
+            Ok(mut inner) => {
+                inner.tokenizer = TokenizerSlot::lazy(lazy(hash));
+                inner.source = source;
+                inner.cache = Some(CacheOutcome::Hit { path });
+                return Ok(Vocabulary { inner: Arc::new(inner) });
+            }
+            Err(cache::ReadFailure::Missing) => None,
+            Err(cache::ReadFailure::Refused(why)) => Some(why),
+        };
+        let mut vocab = build(source)?;
+        let outcome = match (cache::write(&dir, key, &vocab.inner), refused) {
+            (Ok(path), None) => CacheOutcome::Stored { path },
+            (Ok(path), Some(why)) => CacheOutcome::Rebuilt { path, why },
+            (Err(e), _) => CacheOutcome::NotStored { path, why: e.to_string() },
+        };
+        Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared").cache =
+            Some(outcome);
+        Ok(vocab)
+    }
+
+    /// What the on-disk cache did for this vocabulary: `None` when no cache was asked for
+    /// (or the vocabulary was not built from files).
+    pub fn cache_outcome(&self) -> Option<&CacheOutcome> {
+        self.inner.cache.as_ref()
     }
 
     /// Build from the bytes of `tokenizer.json` and optionally `tokenizer_config.json`.
@@ -379,13 +497,14 @@ impl Vocabulary {
         let tcfg = config_json.map(parse_config).transpose()?.unwrap_or_default();
         let mut inner = decode_vocab(tokenizer, source)?;
         let lookup = |role: &'static str, content: &str| -> Result<TokenId, VocabError> {
-            let id =
-                inner.tokenizer.as_ref().and_then(|t| t.token_to_id(content)).ok_or_else(|| {
+            let id = inner.tokenizer.get().ok().and_then(|t| t.token_to_id(content)).ok_or_else(
+                || {
                     VocabError::new(VocabErrorKind::UnknownToken {
                         role,
                         content: content.to_string(),
                     })
-                })?;
+                },
+            )?;
             // A model whose ids have holes or repeats (a malformed tokenizer.json) can name a
             // token past the ids the vocabulary decodes: refuse it rather than keep an EOS
             // (BOS, pad) no mask can hold (fuzz finding, docs/fuzzing.md).
@@ -405,7 +524,7 @@ impl Vocabulary {
         if eos.is_empty() && config.extra_eos.is_empty() {
             // No config says which token ends a text (a `tokenizer.json` copied alone): take
             // the tokenizer's own special tokens that are end-of-text markers by name.
-            eos.extend(inner.tokenizer.as_ref().map(eos_from_specials).unwrap_or_default());
+            eos.extend(inner.tokenizer.get().ok().map(eos_from_specials).unwrap_or_default());
         }
         let bos = tcfg.bos.as_deref().map(|c| lookup("BOS", c)).transpose()?;
         let pad = tcfg.pad.as_deref().map(|c| lookup("pad", c)).transpose()?;
@@ -463,7 +582,7 @@ impl Vocabulary {
             offsets.push(bytes.len() as u32);
         }
         let mut inner = finish_inner(
-            None,
+            TokenizerSlot::None,
             TokenEncoding::Raw,
             bytes,
             offsets,
@@ -556,12 +675,23 @@ impl Vocabulary {
 
     /// The id of a token by its string in the tokenizer (e.g. `"</think>"`).
     pub fn token_id(&self, content: &str) -> Option<TokenId> {
-        self.inner.tokenizer.as_ref()?.token_to_id(content).map(TokenId)
+        self.tokenizer()?.token_to_id(content).map(TokenId)
     }
 
-    /// The underlying `tokenizers::Tokenizer`, when the vocabulary was built from one.
+    /// The underlying `tokenizers::Tokenizer`, when the vocabulary was built from one. A
+    /// vocabulary read from the cache loads it here on first use (`None` if that fails; see
+    /// [`Vocabulary::try_tokenizer`] for why).
     pub fn tokenizer(&self) -> Option<&tokenizers::Tokenizer> {
-        self.inner.tokenizer.as_ref()
+        self.inner.tokenizer.get().ok()
+    }
+
+    /// [`Vocabulary::tokenizer`], or why there is none: built without one, or (read from the
+    /// cache) its file is gone, unreadable or changed since.
+    ///
+    /// # Errors
+    /// [`VocabErrorKind::Tokenizer`] naming the cause.
+    pub fn try_tokenizer(&self) -> Result<&tokenizers::Tokenizer, VocabError> {
+        self.inner.tokenizer.get()
     }
 
     /// True when the tokenizer's normaliser prepends `▁` to every text (Llama-2 style), so the
@@ -575,9 +705,7 @@ impl Vocabulary {
     /// # Errors
     /// A vocabulary built without a tokenizer, or a tokenizer error.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
-        let tok = self.inner.tokenizer.as_ref().ok_or_else(|| {
-            VocabError::new(VocabErrorKind::Tokenizer("this vocabulary has no tokenizer".into()))
-        })?;
+        let tok = self.try_tokenizer()?;
         let enc = tok
             .encode(text, false)
             .map_err(|e| VocabError::new(VocabErrorKind::Tokenizer(e.to_string())))?;
@@ -726,9 +854,7 @@ impl Vocabulary {
             TokenKind::Text => format!("{t:?} {:?}", String::from_utf8_lossy(self.token_bytes(t))),
             TokenKind::Special => {
                 let name = self
-                    .inner
-                    .tokenizer
-                    .as_ref()
+                    .tokenizer()
                     .and_then(|tk| tk.id_to_token(t.0))
                     .unwrap_or_else(|| "?".into());
                 format!("{t:?} special {name}")
@@ -888,7 +1014,15 @@ fn decode_vocab(
         offsets.extend(ends.iter().map(|&e| (base + e) as u32));
         kinds.extend(k);
     }
-    finish_inner(Some(tokenizer), encoding, bytes, offsets, kinds, prepends_space, source)
+    finish_inner(
+        TokenizerSlot::Loaded(tokenizer),
+        encoding,
+        bytes,
+        offsets,
+        kinds,
+        prepends_space,
+        source,
+    )
 }
 
 /// EOS ids end the document, so they are never text, whatever the tokenizer calls them: a
@@ -928,7 +1062,7 @@ fn eos_not_text(inner: &mut VocabInner) {
 }
 
 fn finish_inner(
-    tokenizer: Option<tokenizers::Tokenizer>,
+    tokenizer: TokenizerSlot,
     encoding: TokenEncoding,
     bytes: Vec<u8>,
     offsets: Vec<u32>,
@@ -967,5 +1101,6 @@ fn finish_inner(
         trie,
         source,
         extensions: Default::default(),
+        cache: None,
     })
 }

@@ -75,6 +75,28 @@ impl<R: ?Sized> WalkHook<R> for NoHook {
     }
 }
 
+/// One byte of the path hash [`TokTrie::from_stored_parts`] checks nodes against tokens with.
+#[inline(always)]
+fn path_hash_step(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(23)
+}
+
+/// The path hash of `len` bytes ending in state `h`: never 0.
+#[inline(always)]
+fn path_hash_end(h: u64, len: usize) -> u64 {
+    (h ^ (len as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) | 1
+}
+
+/// A trie as the vocabulary cache stores it: the nodes as `(bits, size)` in depth-first order,
+/// the duplicate tokens per node (sorted by node), and per node the id of the set of bytes
+/// below it, with the sets as words.
+pub(crate) struct StoredTrie {
+    pub(crate) nodes: Vec<(u32, u32)>,
+    pub(crate) dups: Vec<(u32, Vec<u32>)>,
+    pub(crate) below: Vec<u32>,
+    pub(crate) below_sets: Vec<[u64; 4]>,
+}
+
 /// A byte trie over a set of tokens, flattened depth-first.
 #[derive(Clone)]
 pub struct TokTrie {
@@ -152,7 +174,19 @@ impl TokTrie {
         let dups: FxHashMap<u32, Box<[TokenId]>> =
             dups.into_iter().map(|(k, v)| (k, v.into_boxed_slice())).collect();
         let (below, below_sets) = Self::below_sets(&nodes);
-        let mut dfs_tokens = Vec::with_capacity(items.len());
+        Self::finish(nodes, dups, max_depth, items.len(), below, below_sets)
+    }
+
+    /// The trie with its tokens in node order, from the nodes and the bytes below each.
+    fn finish(
+        nodes: Vec<Node>,
+        dups: FxHashMap<u32, Box<[TokenId]>>,
+        max_depth: usize,
+        n_tokens: usize,
+        below: Vec<u32>,
+        below_sets: Vec<ByteSet>,
+    ) -> TokTrie {
+        let mut dfs_tokens = Vec::with_capacity(n_tokens);
         let mut dfs_start = Vec::with_capacity(nodes.len() + 1);
         for (i, node) in nodes.iter().enumerate() {
             dfs_start.push(dfs_tokens.len() as u32);
@@ -165,45 +199,207 @@ impl TokTrie {
             }
         }
         dfs_start.push(dfs_tokens.len() as u32);
-        TokTrie {
-            nodes,
-            below,
-            below_sets,
-            dfs_tokens,
-            dfs_start,
+        TokTrie { nodes, below, below_sets, dfs_tokens, dfs_start, dups, max_depth, n_tokens }
+    }
+
+    /// The stored form of the trie (for the vocabulary cache, `vocab/cache.rs`).
+    pub(crate) fn stored_parts(&self) -> StoredTrie {
+        let mut dups: Vec<(u32, Vec<u32>)> =
+            self.dups.iter().map(|(&k, v)| (k, v.iter().map(|t| t.0).collect())).collect();
+        dups.sort_unstable();
+        StoredTrie {
+            nodes: self.nodes.iter().map(|n| (n.bits, n.size)).collect(),
             dups,
-            max_depth,
-            n_tokens: items.len(),
+            below: self.below.clone(),
+            below_sets: self.below_sets.iter().map(|s| *s.words()).collect(),
         }
+    }
+
+    /// Rebuild a trie from [`TokTrie::stored_parts`], trusting nothing: the nodes must form a
+    /// well-nested depth-first tree with strictly increasing sibling bytes, every leaf must end
+    /// a token, every token a node carries must be one of `token_bytes`'s ids (`0..n_ids`)
+    /// whose bytes are exactly the path to that node, and every id with non-empty bytes must
+    /// appear exactly once. Such a trie is the one [`TokTrie::build`] makes from the same
+    /// tokens (the layout is canonical), so a cache read back passes this check iff it is
+    /// the trie of the stored token table. One pass, no sort.
+    pub(crate) fn from_stored_parts<'a>(
+        stored: StoredTrie,
+        n_ids: usize,
+        token_bytes: impl Fn(usize) -> &'a [u8],
+    ) -> Result<TokTrie, String> {
+        let StoredTrie { nodes: raw, dups: stored_dups, below, below_sets } = stored;
+        let n = raw.len();
+        let nodes: Vec<Node> = raw.iter().map(|&(bits, size)| Node { bits, size }).collect();
+        drop(raw);
+        match nodes.first() {
+            Some(root) if root.bits == 0 && root.size == n as u32 => {}
+            _ => return Err("the root node is malformed".into()),
+        }
+        let mut dups: FxHashMap<u32, Box<[TokenId]>> = FxHashMap::default();
+        for (node, ids) in stored_dups {
+            let ok = (node as usize) < n
+                && nodes[node as usize].size & DUP_FLAG != 0
+                && !ids.is_empty()
+                && !dups.contains_key(&node);
+            if !ok {
+                return Err(format!("duplicate-token entry for node {node} is malformed"));
+            }
+            dups.insert(node, ids.into_iter().map(TokenId).collect());
+        }
+        // Per id, the path hash of the node carrying it (0: none). Checked against the hash of
+        // the id's bytes afterwards, in id order: comparing the bytes themselves in trie order
+        // reads the token table at random (a cache miss per token, most of the check's time),
+        // and so would reading `seen` here, so it is only written. An id written twice leaves
+        // fewer ids with a hash than writes, which the count below catches. A 64-bit hash
+        // cannot be fooled by accident, and accidents are what this is for: corruption is the
+        // checksum's job.
+        let mut seen = vec![0u64; n_ids];
+        let mut n_tokens = 0usize;
+        let mut mark = |t: u32, hash: u64| -> Result<(), String> {
+            let Some(slot) = seen.get_mut(t as usize) else {
+                return Err(format!("token {t} is out of range"));
+            };
+            *slot = hash;
+            n_tokens += 1;
+            Ok(())
+        };
+        let below_sets: Vec<ByteSet> = below_sets.into_iter().map(ByteSet::from_words).collect();
+        if below.len() != n || below.iter().any(|&b| b as usize >= below_sets.len()) {
+            return Err("the bytes-below table is malformed".into());
+        }
+        // The ancestors of the current node, root first: each one's index, where its subtree
+        // ends, the last child byte seen under it (256 = none yet), the bytes seen below it so
+        // far (checked against its stored set when its subtree closes) and the path's hash.
+        struct Open {
+            node: usize,
+            end: usize,
+            last_byte: u16,
+            below: ByteSet,
+            hash: u64,
+        }
+        let close = |o: &Open, stack: &mut Vec<Open>| -> Result<(), String> {
+            if o.below != below_sets[below[o.node] as usize] {
+                return Err(format!("the bytes below node {} are wrong", o.node));
+            }
+            if let Some(parent) = stack.last_mut() {
+                parent.below.union_with(&o.below);
+                parent.below.insert(nodes[o.node].byte());
+            }
+            Ok(())
+        };
+        let root = Open { node: 0, end: n, last_byte: 256, below: ByteSet::EMPTY, hash: 0 };
+        let mut stack: Vec<Open> = vec![root];
+        let mut max_depth = 0;
+        let mut n_dup_nodes = 0;
+        for (i, node) in nodes.iter().enumerate().skip(1) {
+            while stack.len() > 1 && stack.last().is_some_and(|o| o.end <= i) {
+                let o = stack.pop().expect("non-empty");
+                close(&o, &mut stack)?;
+            }
+            let parent = stack.last_mut().expect("the root stays open");
+            let size = node.subtree();
+            let b = node.byte();
+            if size == 0
+                || i + size > parent.end
+                || (parent.last_byte != 256 && parent.last_byte >= u16::from(b))
+            {
+                return Err(format!("node {i} is not nested in its parent"));
+            }
+            parent.last_byte = u16::from(b);
+            let hash = path_hash_step(parent.hash, b);
+            let depth = stack.len();
+            if depth > MAX_TOKEN_BYTES {
+                return Err(format!("node {i} is deeper than {MAX_TOKEN_BYTES} bytes"));
+            }
+            max_depth = max_depth.max(depth);
+            let t = node.token_plus_one();
+            if size == 1 {
+                // A leaf: nothing below it, no need to open it.
+                if below_sets[below[i] as usize] != ByteSet::EMPTY {
+                    return Err(format!("the bytes below node {i} are wrong"));
+                }
+                stack.last_mut().expect("root").below.insert(b);
+            } else {
+                stack.push(Open {
+                    node: i,
+                    end: i + size,
+                    last_byte: 256,
+                    below: ByteSet::EMPTY,
+                    hash,
+                });
+            }
+            if t == 0 {
+                if size == 1 || node.size & DUP_FLAG != 0 {
+                    return Err(format!("node {i} is a leaf or duplicate without a token"));
+                }
+                continue;
+            }
+            let hash = path_hash_end(hash, depth);
+            mark(t - 1, hash)?;
+            if node.size & DUP_FLAG != 0 {
+                let Some(ids) = dups.get(&(i as u32)) else {
+                    return Err(format!("node {i} is flagged with duplicates but has none"));
+                };
+                for d in ids.iter() {
+                    mark(d.0, hash)?;
+                }
+                n_dup_nodes += 1;
+            }
+        }
+        while let Some(o) = stack.pop() {
+            close(&o, &mut stack)?;
+        }
+        if n_dup_nodes != dups.len() {
+            return Err("duplicate-token entries name nodes that are not flagged".into());
+        }
+        let mut n_text = 0;
+        for (i, &got) in seen.iter().enumerate() {
+            let bytes = token_bytes(i);
+            let want = match bytes.is_empty() {
+                true => 0,
+                false => {
+                    n_text += 1;
+                    path_hash_end(bytes.iter().fold(0, |h, &b| path_hash_step(h, b)), bytes.len())
+                }
+            };
+            if got != want {
+                return Err(format!("token {i}'s node does not spell its bytes"));
+            }
+        }
+        if n_tokens != n_text {
+            return Err(format!("the trie holds {n_tokens} tokens, the table {n_text}"));
+        }
+        Ok(Self::finish(nodes, dups, max_depth, n_tokens, below, below_sets))
     }
 
     /// Per node, the set of bytes on the edges below it (children's bytes and theirs, in
     /// reverse depth-first order so children come first), deduplicated.
     fn below_sets(nodes: &[Node]) -> (Vec<u32>, Vec<ByteSet>) {
+        // Set 0 is the empty set of every leaf (about half the nodes): no lookup for them, and
+        // a node's set is built from its children's set ids, so no per-node array of sets.
         let n = nodes.len();
-        let mut raw = vec![ByteSet::EMPTY; n];
+        let mut below = vec![0u32; n];
+        let mut sets = vec![ByteSet::EMPTY];
+        let mut ids: FxHashMap<ByteSet, u32> = FxHashMap::default();
+        ids.insert(ByteSet::EMPTY, 0);
         for i in (0..n).rev() {
-            let end = i + nodes[i].subtree();
+            let size = nodes[i].subtree();
+            if size <= 1 {
+                continue;
+            }
+            let end = i + size;
             let mut s = ByteSet::EMPTY;
             let mut j = i + 1;
             while j < end {
                 s.insert(nodes[j].byte());
-                s.union_with(&raw[j]);
+                s.union_with(&sets[below[j] as usize]);
                 j += nodes[j].subtree();
             }
-            raw[i] = s;
+            below[i] = *ids.entry(s).or_insert_with(|| {
+                sets.push(s);
+                sets.len() as u32 - 1
+            });
         }
-        let mut ids: FxHashMap<ByteSet, u32> = FxHashMap::default();
-        let mut sets = Vec::new();
-        let below = raw
-            .iter()
-            .map(|s| {
-                *ids.entry(*s).or_insert_with(|| {
-                    sets.push(*s);
-                    sets.len() as u32 - 1
-                })
-            })
-            .collect();
         (below, sets)
     }
 

@@ -45,6 +45,49 @@ fn generate_json_format_gives_valid_documents() {
 }
 
 #[test]
+fn walk_token_ids_on_a_cached_vocabulary_gives_the_same_masks() {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-ids-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    let (cache_s, doc, ids, m1, m2) = (
+        cache.to_str().unwrap(),
+        dir.join("doc.json"),
+        dir.join("ids.json"),
+        dir.join("m1.bin"),
+        dir.join("m2.bin"),
+    );
+    std::fs::write(&doc, "{\"name\": \"Café 🎉\", \"n\": [1, -2.5e3]}").unwrap();
+    let walk = |input: &std::path::Path, dump: &std::path::Path, extra: &[&str]| {
+        let mut a = vec!["walk", "--vocab-cache", cache_s, "--format", "json"];
+        a.extend(["--input", input.to_str().unwrap(), "--dump-masks", dump.to_str().unwrap()]);
+        a.extend(extra);
+        let (ok, out, err) = grammask(&a);
+        assert!(ok, "{err}");
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()
+    };
+    let text = walk(&doc, &m1, &[]);
+    assert_eq!(text["accepted"], true, "{text}");
+    let files: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one vocabulary file in the cache: {files:?}");
+    std::fs::write(&ids, text["tokens"].to_string()).unwrap();
+    let by_id = walk(&ids, &m2, &["--token-ids"]);
+    assert_eq!(by_id["accepted"], true, "{by_id}");
+    assert_eq!(by_id["tokens"], text["tokens"]);
+    assert_eq!(std::fs::read(&m1).unwrap(), std::fs::read(&m2).unwrap(), "the same masks");
+    // Ids past the logits width, and input that is not an array of ids, are clear errors.
+    std::fs::write(&ids, "[1, 99999999]").unwrap();
+    let (ok, _, err) = grammask(&["walk", "--token-ids", "--input", ids.to_str().unwrap()]);
+    assert!(!ok && err.contains("token 1 of the input is id 99999999"), "{err}");
+    std::fs::write(&ids, "{\"a\": 1}").unwrap();
+    let (ok, _, err) = grammask(&["walk", "--token-ids", "--input", ids.to_str().unwrap()]);
+    assert!(!ok && err.contains("JSON array of token ids"), "{err}");
+    let (ok, _, err) =
+        grammask(&["walk", "--no-vocab-cache", "--vocab-cache", cache_s, "--input", "x"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
 fn walk_reports_acceptance_and_the_first_refused_token() {
     let dir = std::env::temp_dir().join(format!("grammask-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -47,3 +47,4 @@ mod schema_walk;
 mod step_mask_views;
 mod tagged;
 mod vocab;
+mod vocab_cache;

@@ -3,7 +3,7 @@
 //! examples run with no file at hand. A library user who brings a tokenizer turns the feature off
 //! and links none of its 2 MB.
 
-use super::{load_tokenizer, VocabConfig, VocabError, VocabSource, Vocabulary};
+use super::{load_tokenizer, LazySource, VocabConfig, VocabError, VocabSource, Vocabulary};
 use std::io::Read;
 
 static EMBEDDED_TOKENIZER: &[u8] = include_bytes!("qwen3.tokenizer.json.gz");
@@ -32,8 +32,18 @@ impl Vocabulary {
     /// # Errors
     /// Option errors (EOS out of range, a width below the tokenizer's size).
     pub fn embedded_with(config: &VocabConfig) -> Result<Vocabulary, VocabError> {
-        let tok = gunzip(EMBEDDED_TOKENIZER);
-        let cfg = gunzip(EMBEDDED_CONFIG);
-        Self::build(load_tokenizer(&tok)?, Some(&cfg), config, VocabSource::Embedded)
+        let build = |source| {
+            let cfg = gunzip(EMBEDDED_CONFIG);
+            Self::build(tokenizer()?, Some(&cfg), config, source)
+        };
+        // Keyed by the compressed files (what is linked in): a hit never inflates them.
+        let identity = || Ok((super::cache::content_hash(EMBEDDED_TOKENIZER), 0));
+        let (cfg, source) = (Some(EMBEDDED_CONFIG), VocabSource::Embedded);
+        Self::cached(identity, cfg, config, source, |_| LazySource::Embedded, build)
     }
+}
+
+/// The embedded `tokenizers::Tokenizer` (for a vocabulary read back from the cache).
+pub(super) fn tokenizer() -> Result<tokenizers::Tokenizer, VocabError> {
+    load_tokenizer(&gunzip(EMBEDDED_TOKENIZER))
 }

@@ -1,0 +1,451 @@
+//! The vocabulary cache: a tokenizer's decoded form — every token's bytes and kind, the EOS, BOS
+//! and pad ids, and the trie — stored once on disk and read back in milliseconds, instead of
+//! loading `tokenizer.json` through `tokenizers` (0.3–1.3 s for the tokenizers of the major model
+//! families) and decoding every token again on each start of the CLI, a script or a worker.
+//!
+//! # Keys, staleness and corruption
+//! A cache file is named by its **key**: the xxh3-128 of the tokenizer file's bytes, the
+//! `tokenizer_config.json` bytes (or their absence), every [`VocabConfig`] option that changes the
+//! result (logits width, extra EOS ids and tokens), [`FORMAT_VERSION`] and the crate version. A
+//! changed tokenizer or option is a different key, so a stale file is never even opened. A file
+//! that is read is **trusted for nothing**: its header must carry the key asked for, its payload
+//! the xxh3-128 checksum in the header, every table must be consistent (lengths, offsets, kinds,
+//! ids in range, special tokens without bytes), and the trie is checked node by node against the
+//! token table (`TokTrie::from_stored_parts`: well nested, each token's node spells exactly its
+//! bytes, every text token present once). Any failure rebuilds the vocabulary from the tokenizer
+//! and overwrites the file ([`CacheOutcome::Rebuilt`] says why). Writes go to a temporary file in
+//! the same directory and are renamed into place, so concurrent processes never read half a
+//! file.
+//!
+//! # What a cached vocabulary lacks until asked
+//! The `tokenizers::Tokenizer` itself is not stored (its encoder is the slow part to load). A
+//! vocabulary read from the cache loads it on first use — [`Vocabulary::encode`] and the other
+//! calls that need the encoder — from the same file, and refuses it with a typed error if the
+//! file's bytes no longer hash to the key the cache was read under (the file changed since).
+//! Masks, sampling and decoding of token ids never need it.
+//!
+//! Bump [`FORMAT_VERSION`] whenever the file layout or anything that decides a vocabulary's
+//! contents changes (token decoding, EOS rules, the trie layout); the test
+//! `vocab_cache::fingerprint_pins_format_version` fails until it is bumped.
+
+use super::trie::StoredTrie;
+use super::{
+    TokTrie, TokenEncoding, TokenKind, VocabConfig, VocabInner, VocabSource, MAX_TOKEN_BYTES,
+};
+use crate::token::TokenId;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+
+/// Version of the cache's layout and of the rules that decide a vocabulary's contents; part of
+/// every key.
+pub const FORMAT_VERSION: u32 = 1;
+
+const MAGIC: [u8; 8] = *b"GMVOCAB\0";
+/// Magic (8), version (4), reserved (4), key (16), checksum (16), payload length (8).
+const HEADER_BYTES: usize = 56;
+
+/// Where a vocabulary's decoded form is kept between runs ([`VocabConfig::cache`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VocabCache {
+    /// Never read or write a cache: the library's default (a library does not write to a
+    /// user's home unasked).
+    #[default]
+    Off,
+    /// The per-user cache directory: `$GRAMMASK_CACHE_DIR` when set, else the platform's
+    /// (`$XDG_CACHE_HOME/grammask` or `~/.cache/grammask` on Linux, `~/Library/Caches/grammask`
+    /// on macOS, `%LOCALAPPDATA%\grammask` on Windows), subdirectory `vocab`. The CLI's
+    /// default.
+    User,
+    /// Files in this directory (created if missing).
+    Dir(PathBuf),
+}
+
+impl VocabCache {
+    /// The directory cache files go to, or `None` when off (or no per-user cache directory
+    /// is known on this platform).
+    pub fn dir(&self) -> Option<PathBuf> {
+        match self {
+            VocabCache::Off => None,
+            VocabCache::Dir(d) => Some(d.clone()),
+            VocabCache::User => {
+                let base = match std::env::var_os("GRAMMASK_CACHE_DIR") {
+                    Some(d) if !d.is_empty() => PathBuf::from(d),
+                    _ => dirs::cache_dir()?.join("grammask"),
+                };
+                Some(base.join("vocab"))
+            }
+        }
+    }
+}
+
+/// What the cache did for one vocabulary ([`super::Vocabulary::cache_outcome`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheOutcome {
+    /// Read back from this file; the tokenizer's encoder loads on first use.
+    Hit {
+        /// The cache file.
+        path: PathBuf,
+    },
+    /// No file yet: built from the tokenizer and stored here.
+    Stored {
+        /// The cache file.
+        path: PathBuf,
+    },
+    /// A file was there but refused (`why`): rebuilt from the tokenizer and stored again.
+    Rebuilt {
+        /// The cache file.
+        path: PathBuf,
+        /// Why the file was refused.
+        why: String,
+    },
+    /// Built from the tokenizer; storing it failed (`why`). The vocabulary is still exact.
+    NotStored {
+        /// The cache file it would have been.
+        path: PathBuf,
+        /// Why it could not be written.
+        why: String,
+    },
+}
+
+/// The xxh3-128 of a tokenizer file's bytes (what a lazily loaded encoder is checked against).
+pub(crate) fn content_hash(bytes: &[u8]) -> u128 {
+    xxh3_128(bytes)
+}
+
+/// [`content_hash`] of a file and its length, read in pieces (a cache hit never holds the
+/// tokenizer file in memory), refused past `limit` bytes.
+pub(crate) fn hash_file(path: &Path, limit: u64) -> Result<(u128, u64), crate::io::ReadError> {
+    use std::io::Read as _;
+    let err = |kind| crate::io::ReadError::new(path, kind);
+    let mut file = std::fs::File::open(path).map_err(|e| err(crate::io::ReadErrorKind::Io(e)))?;
+    let mut h = Xxh3::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut len = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(crate::io::ReadErrorKind::Io(e))),
+        };
+        len += n as u64;
+        if len > limit {
+            return Err(err(crate::io::ReadErrorKind::TooLarge { limit }));
+        }
+        h.update(&buf[..n]);
+    }
+    Ok((h.digest128(), len))
+}
+
+/// The key of a vocabulary built with these options from a tokenizer file of this
+/// [`content_hash`] and length and this config file.
+pub(crate) fn key(
+    tokenizer_hash: u128,
+    tokenizer_len: u64,
+    config_json: Option<&[u8]>,
+    opts: &VocabConfig,
+) -> u128 {
+    fn put(h: &mut Xxh3, b: &[u8]) {
+        h.update(&(b.len() as u64).to_le_bytes());
+        h.update(b);
+    }
+    let mut h = Xxh3::new();
+    h.update(&MAGIC);
+    h.update(&FORMAT_VERSION.to_le_bytes());
+    put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(&tokenizer_hash.to_le_bytes());
+    h.update(&tokenizer_len.to_le_bytes());
+    match config_json {
+        None => h.update(&[0]),
+        Some(c) => {
+            h.update(&[1]);
+            put(&mut h, c);
+        }
+    }
+    h.update(&opts.n_vocab.map_or(u64::MAX, |n| n as u64).to_le_bytes());
+    h.update(&(opts.extra_eos.len() as u64).to_le_bytes());
+    for id in &opts.extra_eos {
+        h.update(&id.to_le_bytes());
+    }
+    h.update(&(opts.extra_eos_tokens.len() as u64).to_le_bytes());
+    for t in &opts.extra_eos_tokens {
+        put(&mut h, t.as_bytes());
+    }
+    h.digest128()
+}
+
+/// The file of `key` in `dir`.
+pub(crate) fn file_path(dir: &Path, key: u128) -> PathBuf {
+    dir.join(format!("{key:032x}.gmvocab"))
+}
+
+/// The payload of a vocabulary: everything but the tokenizer, the source and the extensions.
+fn payload(inner: &VocabInner) -> Vec<u8> {
+    let mut w = Vec::with_capacity(inner.bytes.len() + inner.trie.node_count() * 8 + (1 << 20));
+    let u64_ = |w: &mut Vec<u8>, v: u64| w.extend_from_slice(&v.to_le_bytes());
+    let u32s = |w: &mut Vec<u8>, v: &mut dyn Iterator<Item = u32>, n: usize| {
+        w.extend_from_slice(&(n as u64).to_le_bytes());
+        for x in v {
+            w.extend_from_slice(&x.to_le_bytes());
+        }
+    };
+    w.push(match inner.encoding {
+        TokenEncoding::ByteLevel => 0,
+        TokenEncoding::Metaspace { byte_fallback: false } => 1,
+        TokenEncoding::Metaspace { byte_fallback: true } => 2,
+        TokenEncoding::Raw => 3,
+    });
+    w.push(u8::from(inner.prepends_space));
+    u64_(&mut w, inner.n_tokens as u64);
+    u64_(&mut w, inner.n_vocab as u64);
+    u32s(&mut w, &mut inner.eos.iter().map(|t| t.0), inner.eos.len());
+    u64_(&mut w, inner.bos.map_or(u64::MAX, |t| u64::from(t.0)));
+    u64_(&mut w, inner.pad.map_or(u64::MAX, |t| u64::from(t.0)));
+    u64_(&mut w, inner.kinds.len() as u64);
+    w.extend(inner.kinds.iter().map(|k| match k {
+        TokenKind::Text => 0u8,
+        TokenKind::Special => 1,
+        TokenKind::Padding => 2,
+    }));
+    u32s(&mut w, &mut inner.offsets.iter().copied(), inner.offsets.len());
+    u64_(&mut w, inner.bytes.len() as u64);
+    w.extend_from_slice(&inner.bytes);
+    let trie = inner.trie.stored_parts();
+    u32s(&mut w, &mut trie.nodes.iter().flat_map(|&(a, b)| [a, b]), trie.nodes.len() * 2);
+    u64_(&mut w, trie.dups.len() as u64);
+    for (node, ids) in &trie.dups {
+        w.extend_from_slice(&node.to_le_bytes());
+        u32s(&mut w, &mut ids.iter().copied(), ids.len());
+    }
+    u32s(&mut w, &mut trie.below.iter().copied(), trie.below.len());
+    u64_(&mut w, trie.below_sets.len() as u64);
+    for set in &trie.below_sets {
+        for word in set {
+            w.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    w
+}
+
+/// Store `inner` under `key` in `dir`, atomically (temporary file, then rename).
+pub(crate) fn write(dir: &Path, key: u128, inner: &VocabInner) -> std::io::Result<PathBuf> {
+    let body = payload(inner);
+    let mut head = Vec::with_capacity(HEADER_BYTES);
+    head.extend_from_slice(&MAGIC);
+    head.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes());
+    head.extend_from_slice(&key.to_le_bytes());
+    head.extend_from_slice(&xxh3_128(&body).to_le_bytes());
+    head.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    debug_assert_eq!(head.len(), HEADER_BYTES);
+    std::fs::create_dir_all(dir)?;
+    let path = file_path(dir, key);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(".{key:032x}.{}.{nanos}.tmp", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&head)?;
+        f.write_all(&body)?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map(|()| path)
+}
+
+/// Why a cache file was not used.
+pub(crate) enum ReadFailure {
+    /// There is no file (the normal first run).
+    Missing,
+    /// A file is there and was refused.
+    Refused(String),
+}
+
+/// A bounds-checked little-endian reader over the payload.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.buf.len() {
+            return Err("the payload is truncated".into());
+        }
+        let (a, b) = self.buf.split_at(n);
+        self.buf = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    /// A length, refused when it could not fit in what is left at `unit` bytes per element.
+    fn len(&mut self, unit: usize) -> Result<usize, String> {
+        let n = self.u64()?;
+        if n > (self.buf.len() / unit.max(1)) as u64 {
+            return Err("a table is longer than the payload".into());
+        }
+        Ok(n as usize)
+    }
+    fn u32s(&mut self) -> Result<Vec<u32>, String> {
+        let n = self.len(4)?;
+        let raw = self.take(n * 4)?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+}
+
+/// Read the file of `key` in `dir` back into a vocabulary's tables (no tokenizer yet: the
+/// caller sets the lazy one, the source and the outcome).
+pub(crate) fn read(dir: &Path, key: u128) -> Result<VocabInner, ReadFailure> {
+    let path = file_path(dir, key);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadFailure::Missing),
+        Err(e) => return Err(ReadFailure::Refused(format!("cannot read it: {e}"))),
+    };
+    parse(&data, key).map_err(ReadFailure::Refused)
+}
+
+fn parse(data: &[u8], key: u128) -> Result<VocabInner, String> {
+    if data.len() < HEADER_BYTES || data[..8] != MAGIC {
+        return Err("not a grammask vocabulary cache file".into());
+    }
+    let field = |lo: usize, hi: usize| &data[lo..hi];
+    let version = u32::from_le_bytes(field(8, 12).try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(format!("format version {version}, this build reads {FORMAT_VERSION}"));
+    }
+    if u128::from_le_bytes(field(16, 32).try_into().expect("16 bytes")) != key {
+        return Err("the file holds another key".into());
+    }
+    let sum = u128::from_le_bytes(field(32, 48).try_into().expect("16 bytes"));
+    let len = u64::from_le_bytes(field(48, 56).try_into().expect("8 bytes"));
+    let body = &data[HEADER_BYTES..];
+    if body.len() as u64 != len {
+        return Err(format!("the payload is {} bytes, the header says {len}", body.len()));
+    }
+    if xxh3_128(body) != sum {
+        return Err("the payload's checksum does not match (corrupt file)".into());
+    }
+    let mut r = Reader { buf: body };
+    let encoding = match r.u8()? {
+        0 => TokenEncoding::ByteLevel,
+        1 => TokenEncoding::Metaspace { byte_fallback: false },
+        2 => TokenEncoding::Metaspace { byte_fallback: true },
+        3 => TokenEncoding::Raw,
+        e => return Err(format!("unknown token encoding {e}")),
+    };
+    let prepends_space = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err("malformed flag".into()),
+    };
+    let n_tokens = r.u64()? as usize;
+    let n_vocab = r.u64()? as usize;
+    if n_tokens >= (1 << 24) - 1 || n_vocab < n_tokens || n_vocab > (1 << 30) {
+        return Err(format!("{n_tokens} tokens in a logits width of {n_vocab}"));
+    }
+    let eos: Vec<TokenId> = r.u32s()?.into_iter().map(TokenId).collect();
+    let opt_id = |v: u64| -> Result<Option<TokenId>, String> {
+        match v {
+            u64::MAX => Ok(None),
+            v if v < n_tokens as u64 => Ok(Some(TokenId(v as u32))),
+            v => Err(format!("id {v} is out of range")),
+        }
+    };
+    let bos = opt_id(r.u64()?)?;
+    let pad = opt_id(r.u64()?)?;
+    if eos.iter().any(|t| t.index() >= n_tokens) || eos.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("the EOS ids are out of range or unsorted".into());
+    }
+    let n_kinds = r.len(1)?;
+    if n_kinds != n_vocab {
+        return Err(format!("{n_kinds} kinds for a logits width of {n_vocab}"));
+    }
+    let mut kinds = Vec::with_capacity(n_vocab);
+    for (i, &k) in r.take(n_kinds)?.iter().enumerate() {
+        kinds.push(match k {
+            0 if i < n_tokens => TokenKind::Text,
+            1 if i < n_tokens => TokenKind::Special,
+            2 => TokenKind::Padding,
+            _ => return Err(format!("token {i} has a malformed kind")),
+        });
+    }
+    if eos.iter().any(|t| kinds[t.index()] == TokenKind::Text) {
+        return Err("an EOS id is a text token".into());
+    }
+    let offsets = r.u32s()?;
+    let n_bytes = r.len(1)?;
+    let bytes = r.take(n_bytes)?.to_vec();
+    let offsets_ok = offsets.len() == n_tokens + 1
+        && offsets[0] == 0
+        && offsets[n_tokens] as usize == bytes.len()
+        && (0..n_tokens).all(|i| {
+            let (lo, hi) = (offsets[i], offsets[i + 1]);
+            lo <= hi
+                && (hi - lo) as usize <= MAX_TOKEN_BYTES
+                && (kinds[i] == TokenKind::Text || lo == hi)
+        });
+    if !offsets_ok {
+        return Err("the token offsets are inconsistent".into());
+    }
+    let raw_nodes = r.u32s()?;
+    if raw_nodes.len() % 2 != 0 {
+        return Err("the trie's node table is malformed".into());
+    }
+    let nodes: Vec<(u32, u32)> = raw_nodes.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+    let n_dups = r.len(12)?;
+    let mut dups = Vec::with_capacity(n_dups);
+    for _ in 0..n_dups {
+        let node = r.u32()?;
+        dups.push((node, r.u32s()?));
+    }
+    let below = r.u32s()?;
+    let n_sets = r.len(32)?;
+    let below_sets = r
+        .take(n_sets * 32)?
+        .chunks_exact(32)
+        .map(|c| {
+            std::array::from_fn(|k| u64::from_le_bytes(c[k * 8..k * 8 + 8].try_into().expect("8")))
+        })
+        .collect();
+    if !r.buf.is_empty() {
+        return Err("trailing bytes after the payload".into());
+    }
+    let token_bytes = |i: usize| &bytes[offsets[i] as usize..offsets[i + 1] as usize];
+    let stored = StoredTrie { nodes, dups, below, below_sets };
+    let trie = TokTrie::from_stored_parts(stored, n_tokens, token_bytes)
+        .map_err(|e| format!("the trie does not match the token table: {e}"))?;
+    Ok(VocabInner {
+        tokenizer: super::TokenizerSlot::None,
+        encoding,
+        bytes,
+        offsets,
+        kinds,
+        n_tokens,
+        n_vocab,
+        eos,
+        bos,
+        pad,
+        prepends_space,
+        trie,
+        source: VocabSource::Memory,
+        extensions: Default::default(),
+        cache: None,
+    })
+}

@@ -1,0 +1,327 @@
+//! The vocabulary cache (`vocab/cache.rs`, issue 23 goal 4): a vocabulary read back from the
+//! cache is the vocabulary built from the tokenizer — every token's bytes and kind, the EOS,
+//! BOS and pad ids, the trie (the same masks), the same encodings through the lazily loaded
+//! tokenizer — and a stale, corrupt or forged file is refused and rebuilt, never trusted.
+//!
+//! The tokenizer files are the embedded Qwen3 ones written to a scratch directory, so these run
+//! on a fresh clone; Llama 2 (SentencePiece, byte fallback, prepended `▁`) from
+//! `../shared/tokenizers` is checked too when present.
+
+use grammask::vocab::{CacheOutcome, VocabCache, VocabConfig, VocabErrorKind};
+use grammask::{Constraint, TokenId, TokenMask, Vocabulary};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::xxh3_128;
+
+/// A scratch directory unique to this process and test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grammask-vcache-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn gunzip(path: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_end(&mut out).unwrap();
+    out
+}
+
+/// The embedded Qwen3 `tokenizer.json` and `tokenizer_config.json` written into `dir`.
+fn qwen3_files(dir: &Path) -> PathBuf {
+    let tok = dir.join("tokenizer.json");
+    std::fs::write(&tok, gunzip("src/vocab/embedded/qwen3.tokenizer.json.gz")).unwrap();
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        gunzip("src/vocab/embedded/qwen3.tokenizer_config.json.gz"),
+    )
+    .unwrap();
+    tok
+}
+
+fn cached(dir: &Path) -> VocabConfig {
+    VocabConfig::default().with_cache(VocabCache::Dir(dir.to_path_buf()))
+}
+
+fn outcome(v: &Vocabulary) -> &CacheOutcome {
+    v.cache_outcome().expect("a cache was asked for")
+}
+
+fn cache_file(v: &Vocabulary) -> PathBuf {
+    match outcome(v) {
+        CacheOutcome::Hit { path }
+        | CacheOutcome::Stored { path }
+        | CacheOutcome::Rebuilt { path, .. }
+        | CacheOutcome::NotStored { path, .. } => path.clone(),
+        other => panic!("unexpected outcome {other:?}"),
+    }
+}
+
+/// Masks of a JSON engine after each token of `doc`, as bit vectors.
+fn masks(v: &Vocabulary, doc: &str) -> Vec<Vec<u32>> {
+    let compiled = Constraint::json().compile(v).unwrap();
+    let mut engine = compiled.engine();
+    let mut mask = TokenMask::new(v.n_vocab());
+    let mut out = Vec::new();
+    for t in v.encode_exact(doc).unwrap() {
+        engine.fill_mask(&mut mask).unwrap();
+        out.push(mask.words().to_vec());
+        engine.advance(t).unwrap();
+    }
+    out
+}
+
+/// `got` (read back) is `want` (built from the tokenizer) in everything a vocabulary holds.
+fn assert_same(got: &Vocabulary, want: &Vocabulary, name: &str) {
+    assert_eq!(got.n_tokens(), want.n_tokens(), "{name}: tokens");
+    assert_eq!(got.n_vocab(), want.n_vocab(), "{name}: logits width");
+    assert_eq!(got.encoding(), want.encoding(), "{name}: encoding");
+    assert_eq!(got.prepends_space(), want.prepends_space(), "{name}: prepends_space");
+    assert_eq!(got.eos_ids(), want.eos_ids(), "{name}: EOS");
+    assert_eq!(got.bos_id(), want.bos_id(), "{name}: BOS");
+    assert_eq!(got.pad_id(), want.pad_id(), "{name}: pad");
+    assert_eq!(got.source(), want.source(), "{name}: source");
+    for i in 0..want.n_vocab() {
+        let t = TokenId(i as u32);
+        assert_eq!(got.kind(t), want.kind(t), "{name}: kind of {i}");
+        assert_eq!(got.token_bytes(t), want.token_bytes(t), "{name}: bytes of {i}");
+    }
+    let (a, b) = (got.trie(), want.trie());
+    assert_eq!(
+        (a.node_count(), a.token_count(), a.max_depth()),
+        (b.node_count(), b.token_count(), b.max_depth()),
+        "{name}: trie shape"
+    );
+    let doc = r#"{"name": "Ada Lovelace", "tags": ["x", "é🎉"], "n": -12.5e3, "ok": true}"#;
+    assert_eq!(masks(got, doc), masks(want, doc), "{name}: JSON masks along a document");
+}
+
+#[test]
+fn read_back_equals_the_vocabulary_built_from_the_tokenizer() {
+    let dir = scratch("roundtrip");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    let fresh = Vocabulary::from_file(&tok).unwrap();
+    assert!(fresh.cache_outcome().is_none(), "the library's default is no cache");
+    assert!(!cache.exists());
+
+    let first = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&first), CacheOutcome::Stored { .. }), "{:?}", outcome(&first));
+    assert!(cache_file(&first).is_file());
+    let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }), "{:?}", outcome(&hit));
+    assert_eq!(cache_file(&hit), cache_file(&first));
+    assert_same(&hit, &fresh, "qwen3 from the cache");
+    // The lazily loaded tokenizer encodes as the eager one does, special tokens included.
+    for text in ["Hello, world! 東京 🎉", "<|im_end|> and <think>", "  spaces\n\ttabs"] {
+        assert_eq!(hit.encode(text).unwrap(), fresh.encode(text).unwrap(), "{text:?}");
+    }
+    assert_eq!(hit.token_id("<|im_end|>"), fresh.token_id("<|im_end|>"));
+    // Exactly one file, no temporary left behind.
+    let files: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
+#[test]
+fn options_and_config_are_part_of_the_key() {
+    let dir = scratch("keys");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    let plain = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    let padded_cfg = cached(&cache).with_n_vocab(Some(151_936));
+    let padded = Vocabulary::from_file_with(&tok, &padded_cfg).unwrap();
+    assert!(matches!(outcome(&padded), CacheOutcome::Stored { .. }), "a new key");
+    assert_ne!(cache_file(&padded), cache_file(&plain));
+    let again = Vocabulary::from_file_with(&tok, &padded_cfg).unwrap();
+    assert!(matches!(outcome(&again), CacheOutcome::Hit { .. }));
+    assert_eq!(again.n_vocab(), 151_936);
+    let eos_cfg = cached(&cache).with_extra_eos_tokens(vec!["<|endoftext|>".into()]);
+    let eos = Vocabulary::from_file_with(&tok, &eos_cfg).unwrap();
+    assert!(matches!(outcome(&eos), CacheOutcome::Stored { .. }));
+    assert_eq!(eos.eos_ids().len(), 2);
+    // A changed tokenizer_config.json is a changed key: the stale file is never read.
+    let cfg_path = dir.join("tokenizer_config.json");
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap();
+    std::fs::write(
+        &cfg_path,
+        cfg.replace("\"eos_token\": \"<|im_end|>\"", "\"eos_token\": \"<|endoftext|>\""),
+    )
+    .unwrap();
+    let changed = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&changed), CacheOutcome::Stored { .. }), "{:?}", outcome(&changed));
+    assert_eq!(changed.eos_ids(), &[changed.token_id("<|endoftext|>").unwrap()]);
+    assert_ne!(changed.eos_ids(), plain.eos_ids());
+}
+
+#[test]
+fn embedded_vocabulary_is_cached_too() {
+    let dir = scratch("embedded");
+    let first = Vocabulary::embedded_with(&cached(&dir)).unwrap();
+    assert!(matches!(outcome(&first), CacheOutcome::Stored { .. }));
+    let hit = Vocabulary::embedded_with(&cached(&dir)).unwrap();
+    assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }));
+    assert_same(&hit, crate::common::qwen3(), "embedded from the cache");
+    assert_eq!(
+        hit.encode("{\"a\": 1}").unwrap(),
+        crate::common::qwen3().encode("{\"a\": 1}").unwrap()
+    );
+}
+
+/// The header of a cache file: magic (8), version (4), reserved (4), key (16), checksum (16),
+/// payload length (8).
+const HEADER: usize = 56;
+
+/// Rewrite the payload's checksum so that only the structural checks stand between the file
+/// and the vocabulary.
+fn reseal(data: &mut [u8]) {
+    let sum = xxh3_128(&data[HEADER..]);
+    data[32..48].copy_from_slice(&sum.to_le_bytes());
+}
+
+#[test]
+fn corrupt_stale_and_forged_files_are_rebuilt_never_trusted() {
+    let dir = scratch("corrupt");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    let fresh = Vocabulary::from_file(&tok).unwrap();
+    let stored = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    let path = cache_file(&stored);
+    let good = std::fs::read(&path).unwrap();
+    let n = fresh.n_vocab();
+    let n_eos = fresh.eos_ids().len();
+    // Payload layout (vocab/cache.rs): encoding, flag, n_tokens, n_vocab, EOS (len + ids),
+    // BOS, pad, kinds (len + bytes), offsets (len + u32s), bytes (len + bytes), trie nodes.
+    let kinds_at = HEADER + 2 + 8 + 8 + 8 + 4 * n_eos + 8 + 8 + 8;
+    let offsets_at = kinds_at + n;
+    let bytes_at = offsets_at + 8 + 4 * (fresh.n_tokens() + 1) + 8;
+    let n_bytes: usize =
+        (0..fresh.n_tokens()).map(|i| fresh.token_bytes(TokenId(i as u32)).len()).sum();
+    let nodes_at = bytes_at + n_bytes + 8;
+    // The first text token's first byte, found through the public API.
+    let first_text =
+        (0..fresh.n_tokens()).find(|&i| !fresh.token_bytes(TokenId(i as u32)).is_empty()).unwrap();
+    let first_text_at = bytes_at
+        + (0..first_text).map(|i| fresh.token_bytes(TokenId(i as u32)).len()).sum::<usize>();
+    assert_eq!(good[first_text_at], fresh.token_bytes(TokenId(first_text as u32))[0]);
+
+    let mut other_key = good.clone();
+    other_key[16] ^= 1;
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x10;
+    let mut version = good.clone();
+    version[8] = 99;
+    let mut forged_bytes = good.clone();
+    forged_bytes[first_text_at] ^= 0x01;
+    reseal(&mut forged_bytes);
+    let mut forged_kind = good.clone();
+    forged_kind[kinds_at + first_text] = 1; // a text token claimed special (bytes kept)
+    reseal(&mut forged_kind);
+    let mut forged_node = good.clone();
+    // Node 1's subtree size (the second u32 of the second node) grown by one.
+    let size_at = nodes_at + 8 + 4;
+    let size = u32::from_le_bytes(forged_node[size_at..size_at + 4].try_into().unwrap());
+    forged_node[size_at..size_at + 4].copy_from_slice(&(size + 1).to_le_bytes());
+    reseal(&mut forged_node);
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", Vec::new(), "not a grammask vocabulary cache"),
+        ("garbage", b"{\"not\": \"a cache\"}".to_vec(), "not a grammask vocabulary cache"),
+        ("truncated", good[..good.len() - 1000].to_vec(), "header says"),
+        ("another key", other_key, "another key"),
+        ("a flipped bit", flipped, "checksum"),
+        ("another format version", version, "format version"),
+        ("a forged token byte", forged_bytes, "does not spell its bytes"),
+        ("a forged token kind", forged_kind, "offsets are inconsistent"),
+        ("a forged node size", forged_node, "the trie does not match the token table"),
+    ];
+    for (what, data, why_has) in cases {
+        std::fs::write(&path, &data).unwrap();
+        let v = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+        match outcome(&v) {
+            CacheOutcome::Rebuilt { why, .. } => {
+                assert!(why.contains(why_has), "{what}: refused for {why:?}, not {why_has:?}")
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+        assert_eq!(v.encode("abc é").unwrap(), fresh.encode("abc é").unwrap(), "{what}");
+        // The rebuilt file is good again.
+        assert_eq!(std::fs::read(&path).unwrap(), good, "{what}: the file is rewritten");
+        let again = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+        assert!(matches!(outcome(&again), CacheOutcome::Hit { .. }), "{what}");
+    }
+    let last = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert_same(&last, &fresh, "after the rebuilds");
+}
+
+#[test]
+fn a_changed_tokenizer_is_refused_by_the_lazy_load() {
+    let dir = scratch("lazy");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }));
+    // The file changes after the vocabulary was read back and before its encoder is needed.
+    let mut bytes = std::fs::read(&tok).unwrap();
+    bytes.extend_from_slice(b"\n");
+    std::fs::write(&tok, &bytes).unwrap();
+    let err = hit.encode("hello").unwrap_err();
+    assert!(matches!(err.kind(), VocabErrorKind::Tokenizer(_)), "{err:?}");
+    assert!(err.to_string().contains("changed since"), "{err}");
+    assert!(hit.tokenizer().is_none());
+    // Masks never needed the encoder.
+    let compiled = Constraint::json().compile(&hit).unwrap();
+    let mut mask = TokenMask::new(hit.n_vocab());
+    compiled.engine().fill_mask(&mut mask).unwrap();
+    assert!(mask.count() > 0);
+    // Loading again keys by the new bytes: a miss, built from the file as it is now.
+    let now = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&now), CacheOutcome::Stored { .. }), "{:?}", outcome(&now));
+    assert_eq!(now.encode("hello").unwrap(), crate::common::qwen3().encode("hello").unwrap());
+}
+
+#[test]
+fn an_unwritable_cache_directory_still_gives_the_vocabulary() {
+    let dir = scratch("unwritable");
+    let tok = qwen3_files(&dir);
+    // A directory under a regular file cannot be created.
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let v = Vocabulary::from_file_with(&tok, &cached(&blocker.join("cache"))).unwrap();
+    assert!(matches!(outcome(&v), CacheOutcome::NotStored { .. }), "{:?}", outcome(&v));
+    assert_eq!(v.n_tokens(), crate::common::qwen3().n_tokens());
+}
+
+#[test]
+fn shared_sentencepiece_tokenizer_round_trips_when_present() {
+    let tok = Path::new("../shared/tokenizers/llama2.json");
+    if !tok.is_file() {
+        eprintln!("../shared/tokenizers/llama2.json absent: only Qwen3 is checked");
+        return;
+    }
+    let cache = scratch("llama2");
+    let fresh = Vocabulary::from_file(tok).unwrap();
+    Vocabulary::from_file_with(tok, &cached(&cache)).unwrap();
+    let hit = Vocabulary::from_file_with(tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }));
+    assert!(fresh.prepends_space());
+    assert_same(&hit, &fresh, "llama2 from the cache");
+    let text = "Héllo wörld 🎉 {\"a\": 1}";
+    assert_eq!(hit.encode_exact(text).unwrap(), fresh.encode_exact(text).unwrap());
+}
+
+/// The bytes a vocabulary stores are pinned by [`grammask::vocab::CACHE_FORMAT_VERSION`]: a
+/// change to token decoding, EOS rules or the trie layout changes this fingerprint, and must bump
+/// the version so that old cache files are no longer read as current.
+#[test]
+fn fingerprint_pins_format_version() {
+    let dir = scratch("fingerprint");
+    let v = Vocabulary::embedded_with(&cached(&dir)).unwrap();
+    let data = std::fs::read(cache_file(&v)).unwrap();
+    let sum = u128::from_le_bytes(data[32..48].try_into().unwrap());
+    assert_eq!(
+        (grammask::vocab::CACHE_FORMAT_VERSION, format!("{sum:032x}")),
+        (1, "219555bb08b3c89185474d31e56393df".to_string()),
+        "the embedded vocabulary's stored form changed: bump vocab::cache::FORMAT_VERSION \
+         and update this fingerprint"
+    );
+}
