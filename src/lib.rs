@@ -45,7 +45,10 @@
 //!   gpt-oss Harmony and DeepSeek-V3 built from an OpenAI `tools` list (`docs/tagged.md`).
 //! - [`vocab`]: [`Vocabulary`] — every token decoded once to its bytes, kinds (text, special,
 //!   padding), EOS ids, and the flat byte trie ([`vocab::TokTrie`]) every mask walks; engines
-//!   attach per-vocabulary data through [`vocab::VocabExtension`].
+//!   attach per-vocabulary data through [`vocab::VocabExtension`]. [`vocab::VocabCache`] keeps
+//!   all of it on disk between runs, keyed by a hash of the tokenizer files and checked on every
+//!   read ([`Vocabulary::cache_outcome`] says what happened), so a process starts in
+//!   milliseconds instead of loading `tokenizer.json` through `tokenizers` again.
 //! - [`mask`]: [`TokenMask`] — the allow-mask, a `u32`-word bitset with `&[bool]` and additive
 //!   `f32` bias exports. [`bytes`]: [`ByteSet`], 256-bit byte sets.
 //! - [`engine`]: the [`ConstraintEngine`] contract, its typed [`EngineError`], the options

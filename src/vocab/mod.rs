@@ -399,8 +399,22 @@ impl Vocabulary {
         config: &VocabConfig,
     ) -> Result<Vocabulary, VocabError> {
         let path = path.as_ref();
+        Self::from_files_with(path, find_config(path).as_deref(), config)
+    }
+
+    /// [`Vocabulary::from_file_with`] with the `tokenizer_config.json` named (or none), instead
+    /// of looked for beside the tokenizer.
+    ///
+    /// # Errors
+    /// As [`Vocabulary::from_file_with`].
+    pub fn from_files_with(
+        path: impl AsRef<Path>,
+        config_path: Option<&Path>,
+        config: &VocabConfig,
+    ) -> Result<Vocabulary, VocabError> {
+        let path = path.as_ref();
         let limit = config.max_file_bytes;
-        let cfg = find_config(path).map(|p| read_file(&p, limit)).transpose()?;
+        let cfg = config_path.map(|p| read_file(p, limit)).transpose()?;
         let source = VocabSource::File(path.display().to_string());
         let build = |source| {
             let tok = read_file(path, limit)?;

@@ -7,7 +7,7 @@
 //! recipe, once per process (`grammask/_pickle.py` caches by recipe).
 
 use crate::errors;
-use grammask::vocab::VocabConfig;
+use grammask::vocab::{VocabCache, VocabConfig};
 use grammask::{TokenId, Vocabulary};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -27,9 +27,24 @@ fn config(vocab_size: Option<usize>, eos_token_ids: Option<Vec<u32>>) -> VocabCo
         .with_extra_eos(eos_token_ids.unwrap_or_default())
 }
 
-fn read(py: Python<'_>, path: &str) -> PyResult<Vec<u8>> {
-    std::fs::read(path)
-        .map_err(|e| errors::error(py, "VocabularyError", format!("cannot read {path}: {e}"), &[]))
+/// The `cache` argument: `False`/`None` off, `True` the per-user cache directory, a path that
+/// directory.
+fn cache_arg(
+    py: Python<'_>,
+    cache: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(VocabCache, Py<PyAny>)> {
+    let Some(c) = cache.filter(|c| !c.is_none()) else {
+        return Ok((VocabCache::Off, false.into_pyobject(py)?.to_owned().into_any().unbind()));
+    };
+    if let Ok(on) = c.extract::<bool>() {
+        let mode = if on { VocabCache::User } else { VocabCache::Off };
+        return Ok((mode, on.into_pyobject(py)?.to_owned().into_any().unbind()));
+    }
+    let dir: std::path::PathBuf = c.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("cache must be a bool or a directory path")
+    })?;
+    let text = dir.display().to_string();
+    Ok((VocabCache::Dir(dir), text.into_pyobject(py)?.into_any().unbind()))
 }
 
 impl PyVocabulary {
@@ -45,17 +60,24 @@ impl PyVocabulary {
     /// the file when it is not given. `vocab_size` is the model's logits width when it pads its
     /// vocabulary (ids past the tokenizer are never allowed); `eos_token_ids` adds EOS ids
     /// (e.g. from `generation_config.json`).
+    ///
+    /// `cache`: `True` keeps the decoded vocabulary in the per-user cache directory
+    /// (`$GRAMMASK_CACHE_DIR`, else e.g. `~/.cache/grammask/vocab`), a path keeps it there;
+    /// the next load of the same files reads it back in milliseconds (keyed by a hash of the
+    /// files; a stale or corrupt file is rebuilt). Default: no cache.
     #[staticmethod]
-    #[pyo3(signature = (path, *, config_path=None, vocab_size=None, eos_token_ids=None))]
+    #[pyo3(signature = (path, *, config_path=None, vocab_size=None, eos_token_ids=None, cache=None))]
     fn from_tokenizer_json(
         py: Python<'_>,
         path: std::path::PathBuf,
         config_path: Option<std::path::PathBuf>,
         vocab_size: Option<usize>,
         eos_token_ids: Option<Vec<u32>>,
+        cache: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let p = path.display().to_string();
         let cp = config_path.as_ref().map(|c| c.display().to_string());
+        let (mode, cache_obj) = cache_arg(py, cache)?;
         let recipe = PyTuple::new(
             py,
             [
@@ -64,18 +86,31 @@ impl PyVocabulary {
                 cp.clone().into_pyobject(py)?.into_any(),
                 vocab_size.into_pyobject(py)?.into_any(),
                 eos_token_ids.clone().into_pyobject(py)?.into_any(),
+                cache_obj.into_bound(py),
             ],
         )?;
-        let cfg = config(vocab_size, eos_token_ids);
-        let vocab = match &cp {
+        let cfg = config(vocab_size, eos_token_ids).with_cache(mode);
+        let vocab = match &config_path {
             None => py.detach(|| Vocabulary::from_file_with(&path, &cfg)),
-            Some(c) => {
-                let (tok, conf) = (read(py, &p)?, read(py, c)?);
-                py.detach(|| Vocabulary::from_bytes(&tok, Some(&conf), &cfg))
-            }
+            Some(c) => py.detach(|| Vocabulary::from_files_with(&path, Some(c), &cfg)),
         }
         .map_err(|e| errors::vocab_error(py, &e))?;
         Ok(Self::new(vocab, recipe))
+    }
+
+    /// Whether this vocabulary was read back from the cache (`"hit"`), built and stored
+    /// (`"stored"`), rebuilt over a refused file (`"rebuilt"`), built but not stored
+    /// (`"not_stored"`), or loaded without a cache (`None`).
+    #[getter]
+    fn cache_outcome(&self) -> Option<&'static str> {
+        use grammask::vocab::CacheOutcome as O;
+        self.inner.cache_outcome().map(|o| match o {
+            O::Hit { .. } => "hit",
+            O::Stored { .. } => "stored",
+            O::Rebuilt { .. } => "rebuilt",
+            O::NotStored { .. } => "not_stored",
+            _ => "other",
+        })
     }
 
     /// The vocabulary stored in a GGUF model file's `tokenizer.ggml.*` metadata (llama.cpp's
@@ -127,15 +162,24 @@ impl PyVocabulary {
         Self::from_json_text(py, json, config, vocab_size, eos)
     }
 
-    /// The embedded Qwen3 tokenizer (no file needed).
+    /// The embedded Qwen3 tokenizer (no file needed). `cache` as in `from_tokenizer_json`.
     #[staticmethod]
-    #[pyo3(signature = (*, vocab_size=None))]
-    fn embedded(py: Python<'_>, vocab_size: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (*, vocab_size=None, cache=None))]
+    fn embedded(
+        py: Python<'_>,
+        vocab_size: Option<usize>,
+        cache: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (mode, cache_obj) = cache_arg(py, cache)?;
         let recipe = PyTuple::new(
             py,
-            ["embedded".into_pyobject(py)?.into_any(), vocab_size.into_pyobject(py)?.into_any()],
+            [
+                "embedded".into_pyobject(py)?.into_any(),
+                vocab_size.into_pyobject(py)?.into_any(),
+                cache_obj.into_bound(py),
+            ],
         )?;
-        let cfg = config(vocab_size, None);
+        let cfg = config(vocab_size, None).with_cache(mode);
         let vocab = py
             .detach(|| Vocabulary::embedded_with(&cfg))
             .map_err(|e| errors::vocab_error(py, &e))?;

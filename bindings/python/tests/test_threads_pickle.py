@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import grammask as gm
 from conftest import REPO
@@ -145,3 +146,38 @@ def test_file_recipes_pickle_to_the_same_vocabulary():
     assert (v2.vocab_size, v2.n_tokens, v2.eos_token_ids) == (v.vocab_size, v.n_tokens, v.eos_token_ids)
     assert all(v2.token_bytes(t) == v.token_bytes(t) for t in range(0, v.n_tokens, 997))
     assert pickle.loads(pickle.dumps(v)) is v2, "cached per recipe"
+
+
+def test_vocabulary_cache_reads_back_the_same_vocabulary_and_pickles(tmp_path):
+    cache = tmp_path / "cache"
+    first = gm.Vocabulary.embedded(cache=cache)
+    assert first.cache_outcome == "stored" and len(list(cache.iterdir())) == 1
+    hit = gm.Vocabulary.embedded(cache=str(cache))
+    assert hit.cache_outcome == "hit"
+    plain = gm.Vocabulary.embedded()
+    assert plain.cache_outcome is None, "no cache unless asked"
+    assert (hit.vocab_size, hit.n_tokens, hit.eos_token_ids) == (
+        plain.vocab_size,
+        plain.n_tokens,
+        plain.eos_token_ids,
+    )
+    assert all(hit.token_bytes(t) == plain.token_bytes(t) for t in range(0, plain.n_tokens, 101))
+    assert hit.encode("{\"a\": [1, 2]} 東京") == plain.encode("{\"a\": [1, 2]} 東京")
+    # Masks over the cached vocabulary equal masks over the built one.
+    doc = '{"name": "Ada", "n": [1, -2.5]}'
+    bitmasks = []
+    for v in (hit, plain):
+        m = gm.Matcher(gm.CompiledConstraint.json_object(v))
+        rows = []
+        for t in plain.encode(doc):
+            bm = gm.allocate_token_bitmask(1, v.vocab_size)
+            m.fill_next_token_bitmask(bm)
+            rows.append(bm.copy())
+            assert m.accept_token(t)
+        bitmasks.append(np.concatenate(rows))
+    assert np.array_equal(*bitmasks)
+    # The recipe keeps the cache: unpickled in a fresh process it would read the same file.
+    again = pickle.loads(pickle.dumps(hit))
+    assert again.cache_outcome == "hit"
+    with pytest.raises(TypeError):
+        gm.Vocabulary.embedded(cache=3.5)

@@ -28,9 +28,13 @@ def vocabulary_from_recipe(recipe: tuple) -> Any:
         return cached
     kind = recipe[0]
     if kind == "tokenizer_json":
-        _, path, config_path, vocab_size, eos = recipe
+        _, path, config_path, vocab_size, eos, *cache = recipe
         vocab = Vocabulary.from_tokenizer_json(
-            path, config_path=config_path, vocab_size=vocab_size, eos_token_ids=eos
+            path,
+            config_path=config_path,
+            vocab_size=vocab_size,
+            eos_token_ids=eos,
+            cache=cache[0] if cache else None,
         )
     elif kind == "gguf":
         _, path, vocab_size = recipe
@@ -39,8 +43,8 @@ def vocabulary_from_recipe(recipe: tuple) -> Any:
         _, json_text, config, vocab_size, eos = recipe
         vocab = _from_json_text(json_text, config, vocab_size, eos)
     elif kind == "embedded":
-        _, vocab_size = recipe
-        vocab = Vocabulary.embedded(vocab_size=vocab_size)
+        _, vocab_size, *cache = recipe
+        vocab = Vocabulary.embedded(vocab_size=vocab_size, cache=cache[0] if cache else None)
     else:
         raise ValueError(f"unknown vocabulary recipe {kind!r}")
     with _lock:
