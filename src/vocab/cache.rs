@@ -59,6 +59,9 @@ pub enum VocabCache {
     /// default.
     User,
     /// Files in this directory (created if missing).
+    ///
+    /// Either directory keeps at most [`MAX_FILES`] vocabularies, the least recently used
+    /// removed when a new one is stored; deleting the directory is always safe.
     Dir(PathBuf),
 }
 
@@ -257,7 +260,53 @@ pub(crate) fn write(dir: &Path, key: u128, inner: &VocabInner) -> std::io::Resul
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    written.map(|()| path)
+    written?;
+    prune(dir, &path);
+    Ok(path)
+}
+
+/// Most cache files a directory keeps ([`prune`]): a changed tokenizer or option leaves its old
+/// file behind, and a cache must not grow without bound. 32 files of 3–13 MB each.
+pub const MAX_FILES: usize = 32;
+
+/// A temporary file older than this is a writer that died mid-write: removed.
+const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Keep at most [`MAX_FILES`] cache files in `dir`, removing the least recently used (a hit
+/// touches its file, so the modification time is the last use), never `keep`; and remove
+/// temporary files left by writers that died. Best effort: errors are ignored (another process
+/// may be pruning too).
+fn prune(dir: &Path, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let now = std::time::SystemTime::now();
+    let mut files = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Ok(modified) = e.metadata().and_then(|m| m.modified()) else { continue };
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            if now.duration_since(modified).is_ok_and(|age| age > STALE_TMP) {
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if name.ends_with(".gmvocab") && path != keep {
+            files.push((modified, path));
+        }
+    }
+    if files.len() < MAX_FILES {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() + 1 - MAX_FILES] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Mark the file of a hit as just used (its modification time), for [`prune`]'s order.
+pub(crate) fn touch(dir: &Path, key: u128) {
+    if let Ok(f) = std::fs::File::options().append(true).open(file_path(dir, key)) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
 }
 
 /// Why a cache file was not used.

@@ -21,7 +21,9 @@ mod embedded;
 mod extension;
 mod trie;
 
-pub use cache::{CacheOutcome, VocabCache, FORMAT_VERSION as CACHE_FORMAT_VERSION};
+pub use cache::{
+    CacheOutcome, VocabCache, FORMAT_VERSION as CACHE_FORMAT_VERSION, MAX_FILES as CACHE_MAX_FILES,
+};
 pub use decode::TokenEncoding;
 pub use extension::VocabExtension;
 pub use trie::{TokTrie, WalkHook, MAX_TOKEN_BYTES};
@@ -451,6 +453,7 @@ impl Vocabulary {
                 inner.tokenizer = TokenizerSlot::lazy(lazy(hash));
                 inner.source = source;
                 inner.cache = Some(CacheOutcome::Hit { path });
+                cache::touch(&dir, key);
                 return Ok(Vocabulary { inner: Arc::new(inner) });
             }
             Err(cache::ReadFailure::Missing) => None,

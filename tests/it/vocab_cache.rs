@@ -325,3 +325,51 @@ fn fingerprint_pins_format_version() {
          and update this fingerprint"
     );
 }
+
+#[test]
+fn the_cache_directory_is_bounded_least_recently_used_first() {
+    use std::time::{Duration, SystemTime};
+    let dir = scratch("bounded");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    let first = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    let ours = cache_file(&first);
+    let aged = |path: &Path, secs: u64| {
+        let f = std::fs::File::options().append(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs)).unwrap();
+    };
+    // Our file is the oldest of all; a hit must make it the most recently used.
+    aged(&ours, 100_000);
+    let max = grammask::vocab::CACHE_MAX_FILES;
+    let others: Vec<PathBuf> = (0..max + 8)
+        .map(|i| {
+            let p = cache.join(format!("{:032x}.gmvocab", i + 1));
+            std::fs::write(&p, b"an old vocabulary").unwrap();
+            aged(&p, 50_000 - i as u64 * 10); // file 0 the oldest of them
+            p
+        })
+        .collect();
+    let dead_writer = cache.join(".0123.77.5.tmp");
+    std::fs::write(&dead_writer, b"half").unwrap();
+    aged(&dead_writer, 7200);
+    let live_writer = cache.join(".0123.78.6.tmp");
+    std::fs::write(&live_writer, b"in progress").unwrap();
+    let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }));
+    let touched = std::fs::metadata(&ours).unwrap().modified().unwrap();
+    assert!(SystemTime::now().duration_since(touched).unwrap() < Duration::from_secs(600));
+    // Storing another vocabulary prunes: the oldest others go, ours (just used) stays.
+    let padded = cached(&cache).with_n_vocab(Some(151_700));
+    let new = Vocabulary::from_file_with(&tok, &padded).unwrap();
+    assert!(matches!(outcome(&new), CacheOutcome::Stored { .. }));
+    let kept: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gmvocab"))
+        .collect();
+    assert_eq!(kept.len(), max, "{kept:?}");
+    assert!(kept.contains(&ours) && kept.contains(&cache_file(&new)));
+    assert!(!others[0].exists() && others[max + 7].exists(), "least recently used first");
+    assert!(!dead_writer.exists(), "a dead writer's temporary file is removed");
+    assert!(live_writer.exists(), "a recent temporary file is left to its writer");
+}
