@@ -360,12 +360,18 @@ impl<'a> Reader<'a> {
 
 /// Read the file of `key` in `dir` back into a vocabulary's tables (no tokenizer yet: the
 /// caller sets the lazy one, the source and the outcome).
-pub(crate) fn read(dir: &Path, key: u128) -> Result<VocabInner, ReadFailure> {
+/// A file larger than `limit` bytes ([`VocabConfig::max_file_bytes`]) is refused unread.
+pub(crate) fn read(dir: &Path, key: u128, limit: u64) -> Result<VocabInner, ReadFailure> {
+    use crate::io::ReadErrorKind;
     let path = file_path(dir, key);
-    let data = match std::fs::read(&path) {
+    let data = match crate::io::read_limited(&path, limit) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadFailure::Missing),
-        Err(e) => return Err(ReadFailure::Refused(format!("cannot read it: {e}"))),
+        Err(e) => match e.kind() {
+            ReadErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ReadFailure::Missing)
+            }
+            _ => return Err(ReadFailure::Refused(format!("cannot read it: {e}"))),
+        },
     };
     parse(&data, key).map_err(ReadFailure::Refused)
 }

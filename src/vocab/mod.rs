@@ -448,7 +448,7 @@ impl Vocabulary {
         let (hash, len) = identity()?;
         let key = cache::key(hash, len, config_json, config);
         let path = cache::file_path(&dir, key);
-        let refused = match cache::read(&dir, key) {
+        let refused = match cache::read(&dir, key, config.max_file_bytes) {
             Ok(mut inner) => {
                 inner.tokenizer = TokenizerSlot::lazy(lazy(hash));
                 inner.source = source;

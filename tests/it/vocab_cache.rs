@@ -373,3 +373,21 @@ fn the_cache_directory_is_bounded_least_recently_used_first() {
     assert!(!dead_writer.exists(), "a dead writer's temporary file is removed");
     assert!(live_writer.exists(), "a recent temporary file is left to its writer");
 }
+
+#[test]
+fn an_oversized_cache_file_is_refused_unread() {
+    let dir = scratch("oversized");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    let limit = std::fs::metadata(&tok).unwrap().len() + 1000;
+    let cfg = cached(&cache).with_max_file_bytes(limit);
+    let stored = Vocabulary::from_file_with(&tok, &cfg).unwrap();
+    let path = cache_file(&stored);
+    std::fs::write(&path, vec![0u8; limit as usize + 1]).unwrap();
+    let v = Vocabulary::from_file_with(&tok, &cfg).unwrap();
+    match outcome(&v) {
+        CacheOutcome::Rebuilt { why, .. } => assert!(why.contains("larger than"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(std::fs::metadata(&path).unwrap().len() < limit, "rewritten");
+}
