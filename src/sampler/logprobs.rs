@@ -148,30 +148,35 @@ fn select_top_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) {
         return;
     }
     let mut floor = f32::NEG_INFINITY;
-    let mut insert = |i: usize, x: f32, floor: &mut f32| {
-        if top.len() < k || x > *floor {
-            if top.len() == k {
-                top.pop();
-            }
-            let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
-            top.insert(pos, (TokenId::from_index(i), x));
-            if top.len() == k {
-                *floor = top[k - 1].1;
-            }
-        }
-    };
     let head = k.min(v.len());
     for (i, &x) in v[..head].iter().enumerate() {
-        insert(i, x, &mut floor);
+        offer(top, k, i, x, &mut floor);
     }
     let mut at = head;
     for c in v[head..].chunks(16) {
         if c.iter().fold(false, |a, &x| a | (x > floor)) {
             for (j, &x) in c.iter().enumerate() {
-                insert(at + j, x, &mut floor);
+                offer(top, k, at + j, x, &mut floor);
             }
         }
         at += c.len();
+    }
+}
+
+/// One step of the selection (`k ≥ 1`): element `i` of value `x` enters `top` (descending) if
+/// `top` is not full or `x` beats the current k-th value `floor`, which is kept up to date.
+/// An equal value never displaces an earlier one, so ties go to the lower id.
+#[inline(always)]
+fn offer(top: &mut Vec<(TokenId, f32)>, k: usize, i: usize, x: f32, floor: &mut f32) {
+    if top.len() < k || x > *floor {
+        if top.len() == k {
+            top.pop();
+        }
+        let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
+        top.insert(pos, (TokenId::from_index(i), x));
+        if top.len() == k {
+            *floor = top[k - 1].1;
+        }
     }
 }
 
@@ -181,16 +186,7 @@ fn select_top_f32(v: &[f32], k: usize, top: &mut Vec<(TokenId, f32)>) {
 fn select_top(it: impl Iterator<Item = f32>, k: usize, top: &mut Vec<(TokenId, f32)>) {
     let mut floor = f32::NEG_INFINITY;
     for (i, x) in it.enumerate() {
-        if top.len() < k || x > floor {
-            if top.len() == k {
-                top.pop();
-            }
-            let pos = top.iter().position(|e| e.1 < x).unwrap_or(top.len());
-            top.insert(pos, (TokenId::from_index(i), x));
-            if top.len() == k {
-                floor = top[k - 1].1;
-            }
-        }
+        offer(top, k, i, x, &mut floor);
     }
 }
 
