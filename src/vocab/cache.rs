@@ -217,7 +217,7 @@ fn payload(inner: &VocabInner) -> Vec<u8> {
     u64_(&mut w, inner.bytes.len() as u64);
     w.extend_from_slice(&inner.bytes);
     let trie = inner.trie.stored_parts();
-    u32s(&mut w, &mut trie.nodes.iter().flat_map(|&(a, b)| [a, b]), trie.nodes.len() * 2);
+    u32s(&mut w, &mut trie.nodes.iter().copied(), trie.nodes.len());
     u64_(&mut w, trie.dups.len() as u64);
     for (node, ids) in &trie.dups {
         w.extend_from_slice(&node.to_le_bytes());
@@ -459,11 +459,7 @@ fn parse(data: &[u8], key: u128) -> Result<VocabInner, String> {
     if !offsets_ok {
         return Err("the token offsets are inconsistent".into());
     }
-    let raw_nodes = r.u32s()?;
-    if raw_nodes.len() % 2 != 0 {
-        return Err("the trie's node table is malformed".into());
-    }
-    let nodes: Vec<(u32, u32)> = raw_nodes.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+    let nodes = r.u32s()?;
     let n_dups = r.len(12)?;
     let mut dups = Vec::with_capacity(n_dups);
     for _ in 0..n_dups {

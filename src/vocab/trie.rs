@@ -87,11 +87,11 @@ fn path_hash_end(h: u64, len: usize) -> u64 {
     (h ^ (len as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) | 1
 }
 
-/// A trie as the vocabulary cache stores it: the nodes as `(bits, size)` in depth-first order,
-/// the duplicate tokens per node (sorted by node), and per node the id of the set of bytes
-/// below it, with the sets as words.
+/// A trie as the vocabulary cache stores it: the nodes as `bits, size` word pairs in
+/// depth-first order, the duplicate tokens per node (sorted by node), and per node the id of
+/// the set of bytes below it, with the sets as words.
 pub(crate) struct StoredTrie {
-    pub(crate) nodes: Vec<(u32, u32)>,
+    pub(crate) nodes: Vec<u32>,
     pub(crate) dups: Vec<(u32, Vec<u32>)>,
     pub(crate) below: Vec<u32>,
     pub(crate) below_sets: Vec<[u64; 4]>,
@@ -208,7 +208,7 @@ impl TokTrie {
             self.dups.iter().map(|(&k, v)| (k, v.iter().map(|t| t.0).collect())).collect();
         dups.sort_unstable();
         StoredTrie {
-            nodes: self.nodes.iter().map(|n| (n.bits, n.size)).collect(),
+            nodes: self.nodes.iter().flat_map(|n| [n.bits, n.size]).collect(),
             dups,
             below: self.below.clone(),
             below_sets: self.below_sets.iter().map(|s| *s.words()).collect(),
@@ -218,19 +218,24 @@ impl TokTrie {
     /// Rebuild a trie from [`TokTrie::stored_parts`], trusting nothing: the nodes must form a
     /// well-nested depth-first tree with strictly increasing sibling bytes, every leaf must end
     /// a token, every token a node carries must be one of `token_bytes`'s ids (`0..n_ids`)
-    /// whose bytes are exactly the path to that node, and every id with non-empty bytes must
-    /// appear exactly once. Such a trie is the one [`TokTrie::build`] makes from the same
-    /// tokens (the layout is canonical), so a cache read back passes this check iff it is
-    /// the trie of the stored token table. One pass, no sort.
+    /// whose bytes are the path to that node (compared through a 64-bit path hash), every id
+    /// with non-empty bytes must appear exactly once, and every node's bytes-below set must be
+    /// its children's union. Such a trie is the one [`TokTrie::build`] makes from the same
+    /// tokens (the layout is canonical), so barring a crafted hash collision a cache read back
+    /// passes this check iff it is the trie of the stored token table. One pass, no sort.
     pub(crate) fn from_stored_parts<'a>(
         stored: StoredTrie,
         n_ids: usize,
         token_bytes: impl Fn(usize) -> &'a [u8],
     ) -> Result<TokTrie, String> {
         let StoredTrie { nodes: raw, dups: stored_dups, below, below_sets } = stored;
-        let n = raw.len();
-        let nodes: Vec<Node> = raw.iter().map(|&(bits, size)| Node { bits, size }).collect();
+        if raw.len() % 2 != 0 {
+            return Err("the node table is malformed".into());
+        }
+        let nodes: Vec<Node> =
+            raw.chunks_exact(2).map(|c| Node { bits: c[0], size: c[1] }).collect();
         drop(raw);
+        let n = nodes.len();
         match nodes.first() {
             Some(root) if root.bits == 0 && root.size == n as u32 => {}
             _ => return Err("the root node is malformed".into()),
