@@ -418,13 +418,25 @@ impl Vocabulary {
         let limit = config.max_file_bytes;
         let cfg = config_path.map(|p| read_file(p, limit)).transpose()?;
         let source = VocabSource::File(path.display().to_string());
-        let build = |source| {
-            let tok = read_file(path, limit)?;
-            Self::build(load_tokenizer(&tok)?, cfg.as_deref(), config, source)
-        };
+        let build =
+            |source, key_hash| Self::build_file(path, cfg.as_deref(), config, source, key_hash);
         let identity = || cache::hash_file(path, limit).map_err(file_error);
         let lazy = |hash| LazySource::File { path: path.to_path_buf(), limit, hash };
         Self::cached(identity, cfg.as_deref(), config, source, lazy, build)
+    }
+
+    /// Build from the tokenizer file at `path` (the build step of [`Vocabulary::cached`]), and
+    /// say whether its bytes hash to `key_hash` (always, when `None`).
+    fn build_file(
+        path: &Path,
+        config_json: Option<&[u8]>,
+        config: &VocabConfig,
+        source: VocabSource,
+        key_hash: Option<u128>,
+    ) -> Result<(Vocabulary, bool), VocabError> {
+        let tok = read_file(path, config.max_file_bytes)?;
+        let same = key_hash.is_none_or(|h| cache::content_hash(&tok) == h);
+        Ok((Self::build(load_tokenizer(&tok)?, config_json, config, source)?, same))
     }
 
     /// Read the vocabulary keyed by these files' bytes back from the cache
@@ -433,17 +445,20 @@ impl Vocabulary {
     ///
     /// `identity` is the xxh3-128 and length of the tokenizer's bytes (hashed without keeping
     /// them: a hit never holds the file in memory); `lazy` says where a hit's tokenizer loads
-    /// from when it is first needed.
+    /// from when it is first needed. `build(source, key_hash)` builds the vocabulary and says
+    /// whether the bytes it built from still hash to `key_hash` (always, when it is `None`): a
+    /// file rewritten between the hash and the read is built from as it is now and not stored
+    /// under the old key.
     fn cached(
         identity: impl FnOnce() -> Result<(u128, u64), VocabError>,
         config_json: Option<&[u8]>,
         config: &VocabConfig,
         source: VocabSource,
         lazy: impl FnOnce(u128) -> LazySource,
-        build: impl FnOnce(VocabSource) -> Result<Vocabulary, VocabError>,
+        build: impl FnOnce(VocabSource, Option<u128>) -> Result<(Vocabulary, bool), VocabError>,
     ) -> Result<Vocabulary, VocabError> {
         let Some(dir) = config.cache.dir() else {
-            return build(source);
+            return build(source, None).map(|(v, _)| v);
         };
         let (hash, len) = identity()?;
         let key = cache::key(hash, len, config_json, config);
@@ -459,11 +474,18 @@ impl Vocabulary {
             Err(cache::ReadFailure::Missing) => None,
             Err(cache::ReadFailure::Refused(why)) => Some(why),
         };
-        let mut vocab = build(source)?;
-        let outcome = match (cache::write(&dir, key, &vocab.inner), refused) {
-            (Ok(path), None) => CacheOutcome::Stored { path },
-            (Ok(path), Some(why)) => CacheOutcome::Rebuilt { path, why },
-            (Err(e), _) => CacheOutcome::NotStored { path, why: e.to_string() },
+        let (mut vocab, same) = build(source, Some(hash))?;
+        let outcome = if !same {
+            let why = "the tokenizer file changed while it was read: built from its new bytes, \
+                       which the key does not name"
+                .to_string();
+            CacheOutcome::NotStored { path, why }
+        } else {
+            match (cache::write(&dir, key, &vocab.inner), refused) {
+                (Ok(path), None) => CacheOutcome::Stored { path },
+                (Ok(path), Some(why)) => CacheOutcome::Rebuilt { path, why },
+                (Err(e), _) => CacheOutcome::NotStored { path, why: e.to_string() },
+            }
         };
         Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared").cache =
             Some(outcome);
@@ -1120,4 +1142,39 @@ fn finish_inner(
         extensions: Default::default(),
         cache: None,
     })
+}
+
+#[cfg(all(test, feature = "embedded-tokenizer"))]
+mod tests {
+    use super::*;
+
+    /// A tokenizer file rewritten between the hash that keys the cache and the read that
+    /// builds the vocabulary: the vocabulary is built from the bytes read, and not stored under
+    /// the key of the bytes hashed (a later load of those bytes would read the wrong one).
+    #[test]
+    fn a_file_changed_between_hash_and_read_is_not_stored() {
+        let dir = std::env::temp_dir().join(format!("grammask-vocab-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tok = dir.join("tokenizer.json");
+        let json = embedded::tokenizer().unwrap().to_string(false).unwrap();
+        std::fs::write(&tok, &json).unwrap();
+        let cache_dir = dir.join("cache");
+        let config = VocabConfig::default().with_cache(VocabCache::Dir(cache_dir.clone()));
+        // The hash of other bytes, as if the file had held them when it was hashed.
+        let before = cache::content_hash(b"the file as it was");
+        let identity = || Ok((before, json.len() as u64));
+        let source = VocabSource::File(tok.display().to_string());
+        let lazy = |hash| LazySource::File { path: tok.clone(), limit: u64::MAX, hash };
+        let build =
+            |source, key_hash| Vocabulary::build_file(&tok, None, &config, source, key_hash);
+        let v = Vocabulary::cached(identity, None, &config, source, lazy, build).unwrap();
+        match v.cache_outcome() {
+            Some(CacheOutcome::NotStored { why, .. }) => assert!(why.contains("changed"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!cache_dir.exists(), "nothing stored");
+        assert!(v.encode("hello").is_ok(), "built from the bytes read");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

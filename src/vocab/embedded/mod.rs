@@ -32,9 +32,10 @@ impl Vocabulary {
     /// # Errors
     /// Option errors (EOS out of range, a width below the tokenizer's size).
     pub fn embedded_with(config: &VocabConfig) -> Result<Vocabulary, VocabError> {
-        let build = |source| {
+        // The linked-in bytes never change: they always match the key.
+        let build = |source, _| {
             let cfg = gunzip(EMBEDDED_CONFIG);
-            Self::build(tokenizer()?, Some(&cfg), config, source)
+            Ok((Self::build(tokenizer()?, Some(&cfg), config, source)?, true))
         };
         // Keyed by the compressed files (what is linked in): a hit never inflates them.
         let identity = || Ok((super::cache::content_hash(EMBEDDED_TOKENIZER), 0));
