@@ -45,6 +45,7 @@ mod compile;
 mod error;
 mod ids;
 mod number;
+mod numdfa;
 mod runtime;
 mod string;
 mod unique;
@@ -304,6 +305,8 @@ pub struct CompiledSchema {
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
+    /// The number cores' lazily built automata, shared by this schema's engines.
+    pub(crate) numbers: numdfa::NumStates,
 }
 
 impl CompiledSchema {
@@ -326,7 +329,9 @@ impl CompiledSchema {
         let mut c = compile::Compiler::new(schema, options)?;
         let root = c.schema_at("")?;
         let (program, ignored) = c.finish(root)?;
+        let numbers = numdfa::NumStates::new(&program);
         Ok(Arc::new(CompiledSchema {
+            numbers,
             program,
             ws,
             order: options.property_order,

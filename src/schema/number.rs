@@ -324,42 +324,117 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
     Some(p)
 }
 
-/// Can a number extend with byte `b`? (Syntax only.)
-pub(crate) fn syntax_ok(text: &[u8]) -> bool {
-    parse_prefix(text).is_some()
-}
-
-/// A representative of `text`'s class for constraints with no bounds and no `multipleOf`:
-/// a shorter text with exactly the same completions (same phase, sign and, in the exponent,
-/// the same digit count, which [`MAX_EXP_DIGITS`] limits), so masks can be cached by it.
-/// `integer` constraints only get one before a `.` or exponent (after them, which completions
-/// stay integers depends on the digits). `None`: no representative (or not a number prefix).
-pub(crate) fn canonical(text: &[u8], integer: bool) -> Option<smallvec::SmallVec<[u8; 16]>> {
-    let p = parse_prefix(text)?;
-    let mut out: smallvec::SmallVec<[u8; 16]> = smallvec::SmallVec::new();
-    if p.neg {
-        out.push(b'-');
+/// A class key of number texts under one constraint: two texts with the same key have the
+/// same completions (`live` and `accepts_text` agree on them after every continuation), so
+/// masks and automaton states can be shared by them ([`super::numdfa`]). `None`: no key for
+/// this constraint (`not: {multipleOf}` and "not an integer", which depend on more of the
+/// digits), or `text` is not a number prefix.
+///
+/// Why the key is enough. Write the text as sign, mantissa digits (`mant`, integer part then
+/// fraction), exponent. With `sig` the mantissa without its leading zeros and
+/// `mag = int_len − leading zeros`, the text's value so far is `0.sig × 10^mag`, and any
+/// completion appends digits `u` to the mantissa (`ext` of them to the integer part, only
+/// before a `.`) and an exponent `x`: its value is `0.(sig u) × 10^(mag + ext + x)`, whose
+/// leading digit is `sig`'s, so its order of magnitude is exactly `mag + ext + x`.
+/// - Against a bound `0.B × 10^eb` (digits `B`): orders of magnitude decide unless equal, then
+///   the digit strings `sig u` and `B` (zero-padded). Those compare as `sig` against `B`'s
+///   first `len(sig)` digits if they differ there, else as `u` against the rest of `B` — so
+///   the comparison with every completion is fixed by `mag`, the first comparison (`<`, `=`,
+///   `>`) and, when `=`, how much of `B` is consumed (`min(len(sig), len(B))`).
+/// - Being a multiple of `10^k` (`integer` is `k = 0`, `multipleOf: 0.01` is `k = −2`): every
+///   nonzero digit of `sig u` must sit at place `≥ k`; the last one is `u`'s (at index
+///   `len(sig) + lnz(u)`) or else `sig`'s (`lnz(sig)`), at place `mag + ext + x − index`. So
+///   `mag`, `lnz(sig)` and, in the fraction (where `len(sig)` is not `mag`), `len(sig)`.
+///   For `multipleOf Q × 10^e` with `Q > 1`, the value over `10^e` must also be divisible by
+///   `Q`: that integer is `S × 10^(…) + U × 10^(…)` with `S` the digits of `sig` up to its
+///   last nonzero one, `U` the completion's digits and the powers fixed by the positions
+///   above, so `S mod Q` is the only more that it needs.
+/// - The exponent typed so far is kept as typed (its digit count limits what may follow), and
+///   the phase and sign as they are; a zero mantissa is kept whole (`0.000` ≠ `0.00`).
+///
+/// So the key holds exactly those, and nothing else of the digits. `unit_key_texts_share_completions`
+/// in the tests checks it against [`NumCore::live`] by brute force.
+pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVec<[u8; 32]>> {
+    if core.frac || !core.not_multiples.is_empty() {
+        return None;
     }
-    let body: &[u8] = match p.phase {
-        Phase::Empty | Phase::Minus => b"",
-        Phase::Zero => b"0",
-        Phase::Int => b"1",
-        _ if integer => return None,
-        Phase::Dot => b"0.",
-        Phase::Frac => b"0.0",
-        Phase::E => b"0e",
-        Phase::ESign => b"0e+",
-        Phase::Exp => b"0e+",
+    // Integrality (`integer`, `multipleOf`): positions matter; with `multipleOf Q × 10^e`
+    // and `Q > 1`, also the digits up to the last nonzero one modulo `Q`.
+    let integral = core.integer || core.multiple.is_some();
+    let modulus: Option<u128> = match &core.multiple {
+        Some(q) => match small(q.int_pow().0)? {
+            1 => None,
+            m => Some(m),
+        },
+        None => None,
     };
-    out.extend_from_slice(body);
-    if p.phase == Phase::Exp {
-        out.extend(std::iter::repeat_n(b'0', p.edigits.len()));
-        if p.eneg.is_none() {
-            // `0e` + digits: drop the sign we wrote.
-            out.retain(|b| *b != b'+');
+    let unit = integral.then_some(());
+    let p = parse_prefix(text)?;
+    let mut k: smallvec::SmallVec<[u8; 32]> = smallvec::SmallVec::new();
+    k.push(p.phase as u8);
+    k.push(u8::from(p.neg));
+    let bounded = core.lo.is_some() || core.hi.is_some();
+    let exp_phase = matches!(p.phase, Phase::E | Phase::ESign | Phase::Exp);
+    if exp_phase {
+        k.push(u8::from(p.eneg == Some(true)));
+        k.push(p.edigits.len() as u8);
+        if bounded || unit.is_some() {
+            k.extend_from_slice(&p.edigits);
         }
     }
-    Some(out)
+    if !bounded && unit.is_none() {
+        // Any value: the phase, sign and exponent digit count are all that matter.
+        return Some(k);
+    }
+    if matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero) {
+        return Some(k);
+    }
+    let lead = p.mant.iter().take_while(|&&d| d == 0).count();
+    let sig = &p.mant[lead..];
+    let put = |k: &mut smallvec::SmallVec<[u8; 32]>, v: i64| k.extend_from_slice(&v.to_le_bytes());
+    if sig.is_empty() {
+        // Zero so far: the text is fixed by the phase, sign and mantissa length.
+        k.push(b'Z');
+        put(&mut k, p.mant.len() as i64);
+        return Some(k);
+    }
+    let mag = p.int_len as i64 - lead as i64;
+    let lnz = sig.iter().rposition(|&d| d != 0).map_or(0, |i| i + 1) as i64;
+    if bounded {
+        put(&mut k, mag);
+        for (b, _) in core.lo.iter().chain(core.hi.iter()) {
+            if b.is_zero() {
+                continue;
+            }
+            let ord = sig
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| d.cmp(b.digits.get(i).unwrap_or(&0)))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal);
+            k.push(ord as i8 as u8);
+            if ord.is_eq() {
+                put(&mut k, sig.len().min(b.digits.len()) as i64);
+            }
+        }
+        if unit.is_some() {
+            put(&mut k, lnz);
+            if p.phase == Phase::Frac {
+                put(&mut k, sig.len() as i64);
+            }
+        }
+    } else {
+        // Integrality alone: only the places relative to `mag` matter.
+        put(&mut k, mag - lnz);
+        if p.phase == Phase::Frac {
+            put(&mut k, mag - sig.len() as i64);
+        }
+    }
+    if let Some(q) = modulus {
+        let r = sig[..lnz as usize].iter().fold(0u128, |r, &d| (r * 10 + u128::from(d)) % q);
+        k.extend_from_slice(&r.to_le_bytes());
+    }
+    Some(k)
 }
 
 /// Is `text` a complete JSON number?
@@ -516,15 +591,6 @@ impl NumCore {
         (!self.int_syntax || !text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
             && is_complete(text)
             && std::str::from_utf8(text).ok().and_then(Dec::parse).is_some_and(|v| self.accepts(&v))
-    }
-
-    /// No bounds, no `multipleOf`, no "not an integer" (see [`canonical`]).
-    pub(crate) fn is_unbounded(&self) -> bool {
-        self.lo.is_none()
-            && self.hi.is_none()
-            && self.multiple.is_none()
-            && !self.frac
-            && self.not_multiples.is_empty()
     }
 
     /// Can the (possibly incomplete) number `text` still be completed to a value that
@@ -990,63 +1056,144 @@ mod tests {
         Dec::parse(s).unwrap()
     }
 
-    /// A canonical text must have exactly the completions of the text it stands for: checked
-    /// by liveness and acceptance after every extension up to three bytes over the number
-    /// alphabet, for unconstrained, integer and integer-syntax cores.
+    /// Texts with the same [`class_key`] must have exactly the same completions: checked by
+    /// liveness and acceptance after every extension up to three bytes over the number
+    /// alphabet, for every number prefix up to four bytes (and some longer ones near the
+    /// bounds), under unconstrained, integer, bounded, bounded-integer and `multipleOf 10^k`
+    /// cores. Each class is compared with its first text.
     #[test]
-    fn canonical_texts_have_the_same_completions() {
-        let any = NumCore::any();
-        let int = NumCore { integer: true, ..NumCore::any() };
-        let int_syntax = NumCore { integer: true, int_syntax: true, ..NumCore::any() };
-        let alphabet = b"0159.e-+E";
-        let mut exts: Vec<Vec<u8>> = vec![vec![]];
-        for _ in 0..3 {
-            let mut next = exts.clone();
-            for e in &exts {
-                for &b in alphabet {
-                    let mut x = e.clone();
-                    x.push(b);
-                    next.push(x);
-                }
-            }
-            exts = next;
-        }
-        exts.sort();
-        exts.dedup();
-        let texts = [
-            "",
-            "-",
-            "0",
-            "-0",
-            "7",
-            "123",
-            "-45",
-            "3.",
-            "3.25",
-            "-0.5",
-            "1e",
-            "2E+",
-            "2e-",
-            "1e5",
-            "1.5e-12",
-            "1e12345678",
-            "12e0000000",
+    fn texts_with_one_class_key_share_completions() {
+        let b = |v: &str, ex: bool| Some((d(v), ex));
+        let cores = [
+            NumCore::any(),
+            NumCore { integer: true, ..NumCore::any() },
+            NumCore { integer: true, int_syntax: true, ..NumCore::any() },
+            NumCore { lo: b("0", false), hi: b("100", false), ..NumCore::any() },
+            NumCore { lo: b("1", false), hi: b("99", false), integer: true, ..NumCore::any() },
+            NumCore { lo: b("-1.5", true), hi: b("15.5", true), ..NumCore::any() },
+            NumCore { lo: b("0.5", false), hi: b("1", true), ..NumCore::any() },
+            NumCore { hi: b("0", true), integer: true, ..NumCore::any() },
+            NumCore { lo: b("-90", false), hi: b("90", false), ..NumCore::any() },
+            NumCore {
+                lo: b("0", false),
+                hi: b("10", false),
+                multiple: Some(d("0.01")),
+                ..NumCore::any()
+            },
+            NumCore { lo: b("5", false), multiple: Some(d("10")), integer: true, ..NumCore::any() },
+            NumCore { multiple: Some(d("0.1")), ..NumCore::any() },
+            NumCore {
+                lo: b("19", false),
+                hi: b("1000", false),
+                integer: true,
+                int_syntax: true,
+                ..NumCore::any()
+            },
+            NumCore { hi: b("15.55", false), ..NumCore::any() },
+            NumCore { lo: b("-15.15", false), multiple: Some(d("0.01")), ..NumCore::any() },
+            NumCore {
+                lo: b("0", false),
+                hi: b("100", true),
+                multiple: Some(d("0.5")),
+                ..NumCore::any()
+            },
+            NumCore {
+                lo: b("-1000", false),
+                hi: b("1000", false),
+                multiple: Some(d("5")),
+                integer: true,
+                ..NumCore::any()
+            },
+            NumCore { multiple: Some(d("15")), ..NumCore::any() },
+            NumCore { hi: b("19.5", false), multiple: Some(d("0.25")), ..NumCore::any() },
         ];
-        let mut checked = 0;
-        for core in [&any, &int, &int_syntax] {
-            for t in texts {
-                let Some(c) = canonical(t.as_bytes(), core.integer) else { continue };
+        let words = |alphabet: &[u8], len: usize| {
+            let mut out: Vec<Vec<u8>> = vec![vec![]];
+            let mut last: Vec<Vec<u8>> = vec![vec![]];
+            for _ in 0..len {
+                let mut next = Vec::new();
+                for w in &last {
+                    for &c in alphabet {
+                        let mut x = w.clone();
+                        x.push(c);
+                        next.push(x);
+                    }
+                }
+                out.extend(next.iter().cloned());
+                last = next;
+            }
+            out
+        };
+        let exts = words(b"0159.e-+", 3);
+        let mut texts: Vec<Vec<u8>> =
+            words(b"0159.e-", 4).into_iter().filter(|t| parse_prefix(t).is_some()).collect();
+        for t in [
+            "99.99",
+            "100.00",
+            "15.499",
+            "15.5000",
+            "1e0000000",
+            "0.000001",
+            "1000000",
+            "-89.9",
+            "15.5",
+            "15.55",
+            "15.555",
+            "15.5e",
+            "15.55e",
+            "15.1",
+            "15.15",
+            "-15.1",
+            "-15.15",
+            "-15.151",
+            "1.10",
+            "1.1",
+            "1.19",
+            "1.190",
+            "11.1",
+            "1.105",
+        ] {
+            texts.push(t.as_bytes().to_vec());
+        }
+        let (mut checked, mut merged) = (0usize, 0usize);
+        for core in &cores {
+            let mut classes: std::collections::HashMap<_, Vec<u8>> = Default::default();
+            for t in &texts {
+                let Some(k) = class_key(core, t) else { continue };
+                let Some(rep) = classes.get(&k) else {
+                    classes.insert(k, t.clone());
+                    continue;
+                };
+                merged += 1;
                 for e in &exts {
-                    let a = [t.as_bytes(), e].concat();
-                    let b = [&c[..], e].concat();
-                    assert_eq!(core.live(&a), core.live(&b), "{t:?}+{e:?} vs {c:?}");
-                    assert_eq!(core.accepts_text(&a), core.accepts_text(&b), "{t:?}+{e:?}");
+                    let x = [&t[..], e].concat();
+                    let y = [&rep[..], e].concat();
+                    assert_eq!(
+                        core.live(&x),
+                        core.live(&y),
+                        "{core:?}: {:?} vs {:?} + {:?}",
+                        String::from_utf8_lossy(t),
+                        String::from_utf8_lossy(rep),
+                        String::from_utf8_lossy(e)
+                    );
+                    assert_eq!(
+                        core.accepts_text(&x),
+                        core.accepts_text(&y),
+                        "{core:?}: {t:?} vs {rep:?} + {e:?}"
+                    );
                     checked += 1;
                 }
             }
         }
-        assert!(checked > 10_000);
-        assert!(canonical(b"3.25", true).is_none(), "integers after a dot depend on digits");
+        assert!(merged > 5_000 && checked > 1_000_000, "merged {merged}, checked {checked}");
+        // The keys do merge the digits they should, and not those they must not.
+        let c = &cores[3];
+        assert_eq!(class_key(c, b"12"), class_key(c, b"13"));
+        assert_ne!(class_key(c, b"10"), class_key(c, b"12"), "10 may reach 100, 12 may not");
+        let c = &cores[cores.len() - 1];
+        assert_ne!(class_key(c, b"12"), class_key(c, b"13"), "12 and 13 differ modulo 0.25");
+        let none = NumCore { frac: true, ..NumCore::any() };
+        assert!(class_key(&none, b"1").is_none(), "not an integer depends on the digits");
     }
 
     fn range(lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, integer: bool) -> NumCore {

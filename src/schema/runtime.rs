@@ -39,6 +39,7 @@
 
 use super::compile::{contains_feasible, CoreRt, DfaId, ExprId, ObjRt, Program, RtCoreId};
 use super::number;
+use super::numdfa::{NUM_DEAD, NUM_OVER, NUM_START};
 use super::string::DEAD;
 use super::unique;
 use super::{CompiledSchema, PropertyOrder, SchemaError};
@@ -92,6 +93,9 @@ struct Rt<'a> {
     st: &'a mut St,
     log: &'a mut Vec<Undo>,
     graves: &'a mut Graves,
+    /// Decide numbers on their text alone, ignoring the automata ([`super::numdfa`]): the
+    /// reference walk, so the fast masks are tested against an independent liveness test.
+    texts: bool,
 }
 
 impl<'a> Rt<'a> {
@@ -250,11 +254,20 @@ impl<'a> Rt<'a> {
                 item_nodes.iter().flat_map(|&(n, t)| prog.nodes[n].iter().map(move |&c| (t, c)))
             {
                 let core = &prog.cores[c];
+                let mut nstate = NUM_OVER;
                 let ok = match (kind, core) {
                     (Kind::Obj, CoreRt::Object(_))
                     | (Kind::Arr, CoreRt::Array { .. })
                     | (Kind::Str, CoreRt::String { .. }) => true,
-                    (Kind::Num, CoreRt::Number(n)) => n.live(&[b]),
+                    (Kind::Num, CoreRt::Number(n)) => {
+                        if let Some(d) = self.cs.numbers.dfa(c).filter(|_| !self.texts) {
+                            nstate = self.cs.numbers.step(d, NUM_START, b);
+                        }
+                        match nstate {
+                            NUM_OVER => n.live(&[b]),
+                            s => s != NUM_DEAD,
+                        }
+                    }
                     (Kind::Lit, CoreRt::Null) => b == b'n',
                     (Kind::Lit, CoreRt::Bool(m)) => {
                         (b == b't' && m & 2 != 0) || (b == b'f' && m & 1 != 0)
@@ -282,6 +295,7 @@ impl<'a> Rt<'a> {
                         let state = prog.dfas[*dfa].start();
                         alt = alt.with_str(StrProgress { state, chars: 0 });
                     }
+                    CoreRt::Number(_) => alt = alt.with_num(NumProgress { state: nstate }),
                     _ => {}
                 }
                 self.st.alts.push(alt);
@@ -414,11 +428,8 @@ impl<'a> Rt<'a> {
         let f = self.st.frames[fi];
         self.note_lens();
         self.st.buf.push(b);
-        let text = &self.st.buf[f.buf as usize..];
-        if !number::syntax_ok(text) {
-            return false;
-        }
         let prog = self.prog();
+        let nums = &self.cs.numbers;
         let mut any = false;
         let r = self.alt_range(fi);
         for ai in r {
@@ -426,10 +437,24 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            let live = match &prog.cores[a.core] {
-                CoreRt::Number(n) => n.live(&self.st.buf[f.buf as usize..]),
-                _ => false,
+            let CoreRt::Number(n) = &prog.cores[a.core] else {
+                self.kill(ai);
+                continue;
             };
+            // The constraint's automaton while it has a state for this text; else the text.
+            let s = a.num().state;
+            let next = match nums.dfa(a.core) {
+                Some(d) if s != NUM_OVER && !self.texts => nums.step(d, s, b),
+                _ => NUM_OVER,
+            };
+            let live = match next {
+                NUM_DEAD => false,
+                NUM_OVER => n.live(&self.st.buf[f.buf as usize..]),
+                _ => true,
+            };
+            if live && next != s {
+                self.set_alt(ai, a.with_num(NumProgress { state: next }));
+            }
             if live {
                 any = true;
             } else {
@@ -478,7 +503,13 @@ impl<'a> Rt<'a> {
 
     /// Does number alternative `a` accept the (complete) number text at `buf[at..]`?
     fn num_accepts(&self, at: usize, a: &Alt) -> bool {
-        matches!(&self.prog().cores[a.core], CoreRt::Number(n) if n.accepts_text(&self.st.buf[at..]))
+        let CoreRt::Number(n) = &self.prog().cores[a.core] else { return false };
+        match (self.cs.numbers.dfa(a.core), a.num().state) {
+            (Some(d), s) if s != NUM_OVER && s != NUM_DEAD && !self.texts => {
+                self.cs.numbers.accepts(d, s)
+            }
+            _ => n.accepts_text(&self.st.buf[at..]),
+        }
     }
 
     fn num_close(&mut self, fi: usize) -> bool {
@@ -558,6 +589,7 @@ fn accepting(schema: &CompiledSchema, st: &St) -> bool {
                 st: &mut st.clone(),
                 log: &mut Vec::new(),
                 graves: &mut Graves::default(),
+                texts: false,
             };
             rt.num_mask(1) != 0
         }
@@ -660,7 +692,13 @@ impl SchemaConstraint {
     }
 
     fn rt(&mut self) -> Rt<'_> {
-        Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves }
+        Rt {
+            cs: &self.schema,
+            st: &mut self.st,
+            log: &mut self.log,
+            graves: &mut self.graves,
+            texts: false,
+        }
     }
 
     /// Feed raw bytes (not tokens). `Ok(())` if all are accepted (state advanced); otherwise
@@ -733,8 +771,13 @@ impl SchemaConstraint {
     fn compute(&mut self, mask: &mut TokenMask) {
         mask.clear();
         let vocab = self.vocab.clone();
-        let mut rt =
-            Rt { cs: &self.schema, st: &mut self.st, log: &mut self.log, graves: &mut self.graves };
+        let mut rt = Rt {
+            cs: &self.schema,
+            st: &mut self.st,
+            log: &mut self.log,
+            graves: &mut self.graves,
+            texts: false,
+        };
         let mut fast = fast::Fast { rt: &mut rt, fast: &mut self.fast, vocab: &vocab };
         let numbers = vocab.number_classes(b"");
         if !fast.string_mask(&vocab.string_classes(), mask)
@@ -762,7 +805,7 @@ impl SchemaConstraint {
             return Ok(());
         }
         let vocab = self.vocab.clone();
-        vocab.trie().walk(&mut self.rt(), mask);
+        vocab.trie().walk(&mut Rt { texts: true, ..self.rt() }, mask);
         self.log.clear();
         if self.accepting_state() {
             allow_eos(&self.vocab, mask);
@@ -782,31 +825,27 @@ impl SchemaConstraint {
         self.st.frames.iter().any(|f| f.uniq)
     }
 
-    /// Inside a number whose live alternatives have no bounds: the state with the number's
-    /// text replaced by its class representative ([`number::canonical`]), which has the same
-    /// mask — so `1`, `12` and `2024` share one cache entry.
+    /// Inside a number whose live alternatives all have automaton states
+    /// ([`super::numdfa`]): the state with the number's text left out (and dead alternatives'
+    /// states cleared), since the states decide everything the text would — so `1249.99` and
+    /// `3817.02` under one bound share one cache entry. (A real state never has an empty
+    /// number text, so a key cannot equal one.)
     fn number_key(&self) -> Option<St> {
         let f = self.st.frames.last().expect("root");
         if f.kind() != Kind::Num || self.recording() {
             return None;
         }
-        let p = &self.schema.program;
-        let mut integer = false;
-        for a in self.st.alts[f.alts as usize..].iter().filter(|a| a.alive) {
-            let CoreRt::Number(n) = &p.cores[a.core] else { return None };
-            if !n.is_unbounded() {
-                return None;
-            }
-            integer |= n.integer;
-        }
-        let text = &self.st.buf[f.buf as usize..];
-        let c = number::canonical(text, integer)?;
-        if c.as_slice() == text {
+        let alts = &self.st.alts[f.alts as usize..];
+        if alts.iter().any(|a| a.alive && a.num().state == NUM_OVER) {
             return None;
         }
         let mut st = self.st.clone();
         st.buf.truncate(f.buf as usize);
-        st.buf.extend_from_slice(&c);
+        for a in &mut st.alts[f.alts as usize..] {
+            if !a.alive {
+                *a = a.with_num(NumProgress { state: NUM_DEAD });
+            }
+        }
         Some(st)
     }
 
@@ -884,7 +923,8 @@ impl ConstraintEngine for SchemaConstraint {
         let mut log = Vec::new();
         let mut graves = Graves::default();
         let schema = &self.schema;
-        let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+        let mut rt =
+            Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves, texts: false };
         crate::engine::forced::forced_bytes(
             &mut rt,
             |r| accepting(schema, r.st),
@@ -898,7 +938,13 @@ impl ConstraintEngine for SchemaConstraint {
             let mut st = self.st.clone();
             let mut log = Vec::new();
             let mut graves = Graves::default();
-            let mut rt = Rt { cs: &self.schema, st: &mut st, log: &mut log, graves: &mut graves };
+            let mut rt = Rt {
+                cs: &self.schema,
+                st: &mut st,
+                log: &mut log,
+                graves: &mut graves,
+                texts: false,
+            };
             bytes.iter().all(|&b| rt.try_push_byte(b))
         })
     }

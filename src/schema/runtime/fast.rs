@@ -21,8 +21,8 @@
 //! - **Keys**: a names-only walk for the declared names still allowed, the undeclared-key
 //!   automaton's cached open set, and the closing tokens per group through
 //!   [`Rt::key_choices`] (one walk of the suffixes per distinct reading of the key).
-//! - **Numbers**: number-only tokens from a set cached per core set and text class
-//!   ([`number::canonical`]) when the alternatives are unbounded; the rest walked.
+//! - **Numbers**: number-only tokens from a set cached per core set and automaton states
+//!   ([`crate::schema::numdfa`]: one table lookup per trie node on a miss); the rest walked.
 //! - **Value starts**: [`StringHook`] answers, inside the trie walk, every subtree below a
 //!   prefix that has just opened a string, key or number, with the same paths over the classes
 //!   of the tokens with that prefix.
@@ -38,7 +38,7 @@ use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Undo};
 use crate::json::slices::{JsonClasses, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
-use crate::schema::number;
+use crate::schema::numdfa::{NUM_DEAD, NUM_OVER};
 use crate::schema::string::{ByteDfa, DEAD};
 use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -53,9 +53,9 @@ enum OpenKey {
     Str { dfa: DfaId, state: u32, max: u32, count: u32 },
     /// The plain tokens an automaton accepts from a state (undeclared keys).
     Dfa { dfa: DfaId, state: u32 },
-    /// The number-only tokens that keep a number open, for unbounded number cores (at most
-    /// four, padded with `u32::MAX`) after a text of class `canon` ([`number::canonical`]).
-    Num { cores: [RtCoreId; 4], canon: [u8; 16], len: u8 },
+    /// The number-only tokens that keep a number open, for number cores (at most four,
+    /// sorted, padded with `u32::MAX`) at their automaton states ([`crate::schema::numdfa`]).
+    Num { cores: [RtCoreId; 4], states: [u32; 4] },
 }
 
 /// Open-token sets shared by every engine of one compiled schema, per vocabulary: what a
@@ -266,10 +266,11 @@ impl Fast<'_, '_> {
 
     /// Adds the tokens of `classes` allowed from the current state, if the top frame is a
     /// number (of at most four live alternatives); `false` otherwise. `classes` are those of
-    /// the tokens starting with `prefix`. When the alternatives
-    /// are unbounded (no range, no `multipleOf`) the number-only tokens come from a set cached
-    /// per core set and text class, else they are walked; the others (which close the number
-    /// at their first other byte) are walked with the string hook.
+    /// the tokens starting with `prefix`. When every alternative has an automaton state
+    /// ([`crate::schema::numdfa`]) the number-only tokens come from a set cached per core set
+    /// and states, walked over the automata on a miss (else with the liveness test on each
+    /// text); the others (which close the number at their first other byte) are walked with
+    /// the string hook.
     pub(super) fn number_mask(
         &mut self,
         classes: &NumberClasses,
@@ -286,40 +287,44 @@ impl Fast<'_, '_> {
         if alive.len() > 4 {
             return false;
         }
-        let mut cores = [RtCoreId::NONE; 4];
-        let mut integer = false;
-        let mut unbounded = true;
+        // Per live alternative: (core, automaton, state); keyed when every one has a state.
+        let mut alts = [(RtCoreId::NONE, 0u32, NUM_DEAD); 4];
+        let mut keyed = true;
         for (k, &ai) in alive.iter().enumerate() {
             let a = self.rt.st.alts[ai];
-            let CoreRt::Number(n) = &p.cores[a.core] else { return false };
-            unbounded &= n.is_unbounded();
-            integer |= n.integer;
-            cores[k] = a.core;
+            if !matches!(&p.cores[a.core], CoreRt::Number(_)) {
+                return false;
+            }
+            let state = a.num().state;
+            match cs.numbers.dfa(a.core) {
+                Some(d) if state != NUM_OVER => alts[k] = (a.core, d, state),
+                _ => {
+                    alts[k] = (a.core, 0, NUM_OVER);
+                    keyed = false;
+                }
+            }
         }
-        cores[..alive.len()].sort_unstable();
+        alts[..alive.len()].sort_unstable_by_key(|x| x.0);
         // An item of a `uniqueItems` array: which exponent digits may follow depends on the
-        // items seen (`unique::exponent_fresh`), not on the text's class, so nothing is cached.
+        // items seen (`unique::exponent_fresh`), not on the automaton states, so it is walked.
         let n_frames = self.rt.st.frames.len();
         let item = n_frames >= 2 && self.rt.st.frames[n_frames - 2].uniq;
-        let key = if unbounded && !item {
-            number::canonical(&self.rt.st.buf[f.buf as usize..], integer)
-                .filter(|c| c.len() <= 16)
-                .map(|c| {
-                    let mut canon = [0u8; 16];
-                    canon[..c.len()].copy_from_slice(&c);
-                    OpenKey::Num { cores, canon, len: c.len() as u8 }
-                })
-        } else {
-            None
-        };
+        let key = (keyed && !item)
+            .then(|| OpenKey::Num { cores: alts.map(|x| x.0), states: alts.map(|x| x.2) });
         match key.and_then(|k| cs.open_sets.get(classes, k)) {
             Some(m) => mask.union_with(&m),
             None => {
-                // Bounded values (or no class representative): walked every time.
                 let mut m = TokenMask::new(mask.len());
-                classes.numeric.walk(&mut *self.rt, &mut m);
+                let dfas = alts.map(|x| x.1);
+                let starts = alts.map(|x| x.2);
+                let walked = key.is_some()
+                    && cs.numbers.walk(&dfas[..alive.len()], starts, &classes.numeric, &mut m);
+                if !walked {
+                    // No states (or an automaton full): the liveness test on each text.
+                    classes.numeric.walk(&mut *self.rt, &mut m);
+                }
                 mask.union_with(&m);
-                if let Some(k) = key {
+                if let (Some(k), true) = (key, walked) {
                     cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
                 }
             }
@@ -519,7 +524,8 @@ impl Fast<'_, '_> {
         }
         let mut log = Vec::new();
         let mut graves = Graves::default();
-        let mut rt = Rt { cs: self.rt.cs, st: &mut st, log: &mut log, graves: &mut graves };
+        let mut rt =
+            Rt { cs: self.rt.cs, st: &mut st, log: &mut log, graves: &mut graves, texts: false };
         trie.walk(&mut rt, mask);
     }
 

@@ -141,6 +141,15 @@ progress_view!(
     }
 );
 
+progress_view!(
+    /// A number alternative.
+    NumProgress, num, with_num {
+        /// State of its constraint's automaton ([`crate::schema::numdfa`]; `NUM_OVER`: none,
+        /// decided on the text).
+        state: u32 = 0,
+    }
+);
+
 /// What kind of value a frame is (the tag of [`Lex`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) enum Kind {

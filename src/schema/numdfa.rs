@@ -1,0 +1,218 @@
+//! Number texts as states of a lazily built automaton, one per distinct numeric constraint of
+//! a compiled schema, so a number's masks cost table lookups instead of decimal arithmetic.
+//!
+//! [`NumCore::live`] decides a number prefix exactly, but each call parses the text and
+//! scans candidate scales with decimal arithmetic (~0.1–1 µs). A mask inside a number asks it
+//! once per trie node of the number-only tokens (~1,200 for llama3), and every number in every
+//! document is new text, so masks under bounds cost hundreds of µs. Yet the answer depends on
+//! far less than the text: [`number::class_key`] maps a text to a key such that texts with the
+//! same key have the same completions (same phase and sign, the order of magnitude, how the
+//! digits compare with each bound's, where the last nonzero digit sits…). Each key met is a
+//! state; its transitions and its "complete and accepted" flag are computed once, from the
+//! first text that reached it (any text of the class gives the same answers), and kept.
+//!
+//! So a number alternative carries a state id ([`NumStates::step`] per byte), a mask's
+//! number-only tokens are a table-driven walk ([`NumStates::walk`]), and both the mask cache
+//! and the open-token sets are keyed by the states instead of the digits: `1249.99` and
+//! `3817.02` under `0 ≤ price ≤ 10000` are the same state.
+//!
+//! Bounds: at most [`NUM_STATES_LIMIT`] states per constraint; past it a step answers
+//! [`NUM_OVER`] and that number falls back to [`NumCore::live`] on its text (exact, slower).
+//! Constraints without a class key (`not: {multipleOf}`, "not an integer") never use states.
+
+use super::compile::{CoreRt, Program, RtCoreId};
+use super::number::{self, NumCore};
+use rustc_hash::FxHashMap;
+use std::sync::Mutex;
+
+/// Most states one numeric constraint keeps (each ~120 bytes with its key).
+pub(crate) const NUM_STATES_LIMIT: usize = 4096;
+
+/// A refused byte.
+pub(crate) const NUM_DEAD: u32 = u32::MAX;
+/// No state: the constraint has no class key, or its automaton is full — decide on the text.
+pub(crate) const NUM_OVER: u32 = u32::MAX - 1;
+/// A transition not computed yet.
+const UNSET: u32 = u32::MAX - 2;
+
+/// The state of the empty text.
+pub(crate) const NUM_START: u32 = 0;
+
+/// Number bytes as transition columns (`e`/`E` share one).
+const CLASSES: usize = 14;
+
+#[inline]
+fn class(b: u8) -> Option<usize> {
+    Some(match b {
+        b'0'..=b'9' => usize::from(b - b'0'),
+        b'.' => 10,
+        b'e' | b'E' => 11,
+        b'+' => 12,
+        b'-' => 13,
+        _ => return None,
+    })
+}
+
+struct State {
+    /// The first text that reached this state (every text of its class answers alike).
+    rep: Box<[u8]>,
+    /// Complete and accepted by the constraint.
+    accept: bool,
+    next: [u32; CLASSES],
+}
+
+/// One constraint's automaton.
+struct Dfa {
+    core: NumCore,
+    states: Vec<State>,
+    keys: FxHashMap<smallvec::SmallVec<[u8; 32]>, u32>,
+}
+
+impl Dfa {
+    fn new(core: NumCore) -> Option<Dfa> {
+        let key = number::class_key(&core, b"")?;
+        let accept = core.accepts_text(b"");
+        let mut keys = FxHashMap::default();
+        keys.insert(key, NUM_START);
+        Some(Dfa {
+            core,
+            states: vec![State { rep: Box::new([]), accept, next: [UNSET; CLASSES] }],
+            keys,
+        })
+    }
+
+    fn step(&mut self, s: u32, b: u8) -> u32 {
+        let Some(c) = class(b) else { return NUM_DEAD };
+        let st = &self.states[s as usize];
+        let n = st.next[c];
+        if n != UNSET {
+            return n;
+        }
+        let mut text = Vec::with_capacity(st.rep.len() + 1);
+        text.extend_from_slice(&st.rep);
+        text.push(b);
+        let n = if !self.core.live(&text) {
+            NUM_DEAD
+        } else {
+            match number::class_key(&self.core, &text) {
+                None => NUM_OVER,
+                Some(k) => match self.keys.get(&k) {
+                    Some(&id) => id,
+                    None if self.states.len() >= NUM_STATES_LIMIT => NUM_OVER,
+                    None => {
+                        let id = self.states.len() as u32;
+                        let accept = self.core.accepts_text(&text);
+                        self.states.push(State {
+                            rep: text.into_boxed_slice(),
+                            accept,
+                            next: [UNSET; CLASSES],
+                        });
+                        self.keys.insert(k, id);
+                        id
+                    }
+                },
+            }
+        };
+        self.states[s as usize].next[c] = n;
+        n
+    }
+}
+
+/// The automata of one compiled schema's number cores (identical constraints share one),
+/// built as they are walked, shared by all its engines.
+pub(crate) struct NumStates {
+    /// Per runtime core: its automaton, if it is a number core with a class key.
+    of_core: Vec<Option<u32>>,
+    dfas: Mutex<Vec<Dfa>>,
+}
+
+impl std::fmt::Debug for NumStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.dfas.lock().map_or(0, |d| d.iter().map(|d| d.states.len()).sum());
+        f.debug_struct("NumStates").field("states", &n).finish()
+    }
+}
+
+impl NumStates {
+    pub(crate) fn new(p: &Program) -> NumStates {
+        let mut dfas: Vec<Dfa> = Vec::new();
+        let mut of_core = Vec::with_capacity(p.cores.len());
+        for c in &p.cores {
+            let id = match c {
+                CoreRt::Number(n) => match dfas.iter().position(|d| d.core == *n) {
+                    Some(i) => Some(i as u32),
+                    None => Dfa::new(n.clone()).map(|d| {
+                        dfas.push(d);
+                        dfas.len() as u32 - 1
+                    }),
+                },
+                _ => None,
+            };
+            of_core.push(id);
+        }
+        NumStates { of_core, dfas: Mutex::new(dfas) }
+    }
+
+    /// The automaton of `core`, if it has one.
+    #[inline]
+    pub(crate) fn dfa(&self, core: RtCoreId) -> Option<u32> {
+        self.of_core.get(core.index()).copied().flatten()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Dfa>> {
+        self.dfas.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state after byte `b` from state `s` of automaton `dfa`: an id, [`NUM_DEAD`] (no
+    /// completion) or [`NUM_OVER`] (decide on the text from here on).
+    pub(crate) fn step(&self, dfa: u32, s: u32, b: u8) -> u32 {
+        self.lock()[dfa as usize].step(s, b)
+    }
+
+    /// Is state `s` a complete number the constraint accepts?
+    pub(crate) fn accepts(&self, dfa: u32, s: u32) -> bool {
+        self.lock()[dfa as usize].states[s as usize].accept
+    }
+
+    /// Walks `trie` (number-only tokens) from states `start` (one per automaton in `dfas`,
+    /// [`NUM_DEAD`] for none), adding each token after which some automaton is alive.
+    /// `false` (nothing added) when a step leaves the automata ([`NUM_OVER`]): decide on text.
+    pub(crate) fn walk(
+        &self,
+        dfas: &[u32],
+        start: [u32; 4],
+        trie: &crate::vocab::TokTrie,
+        mask: &mut crate::mask::TokenMask,
+    ) -> bool {
+        let mut all = self.lock();
+        let mut over = false;
+        let mut m = crate::mask::TokenMask::new(mask.len());
+        trie.walk_states(
+            start,
+            |s, b| {
+                let mut n = [NUM_DEAD; 4];
+                let mut any = false;
+                for (k, &d) in dfas.iter().enumerate() {
+                    if s[k] == NUM_DEAD {
+                        continue;
+                    }
+                    let t = all[d as usize].step(s[k], b);
+                    if t == NUM_OVER {
+                        over = true;
+                    } else if t != NUM_DEAD {
+                        any = true;
+                    }
+                    n[k] = if t == NUM_OVER { NUM_DEAD } else { t };
+                }
+                any.then_some(n)
+            },
+            &mut m,
+        );
+        drop(all);
+        if over {
+            return false;
+        }
+        mask.union_with(&m);
+        true
+    }
+}
