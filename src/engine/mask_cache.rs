@@ -1,11 +1,19 @@
-//! The small least-recently-used cache of masks every engine keeps, keyed by its exact state.
+//! Mask caches keyed by an engine's exact state: the small least-recently-used one every
+//! engine keeps ([`MaskCache`]), and the bounded one all engines of a compiled constraint
+//! share ([`SharedMasks`]).
 //!
-//! A mask is a function of the engine's state alone, so a hit returns exactly what a walk would.
-//! Lookups are a linear scan of a handful of entries (a state comparison each), far cheaper
-//! than the walk they save; keys are compared through a caller-supplied predicate so an engine
-//! with a large state can check a hash before the full comparison without building a key.
+//! A mask is a function of the engine's state (and vocabulary) alone, so a hit returns exactly
+//! what a walk would. Per-engine lookups are a linear scan of a handful of entries (a state
+//! comparison each), far cheaper than the walk they save; keys are compared through a
+//! caller-supplied predicate so an engine with a large state can check a hash before the full
+//! comparison without building a key. The shared cache is what makes the second request of a
+//! schema cheap where the first paid: the states after `{"`, after `"price": `, inside a
+//! bounded number recur from document to document.
 
 use crate::mask::TokenMask;
+use crate::vocab::Vocabulary;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
 
 struct Entry<K> {
     key: K,
@@ -52,5 +60,90 @@ impl<K> MaskCache<K> {
             e.mask.copy_from(mask);
             e.stamp = self.clock;
         }
+    }
+}
+
+/// Masks shared by every engine of one compiled constraint: at most `cap` entries (cleared
+/// when full), keyed by the vocabulary and the state's hash, each compared exactly. The map
+/// keeps a clone of every vocabulary it has masks for, so their addresses stay unique while
+/// the entries live.
+pub(crate) struct SharedMasks<K> {
+    inner: Mutex<SharedInner<K>>,
+}
+
+struct SharedInner<K> {
+    map: FxHashMap<(usize, u64), Vec<(K, Arc<TokenMask>)>>,
+    vocabs: Vec<Vocabulary>,
+    len: usize,
+}
+
+impl<K> Default for SharedMasks<K> {
+    fn default() -> Self {
+        SharedMasks {
+            inner: Mutex::new(SharedInner {
+                map: FxHashMap::default(),
+                vocabs: Vec::new(),
+                len: 0,
+            }),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for SharedMasks<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.inner.lock().map_or(0, |m| m.len);
+        f.debug_struct("SharedMasks").field("masks", &n).finish()
+    }
+}
+
+impl<K> SharedMasks<K> {
+    /// Copy the mask stored for (`vocab`, `hash`, a key that `matches`) into `mask`; `false`
+    /// on a miss.
+    pub(crate) fn lookup(
+        &self,
+        vocab: &Vocabulary,
+        hash: u64,
+        matches: impl Fn(&K) -> bool,
+        mask: &mut TokenMask,
+    ) -> bool {
+        let found = {
+            let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            m.map
+                .get(&(vocab.addr(), hash))
+                .and_then(|v| v.iter().find(|(k, _)| matches(k)).map(|(_, m)| Arc::clone(m)))
+        };
+        match found {
+            Some(m) => {
+                mask.copy_from(&m);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remember `mask` for (`vocab`, `hash`, `key`), keeping at most `cap` masks.
+    pub(crate) fn insert(
+        &self,
+        vocab: &Vocabulary,
+        hash: u64,
+        key: K,
+        mask: &TokenMask,
+        cap: usize,
+    ) {
+        if cap == 0 {
+            return;
+        }
+        let mask = Arc::new(mask.clone());
+        let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len >= cap {
+            m.map.clear();
+            m.vocabs.clear();
+            m.len = 0;
+        }
+        if !m.vocabs.iter().any(|v| v.same_as(vocab)) {
+            m.vocabs.push(vocab.clone());
+        }
+        m.map.entry((vocab.addr(), hash)).or_default().push((key, mask));
+        m.len += 1;
     }
 }

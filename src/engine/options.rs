@@ -14,21 +14,30 @@
 pub struct EngineOptions {
     /// How many advanced tokens `rollback` can undo (default 64).
     pub history: usize,
-    /// Masks kept in the state-keyed cache (default 8; 0 disables caching).
+    /// Masks kept in the state-keyed cache (default 8; 0 disables caching, the shared cache
+    /// too).
     pub mask_cache: usize,
+    /// Masks a compiled JSON Schema keeps for all its engines, keyed by exact state (default
+    /// 256, cleared when full: at most 4 MB at 128k tokens; 0 disables it). A state met by
+    /// one request (after `{"`, after `"price": `, inside a bounded number) is then a hit
+    /// for the next.
+    pub shared_masks: usize,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { history: 64, mask_cache: 8 }
+        EngineOptions { history: 64, mask_cache: 8, shared_masks: 256 }
     }
 }
 
 builder!(EngineOptions {
     /// How many advanced tokens `rollback` can undo (default 64).
     with_history => history: usize,
-    /// Masks kept in the state-keyed cache (default 8; 0 disables caching).
+    /// Masks kept in the state-keyed cache (default 8; 0 disables caching, the shared cache
+    /// too).
     with_mask_cache => mask_cache: usize,
+    /// Masks a compiled JSON Schema keeps for all its engines (default 256; 0 disables it).
+    with_shared_masks => shared_masks: usize,
 });
 
 /// Whitespace a JSON engine allows between JSON tokens: one policy type for the free-form JSON

@@ -307,6 +307,8 @@ pub struct CompiledSchema {
     pub(crate) open_sets: runtime::SharedOpen,
     /// The number cores' lazily built automata, shared by this schema's engines.
     pub(crate) numbers: numdfa::NumStates,
+    /// Masks by exact state, shared by this schema's engines ([`EngineOptions::shared_masks`]).
+    pub(crate) masks: runtime::SharedMasks,
 }
 
 impl CompiledSchema {
@@ -338,6 +340,7 @@ impl CompiledSchema {
             engine: options.engine.clone(),
             ignored,
             open_sets: runtime::SharedOpen::default(),
+            masks: runtime::SharedMasks::default(),
         }))
     }
 

@@ -69,13 +69,15 @@ mod string;
 mod undo;
 
 pub(crate) use fast::SharedOpen;
+/// The schema engine's state as the shared mask cache keys it.
+pub(crate) type SharedMasks = crate::engine::mask_cache::SharedMasks<St>;
 use object::KeyChoices;
 use state::*;
 use undo::{Graves, Undo};
 
 /// The runtime state (what the mask is a function of).
 #[derive(Clone, Default, PartialEq, Eq, Hash, Debug)]
-struct St {
+pub(crate) struct St {
     frames: Vec<Frame>,
     alts: Vec<Alt>,
     buf: Vec<u8>,
@@ -869,8 +871,19 @@ impl ConstraintEngine for SchemaConstraint {
         if self.cache.lookup(|(hash, state)| *hash == h && state == st, mask) {
             return Ok(());
         }
+        // Then the masks every engine of this schema has computed (off with the engine's own
+        // cache, so `mask_cache: 0` still measures walks).
+        let cap = self.schema.engine.shared_masks;
+        let shared = self.schema.engine.mask_cache > 0 && cap > 0;
+        if shared && self.schema.masks.lookup(&self.vocab, h, |s| s == st, mask) {
+            self.cache.insert((h, st.clone()), mask);
+            return Ok(());
+        }
         self.compute(mask);
         let st = key.unwrap_or_else(|| self.st.clone());
+        if shared {
+            self.schema.masks.insert(&self.vocab, h, st.clone(), mask, cap);
+        }
         self.cache.insert((h, st), mask);
         Ok(())
     }

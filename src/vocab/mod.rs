@@ -887,6 +887,12 @@ impl Vocabulary {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// The address of the shared vocabulary (what [`Vocabulary::same_as`] compares), for
+    /// caches keyed by vocabulary that keep a clone so the address is not reused.
+    pub(crate) fn addr(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     /// A readable rendering of a token for messages: its bytes, escaped.
     pub fn describe(&self, t: TokenId) -> String {
         match self.kind(t) {
