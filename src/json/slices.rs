@@ -209,6 +209,10 @@ impl VocabExtension for StringSlices {
 pub(crate) struct StringClasses {
     /// Plain content tokens.
     pub plain: TokTrie,
+    /// The plain tokens that are not string-safe (partial UTF-8 characters): with
+    /// [`StringClasses::safe_at_most`], what a length-bounded unconstrained string near its
+    /// bound walks instead of every plain token.
+    pub plain_nonsafe: TokTrie,
     /// Tokens with an escape that stay inside the string.
     pub escaped: TokTrie,
     /// Tokens that stay inside an unconstrained string entered at a character boundary.
@@ -288,6 +292,7 @@ impl StringClasses {
     ) -> StringClasses {
         let (g, start) = JsonGrammar::string_probe();
         let mut plain: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut plain_nonsafe: Vec<(TokenId, &[u8])> = Vec::new();
         let mut escaped: Vec<(TokenId, &[u8])> = Vec::new();
         let mut closing: Vec<(TokenId, &[u8])> = Vec::new();
         let mut exits: Vec<(TokenId, &[u8])> = Vec::new();
@@ -306,6 +311,9 @@ impl StringClasses {
             }
             if b.iter().all(|&c| is_plain_byte(c)) {
                 plain.push((t, b));
+                if !safe {
+                    plain_nonsafe.push((t, b));
+                }
                 if crate::recognizer::run_bytes(&g, &start, b).is_some() {
                     open.insert(t);
                     if !safe {
@@ -378,6 +386,7 @@ impl StringClasses {
         groups.sort_by(|a, b| a.pre.cmp(&b.pre));
         StringClasses {
             plain: TokTrie::build(plain),
+            plain_nonsafe: TokTrie::build(plain_nonsafe),
             escaped: TokTrie::build(escaped),
             open,
             closing: TokTrie::build(closing),

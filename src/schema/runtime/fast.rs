@@ -405,17 +405,26 @@ impl Fast<'_, '_> {
             mask.union_with(&classes.open);
             return None;
         }
-        if dfa == p.any_dfa && a.str().state == d.start() && max != u32::MAX {
-            let r = max - count;
-            if r >= classes.open_nonsafe_max_len {
-                mask.union_with(classes.safe_at_most(r));
-                mask.union_with(&classes.open_nonsafe);
-                return None;
-            }
+        let any_start = dfa == p.any_dfa && a.str().state == d.start() && max != u32::MAX;
+        if any_start && max - count >= classes.open_nonsafe_max_len {
+            mask.union_with(classes.safe_at_most(max - count));
+            mask.union_with(&classes.open_nonsafe);
+            return None;
         }
         let key = OpenKey::Str { dfa, state: a.str().state, max, count };
         if let Some(m) = cs.open_sets.get(classes, key) {
             mask.union_with(&m);
+            return None;
+        }
+        if any_start {
+            // Near the bound of an unconstrained string: the string-safe tokens by their
+            // character count, and only the others walked (partial characters with the
+            // counting automaton walk, escapes with the recogniser), not every plain token.
+            let mut m = classes.safe_at_most(max - count).clone();
+            plain_open(d, a.str().state, count, max, &classes.plain_nonsafe, &mut m);
+            self.single_alt_walk(ai, &classes.escaped, &mut m);
+            mask.union_with(&m);
+            cs.open_sets.put(self.vocab, classes, key, Arc::new(m));
             return None;
         }
         Some(key)
