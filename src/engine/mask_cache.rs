@@ -71,8 +71,11 @@ pub(crate) struct SharedMasks<K> {
     inner: Mutex<SharedInner<K>>,
 }
 
+/// The keys (and their masks) stored under one (vocabulary address, state hash).
+type Bucket<K> = Vec<(K, Arc<TokenMask>)>;
+
 struct SharedInner<K> {
-    map: FxHashMap<(usize, u64), Vec<(K, Arc<TokenMask>)>>,
+    map: FxHashMap<(usize, u64), Bucket<K>>,
     vocabs: Vec<Vocabulary>,
     len: usize,
 }
@@ -119,6 +122,12 @@ impl<K> SharedMasks<K> {
             }
             None => false,
         }
+    }
+
+    /// Masks held now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().map_or(0, |m| m.len)
     }
 
     /// Remember `mask` for (`vocab`, `hash`, `key`), keeping at most `cap` masks.

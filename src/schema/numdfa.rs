@@ -25,7 +25,8 @@ use super::number::{self, NumCore};
 use rustc_hash::FxHashMap;
 use std::sync::Mutex;
 
-/// Most states one numeric constraint keeps (each ~120 bytes with its key).
+/// Most states one numeric constraint keeps (each ~120 bytes with its key; dead classes are
+/// remembered up to twice as many keys).
 pub(crate) const NUM_STATES_LIMIT: usize = 4096;
 
 /// A refused byte.
@@ -88,30 +89,35 @@ impl Dfa {
         if n != UNSET {
             return n;
         }
-        let mut text = Vec::with_capacity(st.rep.len() + 1);
+        let mut text: smallvec::SmallVec<[u8; 48]> = smallvec::SmallVec::new();
         text.extend_from_slice(&st.rep);
         text.push(b);
-        let n = if !self.core.live(&text) {
-            NUM_DEAD
-        } else {
-            match number::class_key(&self.core, &text) {
-                None => NUM_OVER,
-                Some(k) => match self.keys.get(&k) {
-                    Some(&id) => id,
-                    None if self.states.len() >= NUM_STATES_LIMIT => NUM_OVER,
-                    None => {
-                        let id = self.states.len() as u32;
-                        let accept = self.core.accepts_text(&text);
-                        self.states.push(State {
-                            rep: text.into_boxed_slice(),
-                            accept,
-                            next: [UNSET; CLASSES],
-                        });
-                        self.keys.insert(k, id);
-                        id
+        // The key first: a class met before (alive or dead) needs no liveness test, so the
+        // test runs once per class, not once per transition. (No key: not a number prefix,
+        // since constraints without keys have no automaton.)
+        let n = match number::class_key(&self.core, &text) {
+            None => NUM_DEAD,
+            Some(k) => match self.keys.get(&k) {
+                Some(&id) => id,
+                None if !self.core.live(&text) => {
+                    if self.keys.len() < 2 * NUM_STATES_LIMIT {
+                        self.keys.insert(k, NUM_DEAD);
                     }
-                },
-            }
+                    NUM_DEAD
+                }
+                None if self.states.len() >= NUM_STATES_LIMIT => NUM_OVER,
+                None => {
+                    let id = self.states.len() as u32;
+                    let accept = self.core.accepts_text(&text);
+                    self.states.push(State {
+                        rep: text.as_slice().into(),
+                        accept,
+                        next: [UNSET; CLASSES],
+                    });
+                    self.keys.insert(k, id);
+                    id
+                }
+            },
         };
         self.states[s as usize].next[c] = n;
         n

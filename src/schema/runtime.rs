@@ -27,8 +27,12 @@
 //! bytes no structural state can take ([`Recognizer::byte_superset`]). The plain walk is kept
 //! as the reference the fast masks are tested against (`fill_mask_reference`).
 //!
-//! Still slow (FIXME, issue 3): bounded numbers walk their number-only tokens with the
-//! decimal liveness test on each (~150 µs); the first visit of a permissive automaton state
+//! Numbers: each number alternative carries a state of its constraint's automaton over
+//! classes of number texts ([`super::numdfa`]), so its bytes are table steps and its masks are
+//! cached by state, not digits. Masks are cached per engine and, by exact state, for all the
+//! schema's engines (`CompiledSchema::masks`).
+//!
+//! Still slow (FIXME, issue 23): the first visit of a permissive automaton state
 //! walks the plain-token trie once (~1–3 ms, then shared by all engines of the schema);
 //! object feasibility checks (`completable_after`) are linear in the declared names.
 //!
@@ -979,7 +983,7 @@ impl ConstraintEngine for SchemaConstraint {
 mod tests {
     use super::*;
     use crate::schema::SchemaOptions;
-    use crate::Whitespace;
+    use crate::{EngineOptions, Whitespace};
     use serde_json::json;
 
     fn engine_with(schema: serde_json::Value, opts: &SchemaOptions) -> SchemaConstraint {
@@ -996,6 +1000,43 @@ mod tests {
     fn complete(e: &SchemaConstraint, doc: &str) -> bool {
         let mut e2 = SchemaConstraint::new(e.schema().clone(), &e.vocab.clone());
         e2.advance_bytes(doc.as_bytes()).is_ok() && e2.is_accepting()
+    }
+
+    /// The masks all engines of a compiled schema share: a second engine on a document with
+    /// the same states (other digits of a bounded number) adds nothing and gets the walk's
+    /// masks; `mask_cache: 0` keeps the shared cache off too; `shared_masks` bounds it.
+    #[test]
+    fn shared_masks_serve_later_engines_and_obey_their_options() {
+        let vocab = Vocabulary::embedded().expect("vocab");
+        let schema = json!({"type": "object", "properties": {
+            "price": {"type": "number", "minimum": 0, "maximum": 10000},
+            "qty": {"type": "integer", "minimum": 1, "maximum": 99}}});
+        let walk = |e: &mut SchemaConstraint, doc: &str| {
+            let mut m = TokenMask::new(vocab.n_vocab());
+            let mut r = TokenMask::new(vocab.n_vocab());
+            for t in vocab.encode_exact(doc).expect("encodes") {
+                e.fill_mask(&mut m).expect("mask");
+                e.fill_mask_reference(&mut r).expect("reference");
+                assert_eq!(m, r, "{doc}: mask differs from the walk");
+                e.advance(t).expect("allowed");
+            }
+        };
+        let compiled = |engine: EngineOptions| {
+            let opts = SchemaOptions { engine, ..SchemaOptions::default() };
+            CompiledSchema::compile(&schema, &opts).expect("compiles")
+        };
+        let cs = compiled(EngineOptions::default());
+        walk(&mut SchemaConstraint::new(cs.clone(), &vocab), r#"{"price": 1249.99, "qty": 12}"#);
+        let n = cs.masks.len();
+        assert!(n > 5, "{n} shared masks");
+        walk(&mut SchemaConstraint::new(cs.clone(), &vocab), r#"{"price": 1387.02, "qty": 13}"#);
+        assert_eq!(cs.masks.len(), n, "the second document's states were all shared");
+        let off = compiled(EngineOptions::default().with_mask_cache(0));
+        walk(&mut SchemaConstraint::new(off.clone(), &vocab), r#"{"price": 1, "qty": 2}"#);
+        assert_eq!(off.masks.len(), 0);
+        let small = compiled(EngineOptions::default().with_shared_masks(3));
+        walk(&mut SchemaConstraint::new(small.clone(), &vocab), r#"{"price": 1249.99, "qty": 12}"#);
+        assert!(small.masks.len() <= 3);
     }
 
     #[test]
