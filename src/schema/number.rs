@@ -352,8 +352,9 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
 /// - The exponent typed so far is kept as typed (its digit count limits what may follow), and
 ///   the phase and sign as they are; a zero mantissa is kept whole (`0.000` ≠ `0.00`).
 ///
-/// So the key holds exactly those, and nothing else of the digits. `unit_key_texts_share_completions`
-/// in the tests checks it against [`NumCore::live`] by brute force.
+/// So the key holds exactly those, and nothing else of the digits.
+/// `texts_with_one_class_key_share_completions` in the tests checks it against
+/// [`NumCore::live`] by brute force.
 pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVec<[u8; 32]>> {
     if core.frac || !core.not_multiples.is_empty() {
         return None;
@@ -368,7 +369,6 @@ pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVe
         },
         None => None,
     };
-    let unit = integral.then_some(());
     let p = parse_prefix(text)?;
     let mut k: smallvec::SmallVec<[u8; 32]> = smallvec::SmallVec::new();
     k.push(p.phase as u8);
@@ -378,11 +378,11 @@ pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVe
     if exp_phase {
         k.push(u8::from(p.eneg == Some(true)));
         k.push(p.edigits.len() as u8);
-        if bounded || unit.is_some() {
+        if bounded || integral {
             k.extend_from_slice(&p.edigits);
         }
     }
-    if !bounded && unit.is_none() {
+    if !bounded && !integral {
         // Any value: the phase, sign and exponent digit count are all that matter.
         return Some(k);
     }
@@ -417,7 +417,7 @@ pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVe
                 put(&mut k, sig.len().min(b.digits.len()) as i64);
             }
         }
-        if unit.is_some() {
+        if integral {
             put(&mut k, lnz);
             if p.phase == Phase::Frac {
                 put(&mut k, sig.len() as i64);
@@ -1059,8 +1059,8 @@ mod tests {
     /// Texts with the same [`class_key`] must have exactly the same completions: checked by
     /// liveness and acceptance after every extension up to three bytes over the number
     /// alphabet, for every number prefix up to four bytes (and some longer ones near the
-    /// bounds), under unconstrained, integer, bounded, bounded-integer and `multipleOf 10^k`
-    /// cores. Each class is compared with its first text.
+    /// bounds), under unconstrained, integer, bounded, bounded-integer, `multipleOf 10^k` and
+    /// `multipleOf Q × 10^e` cores. Each class is compared with its first text.
     #[test]
     fn texts_with_one_class_key_share_completions() {
         let b = |v: &str, ex: bool| Some((d(v), ex));

@@ -14,7 +14,8 @@
 //! So a number alternative carries a state id ([`NumStates::step`] per byte), a mask's
 //! number-only tokens are a table-driven walk ([`NumStates::walk`]), and both the mask cache
 //! and the open-token sets are keyed by the states instead of the digits: `1249.99` and
-//! `3817.02` under `0 ≤ price ≤ 10000` are the same state.
+//! `1387.02` under `0 ≤ price ≤ 10000` are the same state (`3817.02` is not: its leading `3`
+//! cannot grow to the bound's magnitude, the `1` can).
 //!
 //! Bounds: at most [`NUM_STATES_LIMIT`] states per constraint; past it a step answers
 //! [`NUM_OVER`] and that number falls back to [`NumCore::live`] on its text (exact, slower).
@@ -181,8 +182,10 @@ impl NumStates {
     }
 
     /// Walks `trie` (number-only tokens) from states `start` (one per automaton in `dfas`,
-    /// [`NUM_DEAD`] for none), adding each token after which some automaton is alive.
-    /// `false` (nothing added) when a step leaves the automata ([`NUM_OVER`]): decide on text.
+    /// [`NUM_DEAD`] for none), adding to `mask` each token after which some automaton is
+    /// alive. `false` when a step left the automata ([`NUM_OVER`]): then what was added is
+    /// only part of the allowed tokens (those below the step were not walked), and the caller
+    /// decides the rest on text.
     pub(crate) fn walk(
         &self,
         dfas: &[u32],
@@ -192,7 +195,6 @@ impl NumStates {
     ) -> bool {
         let mut all = self.lock();
         let mut over = false;
-        let mut m = crate::mask::TokenMask::new(mask.len());
         trie.walk_states(
             start,
             |s, b| {
@@ -212,13 +214,8 @@ impl NumStates {
                 }
                 any.then_some(n)
             },
-            &mut m,
+            mask,
         );
-        drop(all);
-        if over {
-            return false;
-        }
-        mask.union_with(&m);
-        true
+        !over
     }
 }

@@ -834,7 +834,7 @@ impl SchemaConstraint {
     /// Inside a number whose live alternatives all have automaton states
     /// ([`super::numdfa`]): the state with the number's text left out (and dead alternatives'
     /// states cleared), since the states decide everything the text would — so `1249.99` and
-    /// `3817.02` under one bound share one cache entry. (A real state never has an empty
+    /// `1387.02` under `maximum: 10000` share one cache entry. (A real state never has an empty
     /// number text, so a key cannot equal one.)
     fn number_key(&self) -> Option<St> {
         let f = self.st.frames.last().expect("root");

@@ -320,7 +320,8 @@ impl Fast<'_, '_> {
                 let walked = key.is_some()
                     && cs.numbers.walk(&dfas[..alive.len()], starts, &classes.numeric, &mut m);
                 if !walked {
-                    // No states (or an automaton full): the liveness test on each text.
+                    // No states (or an automaton full): the liveness test on each text (what
+                    // an interrupted automaton walk added is a subset of what this adds).
                     classes.numeric.walk(&mut *self.rt, &mut m);
                 }
                 mask.union_with(&m);
