@@ -97,7 +97,7 @@ impl<'a> Compiler<'a> {
             let strs: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
             let mut cs = Vec::new();
             if !strs.is_empty() {
-                let d = self.regex_dfa(&string::literals_regex(strs), "enum", ptr)?;
+                let d = self.literals_dfa(strs, "enum", ptr)?;
                 cs.push(self.core(Core::String(StrC { dfa: Some(d), min: 0, max: u32::MAX })));
             }
             for lit in a.iter().filter(|v| !v.is_string()) {
@@ -139,31 +139,47 @@ impl<'a> Compiler<'a> {
         }
         if let Some(x) = m.get("oneOf") {
             let alts = self.branches(x, "oneOf", ptr)?;
-            let negs = self.one_of_negations(x, ptr)?;
-            parts.push(self.push(Expr::OneOf(alts, ptr.to_string(), negs)));
+            let e = self.push(Expr::OneOf(alts, ptr.to_string()));
+            let scope = self.refs.dyn_scopes.cur;
+            self.one_of_negs.insert(e, OneOfNegs::Source(x, ptr.to_string(), scope));
+            parts.push(e);
         }
         Ok(())
     }
 
-    /// The negation of every `oneOf` branch, for `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when the
-    /// branches overlap; `None` when one cannot be negated or there are more than 16.
-    fn one_of_negations(
+    /// The negation of every branch of the `oneOf` expression `e`, for
+    /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when the branches overlap; `None` when one cannot be
+    /// negated or there are more than 16. Built on first call, in the dynamic scope the
+    /// `oneOf` was met in.
+    pub(super) fn one_of_negations(
         &mut self,
-        x: &'a Value,
-        ptr: &str,
+        e: ExprId,
     ) -> Result<Option<Vec<ExprId>>, SchemaError> {
+        let (x, ptr, scope) = match self.one_of_negs.get(&e) {
+            None => return Ok(None),
+            Some(OneOfNegs::Built(n)) => return Ok(n.clone()),
+            Some(OneOfNegs::Source(x, ptr, scope)) => (*x, ptr.clone(), *scope),
+        };
         let a = x.as_array().expect("checked by branches");
-        if a.len() > 16 {
-            return Ok(None);
-        }
-        let mut negs = Vec::new();
-        for (i, b) in a.iter().enumerate() {
-            match unless_unsupported(self.negate(b, &format!("{ptr}/oneOf/{i}"), 0))? {
-                Some(n) => negs.push(n),
-                None => return Ok(None),
+        let saved = std::mem::replace(&mut self.refs.dyn_scopes.cur, scope);
+        let built = |c: &mut Self| -> Result<Option<Vec<ExprId>>, SchemaError> {
+            if a.len() > 16 {
+                return Ok(None);
             }
-        }
-        Ok(Some(negs))
+            let mut negs = Vec::new();
+            for (i, b) in a.iter().enumerate() {
+                match unless_unsupported(c.negate(b, &format!("{ptr}/oneOf/{i}"), 0))? {
+                    Some(n) => negs.push(n),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(negs))
+        };
+        let negs = built(self);
+        self.refs.dyn_scopes.cur = saved;
+        let negs = negs?;
+        self.one_of_negs.insert(e, OneOfNegs::Built(negs.clone()));
+        Ok(negs)
     }
 
     /// `if`/`then`/`else` onto `parts` as `(if ∧ then) ∨ (¬if ∧ else)`. Draft-07 introduced

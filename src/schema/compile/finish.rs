@@ -408,8 +408,8 @@ impl<'a> Compiler<'a> {
                     l = self.dfa_product(l, nd, Op::And, "propertyNames", "")?;
                 }
                 if !declared.is_empty() {
-                    let lit = self.regex_dfa(
-                        &string::literals_regex(declared.iter().map(String::as_str)),
+                    let lit = self.literals_dfa(
+                        declared.iter().map(String::as_str),
                         "properties",
                         "",
                     )?;

@@ -153,10 +153,11 @@ pub(crate) enum Expr {
     Cores(Vec<CoreId>),
     And(Vec<ExprId>),
     Or(Vec<ExprId>),
-    /// `oneOf`: normalised as a union once the branches are shown disjoint.
-    /// `oneOf`: normalised as a union once the branches are shown disjoint, otherwise as
-    /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when every branch can be negated (last field).
-    OneOf(Vec<ExprId>, String, Option<Vec<ExprId>>),
+    /// `oneOf`: normalised as a union once the branches are shown disjoint, or once each
+    /// overlap is a core another branch covers ([`Compiler::one_of_by_cover`]), otherwise as
+    /// `∨ᵢ (branchᵢ ∧ ∧_{j≠i} ¬branchⱼ)` when every branch can be negated
+    /// ([`Compiler::one_of_negations`], built on first need).
+    OneOf(Vec<ExprId>, String),
     /// `unevaluatedProperties` / `unevaluatedItems` over the rest of a schema object (`base`):
     /// decided per normal-form alternative, whose evaluated keys and items are static when
     /// every in-place applicator below is exclusive (see [`Compiler::check_exclusive`]).

@@ -382,7 +382,7 @@ impl<'a> Compiler<'a> {
             }
             let d = match dfa {
                 Some(d) => d,
-                None => self.regex_dfa(&string::literals_regex([]), "propertyNames", ptr)?,
+                None => self.literals_dfa([], "propertyNames", ptr)?,
             };
             o.names = Some(d);
         }
@@ -415,7 +415,7 @@ impl<'a> Compiler<'a> {
                 vec![self.core(Core::Number(NumCore::point(d)))]
             }
             Value::String(s) => {
-                let d = self.regex_dfa(&string::literals_regex([s.as_str()]), "enum", ptr)?;
+                let d = self.literals_dfa([s.as_str()], "enum", ptr)?;
                 vec![self.core(Core::String(StrC { dfa: Some(d), min: 0, max: u32::MAX }))]
             }
             Value::Array(a) => {

@@ -87,7 +87,7 @@ impl<'a> Compiler<'a> {
                     cs.into_iter().map(|c| self.apply_uneval(c, props, items)).collect()
                 }
             }
-            Expr::OneOf(a, p, negs) => {
+            Expr::OneOf(a, p) => {
                 let mut branches = Vec::new();
                 let mut total = 0;
                 for &x in &a {
@@ -112,7 +112,9 @@ impl<'a> Compiler<'a> {
                 }
                 if disjoint {
                     branches.concat()
-                } else if let Some(negs) = negs {
+                } else if let Some(kept) = self.one_of_by_cover(&branches) {
+                    kept
+                } else if let Some(negs) = self.one_of_negations(e)? {
                     let mut out = Vec::new();
                     for i in 0..a.len() {
                         let mut parts = vec![a[i]];
@@ -168,6 +170,89 @@ impl<'a> Compiler<'a> {
             }
         }
         out
+    }
+
+    /// `oneOf` over branches that overlap only where one covers the other: a core `c` of
+    /// branch `i` contributes `c ∧ ¬(other branches)`, which is `c` itself when `c` is disjoint
+    /// from every other branch's cores and empty when some other branch has a core that
+    /// contains `c` ([`Compiler::covers`]). When every core is one or the other, the `oneOf`
+    /// is exactly the union of the first kind; otherwise `None` (unsure). This is the common
+    /// shape of `oneOf` branches written without `type`: `{"required": ["a"], …}` and
+    /// `{"required": ["b"], …}` both accept every non-object through their `any` cores, which
+    /// cancel, while their object cores are disjoint.
+    pub(super) fn one_of_by_cover(&mut self, branches: &[Vec<CoreId>]) -> Option<Vec<CoreId>> {
+        let mut kept = Vec::new();
+        for (i, bi) in branches.iter().enumerate() {
+            for &c in bi {
+                let mut dropped = false;
+                for (j, bj) in branches.iter().enumerate() {
+                    if i == j {
+                        continue;
+                    }
+                    for &d in bj {
+                        if self.disjoint(c, d, 0) {
+                            continue;
+                        }
+                        if !self.covers(d, c) {
+                            return None;
+                        }
+                        dropped = true;
+                    }
+                }
+                if !dropped {
+                    kept.push(c);
+                }
+            }
+        }
+        Some(kept)
+    }
+
+    /// Does core `d` accept every instance core `c` accepts? Conservative: `false` when
+    /// unsure. True for the same core, and for a `d` that constrains nothing beyond its type
+    /// (or, for booleans, strings and numbers, constrains less in the ways compared here).
+    pub(super) fn covers(&self, d: CoreId, c: CoreId) -> bool {
+        if d == c {
+            return true;
+        }
+        let tr = self.true_e;
+        match (&self.cores[d], &self.cores[c]) {
+            (Core::Null, Core::Null) => true,
+            (Core::Bool(x), Core::Bool(y)) => y & !x == 0,
+            (Core::Number(x), Core::Number(y)) => {
+                x == y
+                    || (x.lo.is_none()
+                        && x.hi.is_none()
+                        && x.multiple.is_none()
+                        && !x.frac
+                        && x.not_multiples.is_empty()
+                        && (!x.integer || y.integer)
+                        && (!x.int_syntax || y.int_syntax))
+            }
+            (Core::String(x), Core::String(y)) => {
+                (x.dfa.is_none() || x.dfa == y.dfa) && x.min <= y.min && x.max >= y.max
+            }
+            (Core::Array(x), Core::Array(_)) => {
+                x.prefix.is_empty()
+                    && x.items == tr
+                    && x.min == 0
+                    && x.max == u32::MAX
+                    && x.contains.is_none()
+                    && x.unique.is_none()
+            }
+            (Core::Object(x), Core::Object(_)) => {
+                x.required.is_empty()
+                    && x.min == 0
+                    && x.max == u32::MAX
+                    && x.deps.is_empty()
+                    && x.names.is_none()
+                    && x.groups.iter().all(|g| {
+                        g.additional == tr
+                            && g.patterns.iter().all(|&(_, e)| e == tr)
+                            && g.props.iter().all(|&(_, e)| e == tr)
+                    })
+            }
+            _ => false,
+        }
     }
 
     /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
@@ -397,9 +482,9 @@ impl<'a> Compiler<'a> {
                     }
                     stack.extend(a);
                 }
-                Expr::OneOf(a, _, negs) => {
+                Expr::OneOf(a, _) => {
                     stack.extend(a);
-                    stack.extend(negs.into_iter().flatten());
+                    stack.extend(self.one_of_negations(x)?.into_iter().flatten());
                 }
                 Expr::Uneval { base, .. } => stack.push(base),
                 Expr::Cores(_) | Expr::Pending => {}
@@ -535,6 +620,44 @@ mod tests {
         assert!(validates(&s, "0"));
         assert!(!validates(&s, "4"));
         assert!(!validates(&s, "1"));
+    }
+
+    /// Branches without `type` overlap on every other type through their `any` cores, which
+    /// cancel; their objects are told apart by a key one requires and the other forbids.
+    #[test]
+    fn one_of_cancels_cores_another_branch_covers() {
+        let s = json!({"oneOf": [
+            {"properties": {"path": {"type": "string"}}, "required": ["path"],
+             "additionalProperties": false},
+            {"properties": {"b64": {"type": "string"}}, "required": ["b64"],
+             "additionalProperties": false}
+        ]});
+        let mut c = compiler(s.clone());
+        let e = c.schema_at("").unwrap();
+        assert_eq!(kinds(&mut c, e), ["obj", "obj"]);
+        assert!(validates(&s, r#"{"path":"x"}"#));
+        assert!(validates(&s, r#"{"b64":"x"}"#));
+        for bad in [r#"{"path":"x","b64":"y"}"#, r#"{}"#, r#""s""#, "1", "null", "[]", "true"] {
+            assert!(!validates(&s, bad), "{bad}");
+        }
+        // One branch's strings inside the other's: the difference is no core the cover rule
+        // can keep, so the negation path decides it.
+        let s = json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]});
+        assert!(validates(&s, r#""abcd""#) && !validates(&s, r#""abc""#));
+        // The untyped branch's numbers cover the integers ≥ 3, which cancel; the rest of its
+        // numbers is a difference, left to the negation path.
+        let s = json!({"oneOf": [{"required": ["a"]}, {"type": "integer", "minimum": 3}]});
+        assert!(!validates(&s, "4") && validates(&s, "1") && validates(&s, "3.5"));
+        assert!(validates(&s, r#"{"a":1}"#) && !validates(&s, r#"{}"#));
+        // A boolean branch covered by `true`, an object branch covered by an untyped one.
+        let mut c = compiler(json!({"oneOf": [
+            {"enum": [true, null]},
+            {"type": ["string", "object"], "required": ["k"], "properties": {"k": false}},
+            {"type": "boolean", "const": true}
+        ]}));
+        let e = c.schema_at("").unwrap();
+        // (The object core requires a key it forbids: empty, but no other core overlaps it.)
+        assert_eq!(kinds(&mut c, e), ["null", "str", "obj"]);
     }
 
     #[test]

@@ -79,6 +79,17 @@ pub(crate) struct Compiler<'a> {
     anyof: FxHashSet<ExprId>,
     /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
     unannotated: FxHashSet<ExprId>,
+    /// The branch negations of each `oneOf`, built on first need
+    /// ([`Compiler::one_of_negations`]): most `oneOf`s are disjoint and never need them, and
+    /// nested `oneOf`s would otherwise build every level's negations up front.
+    one_of_negs: FxHashMap<ExprId, OneOfNegs<'a>>,
+}
+
+/// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
+/// (`None`: some branch cannot be negated, or there are more than 16).
+enum OneOfNegs<'a> {
+    Source(&'a Value, String, ScopeId),
+    Built(Option<Vec<ExprId>>),
 }
 
 /// `r` with an [`SchemaErrorKind::Unsupported`] error as `None` (other errors passed on).
@@ -142,6 +153,7 @@ impl<'a> Compiler<'a> {
             dfa_memo: FxHashMap::default(),
             anyof: FxHashSet::default(),
             unannotated: FxHashSet::default(),
+            one_of_negs: FxHashMap::default(),
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);
@@ -186,6 +198,25 @@ impl<'a> Compiler<'a> {
             .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
         let id = self.add_dfa(d);
         self.dfa_memo.insert(re.to_string(), id);
+        Ok(id)
+    }
+
+    /// The automaton of a finite set of strings ([`string::dfa_from_literals`]), memoised with
+    /// the regexes under the alternation that spells the same language.
+    fn literals_dfa<'s>(
+        &mut self,
+        lits: impl IntoIterator<Item = &'s str> + Clone,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<DfaId, SchemaError> {
+        let key = string::literals_regex(lits.clone());
+        if let Some(&d) = self.dfa_memo.get(&key) {
+            return Ok(d);
+        }
+        let d = string::dfa_from_literals(lits, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
+        let id = self.add_dfa(d);
+        self.dfa_memo.insert(key, id);
         Ok(id)
     }
 

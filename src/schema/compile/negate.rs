@@ -240,8 +240,10 @@ impl<'a> Compiler<'a> {
         })
     }
 
-    /// `¬anyOf` = every branch negated; `¬allOf` = some branch negated; `¬oneOf` only with
-    /// one branch.
+    /// `¬anyOf` = every branch negated; `¬allOf` = some branch negated; `¬oneOf` = no branch
+    /// (every branch negated) or two at once (`∨_{i<j} (branchᵢ ∧ branchⱼ)`, at most 16
+    /// branches so at most 120 pairs). The pairs' annotations come from inside a `not`, so
+    /// they are marked as producing none.
     fn not_applicator(
         &mut self,
         k: &str,
@@ -251,12 +253,30 @@ impl<'a> Compiler<'a> {
         depth: usize,
     ) -> Result<ExprId, SchemaError> {
         let a = x.as_array().ok_or_else(|| SchemaError::invalid(ptr, "must be an array"))?;
-        if k == "oneOf" && a.len() > 1 {
-            return Err(SchemaError::unsupported("not", ptr));
+        if k == "oneOf" && a.len() > 16 {
+            return Err(SchemaError::unsupported_because(
+                "not",
+                ptr,
+                "a negated oneOf of more than 16 branches (its negation pairs every two)",
+            ));
         }
         let mut negs = Vec::new();
         for (i, sub) in a.iter().enumerate() {
             negs.push(self.negate(sub, &format!("{kp}/{i}"), depth + 1)?);
+        }
+        if k == "oneOf" && a.len() > 1 {
+            let pos = (0..a.len())
+                .map(|i| self.schema_at(&format!("{kp}/{i}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut alts = vec![self.and(negs)];
+            for i in 0..pos.len() {
+                for j in i + 1..pos.len() {
+                    let both = self.and(vec![pos[i], pos[j]]);
+                    self.unannotated.insert(both);
+                    alts.push(both);
+                }
+            }
+            return Ok(self.push(Expr::Or(alts)));
         }
         Ok(if k == "allOf" { self.push(Expr::Or(negs)) } else { self.and(negs) })
     }
@@ -384,7 +404,7 @@ impl<'a> Compiler<'a> {
         if bools != 0 {
             cs.push(self.core(Core::Bool(bools)));
         }
-        let lit = self.regex_dfa(&string::literals_regex(strs.iter().copied()), "enum", ptr)?;
+        let lit = self.literals_dfa(strs.iter().copied(), "enum", ptr)?;
         let comp = string::complement(&self.dfas[lit], self.limits.max_dfa_states)
             .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
         let comp = self.add_dfa(comp);
@@ -536,7 +556,7 @@ mod tests {
     fn what_cannot_be_negated_exactly_is_unsupported() {
         for v in [
             json!({"uniqueItems": true}),
-            json!({"oneOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"oneOf": [{"type": "string"}, {"uniqueItems": true}]}),
             json!({"additionalProperties": false}),
             json!({"format": "email"}),
         ] {
@@ -544,6 +564,41 @@ mod tests {
             let err = negated(&mut c).unwrap_err();
             assert!(matches!(err.kind(), SchemaErrorKind::Unsupported { .. }), "{v}");
         }
+    }
+
+    /// `¬oneOf`: no branch matches, or two or more do.
+    #[test]
+    fn negated_one_of_is_none_or_several() {
+        let s = json!({"not": {"oneOf": [
+            {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+            {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}
+        ]}});
+        for (doc, ok) in [
+            (r#"{"bar":"quux","foo":2}"#, true),
+            (r#"{"bar":1,"foo":"x"}"#, true),
+            (r#"{"bar":1}"#, false),
+            (r#"{"foo":"x"}"#, false),
+            (r#"{"foo":"x","bar":"y"}"#, false),
+            ("7", true),
+            (r#""s""#, true),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        let s = json!({"not": {"oneOf": [{"type": "integer"}, {"minimum": 5}, {"const": 9}]}});
+        for (doc, ok) in [
+            ("3", false),
+            ("7", true),
+            ("9", true),
+            ("7.5", false),
+            ("2.5", true),
+            (r#""s""#, false),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        let one_of: Vec<Value> = (0..17).map(|i| json!({"const": i})).collect();
+        let mut c = compiler(json!({"oneOf": one_of}));
+        let err = negated(&mut c).unwrap_err();
+        assert!(matches!(err.kind(), SchemaErrorKind::Unsupported { .. }));
     }
 
     #[test]
