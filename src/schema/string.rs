@@ -1378,10 +1378,7 @@ mod tests {
                 assert_eq!(t.matches(p.as_bytes()), lits.contains(&p.as_str()), "{p:?}");
             }
         }
-        assert!(matches!(
-            dfa_from_literals(["abcdefgh", "ijklmnop"], 4),
-            Err(DfaError::TooBig)
-        ));
+        assert!(matches!(dfa_from_literals(["abcdefgh", "ijklmnop"], 4), Err(DfaError::TooBig)));
     }
 
     #[test]

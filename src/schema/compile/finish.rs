@@ -408,11 +408,8 @@ impl<'a> Compiler<'a> {
                     l = self.dfa_product(l, nd, Op::And, "propertyNames", "")?;
                 }
                 if !declared.is_empty() {
-                    let lit = self.literals_dfa(
-                        declared.iter().map(String::as_str),
-                        "properties",
-                        "",
-                    )?;
+                    let lit =
+                        self.literals_dfa(declared.iter().map(String::as_str), "properties", "")?;
                     l = self.dfa_product(l, lit, Op::AndNot, "properties", "")?;
                 }
                 if self.dfas[l.index()].is_empty() {

@@ -24,6 +24,18 @@ impl<'a> Compiler<'a> {
             ));
         }
         self.in_progress[e] = true;
+        let r = self.normalize_in(e, ptr);
+        // Reset on errors too: a caller that treats an error as "unsure" (the disjointness
+        // and cover tests) must not leave `e` looking like a cycle to the next visit.
+        self.in_progress[e] = false;
+        if let Ok(r) = &r {
+            self.norm[e] = Some(r.clone());
+        }
+        r
+    }
+
+    /// [`Compiler::normalize`] of an expression not normalised yet and marked in progress.
+    fn normalize_in(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
         self.check_size()?;
         let r = match self.exprs[e].clone() {
             Expr::Pending => {
@@ -44,31 +56,11 @@ impl<'a> Compiler<'a> {
                 out
             }
             Expr::And(a) => {
-                let mut acc: Option<Vec<CoreId>> = None;
-                for x in a {
-                    let cs = self.normalize(x, ptr)?;
-                    acc = Some(match acc {
-                        None => cs,
-                        Some(prev) => {
-                            let mut out = Vec::new();
-                            for &p in &prev {
-                                for &q in &cs {
-                                    if let Some(m) = self.merge(p, q, ptr)? {
-                                        out.push(m);
-                                    }
-                                }
-                                if out.len() > self.limits.max_alternatives * 4 {
-                                    return Err(SchemaError::limit(
-                                        "alternatives",
-                                        self.limits.max_alternatives,
-                                    ));
-                                }
-                            }
-                            out
-                        }
-                    });
+                if let Some(cs) = self.and_into_one_of(&a, ptr)? {
+                    cs
+                } else {
+                    self.and_cores(&a, ptr)?
                 }
-                acc.unwrap_or_default()
             }
             Expr::Uneval { base, props, items, ptr: p } => {
                 let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
@@ -127,7 +119,6 @@ impl<'a> Compiler<'a> {
                     self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
                     branches.concat()
                 } else {
-                    self.in_progress[e] = false;
                     return Err(SchemaError::unsupported("oneOf", &p));
                 }
             }
@@ -138,9 +129,74 @@ impl<'a> Compiler<'a> {
         if r.len() > self.limits.max_alternatives {
             return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
         }
-        self.in_progress[e] = false;
-        self.norm[e] = Some(r.clone());
         Ok(r)
+    }
+
+    /// The intersection of expressions `a`: their normal forms merged pairwise.
+    fn and_cores(&mut self, a: &[ExprId], ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        let mut acc: Option<Vec<CoreId>> = None;
+        for &x in a {
+            let cs = self.normalize(x, ptr)?;
+            acc = Some(match acc {
+                None => cs,
+                Some(prev) => {
+                    let mut out = Vec::new();
+                    for &p in &prev {
+                        for &q in &cs {
+                            if let Some(m) = self.merge(p, q, ptr)? {
+                                out.push(m);
+                            }
+                        }
+                        if out.len() > self.limits.max_alternatives * 4 {
+                            return Err(SchemaError::limit(
+                                "alternatives",
+                                self.limits.max_alternatives,
+                            ));
+                        }
+                    }
+                    out
+                }
+            });
+        }
+        Ok(acc.unwrap_or_default())
+    }
+
+    /// `A ∧ oneOf(B₁…Bₙ)` is `oneOf(A ∧ B₁ … A ∧ Bₙ)`: an instance of `A` matches exactly one
+    /// `A ∧ Bᵢ` iff it matches exactly one `Bᵢ`. When a `oneOf` among `a` cannot be decided on
+    /// its own, its siblings are moved into its branches and the `oneOf` decided there, where
+    /// they often make the branches disjoint (a `"required": ["type"]` beside branches that
+    /// give `type` different values). `None` when `a` holds no `oneOf` that needs this or the
+    /// moved form is undecided too (the caller then reports the `oneOf` as before).
+    fn and_into_one_of(
+        &mut self,
+        a: &[ExprId],
+        ptr: &str,
+    ) -> Result<Option<Vec<CoreId>>, SchemaError> {
+        if a.len() < 2 {
+            return Ok(None);
+        }
+        for (i, &x) in a.iter().enumerate() {
+            let Expr::OneOf(branches, p) = self.exprs[x].clone() else { continue };
+            match self.normalize(x, ptr) {
+                Ok(_) => continue,
+                Err(e) if matches!(e.kind(), SchemaErrorKind::Unsupported { keyword, .. } if keyword == "oneOf") =>
+                    {}
+                Err(e) => return Err(e),
+            }
+            let others: Vec<ExprId> =
+                a.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &y)| y).collect();
+            let moved: Vec<ExprId> = branches
+                .iter()
+                .map(|&b| {
+                    let mut parts = others.clone();
+                    parts.push(b);
+                    self.and(parts)
+                })
+                .collect();
+            let y = self.push(Expr::OneOf(moved, p));
+            return Ok(self.normalize(y, ptr).ok());
+        }
+        Ok(None)
     }
 
     /// A union being built has `n` cores: refuse it when `n` is so far over
@@ -180,7 +236,40 @@ impl<'a> Compiler<'a> {
     /// shape of `oneOf` branches written without `type`: `{"required": ["a"], …}` and
     /// `{"required": ["b"], …}` both accept every non-object through their `any` cores, which
     /// cancel, while their object cores are disjoint.
+    ///
+    /// Object branches told apart by a key none of them requires (`"type": {"enum":
+    /// ["exec"]}` beside `"type": {"enum": ["copy"]}`) overlap on the objects without that key.
+    /// Each object core is then split on the key into "has it" and "has it not" (an exact
+    /// partition, so the branches' languages are unchanged) and the test is repeated: the
+    /// halves with the key are disjoint by its values, and the halves without it often cover
+    /// one another or are told apart by another key. At most three keys are tried.
     pub(super) fn one_of_by_cover(&mut self, branches: &[Vec<CoreId>]) -> Option<Vec<CoreId>> {
+        if let Some(kept) = self.cover_pass(branches) {
+            return Some(kept);
+        }
+        let mut bs = branches.to_vec();
+        for key in self.discriminator_keys(branches).into_iter().take(3) {
+            let mut total = 0;
+            for b in bs.iter_mut() {
+                let mut split = Vec::new();
+                for &c in b.iter() {
+                    split.extend(self.split_on_key(c, &key));
+                }
+                total += split.len();
+                *b = split;
+            }
+            if total > self.limits.max_alternatives {
+                return None;
+            }
+            if let Some(kept) = self.cover_pass(&bs) {
+                return Some(kept);
+            }
+        }
+        None
+    }
+
+    /// One pass of [`Compiler::one_of_by_cover`] over fixed cores.
+    fn cover_pass(&mut self, branches: &[Vec<CoreId>]) -> Option<Vec<CoreId>> {
         let mut kept = Vec::new();
         for (i, bi) in branches.iter().enumerate() {
             for &c in bi {
@@ -193,7 +282,7 @@ impl<'a> Compiler<'a> {
                         if self.disjoint(c, d, 0) {
                             continue;
                         }
-                        if !self.covers(d, c) {
+                        if !self.covers(d, c, 0) {
                             return None;
                         }
                         dropped = true;
@@ -207,10 +296,60 @@ impl<'a> Compiler<'a> {
         Some(kept)
     }
 
+    /// Keys declared by the object cores of at least two branches and not required by all of
+    /// them, most widely declared first.
+    fn discriminator_keys(&self, branches: &[Vec<CoreId>]) -> Vec<String> {
+        let mut count: FxHashMap<&str, (usize, bool)> = FxHashMap::default();
+        for b in branches {
+            let mut seen: FxHashSet<&str> = FxHashSet::default();
+            for &c in b {
+                let Core::Object(o) = &self.cores[c] else { continue };
+                for g in &o.groups {
+                    for (k, _) in &g.props {
+                        if seen.insert(k) {
+                            let e = count.entry(k).or_insert((0, false));
+                            e.0 += 1;
+                            e.1 |= !o.required.iter().any(|r| r == k);
+                        }
+                    }
+                }
+            }
+        }
+        let mut keys: Vec<(usize, &str)> = count
+            .into_iter()
+            .filter(|&(_, (n, opt))| n >= 2 && opt)
+            .map(|(k, (n, _))| (n, k))
+            .collect();
+        keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        keys.into_iter().map(|(_, k)| k.to_string()).collect()
+    }
+
+    /// An object core as the objects with `key` and those without it (itself when it
+    /// requires the key); other cores as they are.
+    fn split_on_key(&mut self, c: CoreId, key: &str) -> Vec<CoreId> {
+        let Core::Object(o) = &self.cores[c] else { return vec![c] };
+        if o.required.iter().any(|r| r == key) || o.groups.is_empty() {
+            return vec![c];
+        }
+        let mut has = (**o).clone();
+        has.required.push(key.to_string());
+        let mut without = (**o).clone();
+        let f = self.false_e;
+        match without.groups[0].props.iter_mut().find(|(k, _)| k == key) {
+            Some((_, e)) => *e = f,
+            None => without.groups[0].props.push((key.to_string(), f)),
+        }
+        let has = self.core(Core::Object(Box::new(has)));
+        let without = self.core(Core::Object(Box::new(without)));
+        vec![has, without]
+    }
+
     /// Does core `d` accept every instance core `c` accepts? Conservative: `false` when
-    /// unsure. True for the same core, and for a `d` that constrains nothing beyond its type
-    /// (or, for booleans, strings and numbers, constrains less in the ways compared here).
-    pub(super) fn covers(&self, d: CoreId, c: CoreId) -> bool {
+    /// unsure. True for the same core, for a `d` that constrains nothing beyond its type, for
+    /// booleans, strings and numbers that constrain less in the ways compared here, and for
+    /// objects whose every key's schema in `d` covers its schema in `c`
+    /// ([`Compiler::covers_expr`]), with fewer required keys and looser size bounds.
+    pub(super) fn covers(&mut self, d: CoreId, c: CoreId, depth: usize) -> bool {
         if d == c {
             return true;
         }
@@ -239,20 +378,68 @@ impl<'a> Compiler<'a> {
                     && x.contains.is_none()
                     && x.unique.is_none()
             }
-            (Core::Object(x), Core::Object(_)) => {
-                x.required.is_empty()
-                    && x.min == 0
-                    && x.max == u32::MAX
-                    && x.deps.is_empty()
-                    && x.names.is_none()
-                    && x.groups.iter().all(|g| {
-                        g.additional == tr
-                            && g.patterns.iter().all(|&(_, e)| e == tr)
-                            && g.props.iter().all(|&(_, e)| e == tr)
-                    })
+            (Core::Object(x), Core::Object(y)) => {
+                let (x, y) = ((**x).clone(), (**y).clone());
+                self.object_covers(&x, &y, depth)
             }
             _ => false,
         }
+    }
+
+    fn object_covers(&mut self, d: &ObjC, c: &ObjC, depth: usize) -> bool {
+        let tr = self.true_e;
+        let unconstrained = d.groups.iter().all(|g| {
+            g.additional == tr
+                && g.patterns.iter().all(|&(_, e)| e == tr)
+                && g.props.iter().all(|&(_, e)| e == tr)
+        });
+        let sizes = d.required.iter().all(|r| c.required.contains(r))
+            && d.min <= c.min
+            && d.max >= c.max
+            && d.deps.is_empty()
+            && (d.names.is_none() || d.names == c.names);
+        if !sizes {
+            return false;
+        }
+        if unconstrained {
+            return true;
+        }
+        if depth > 3 || d.groups.iter().chain(&c.groups).any(|g| !g.patterns.is_empty()) {
+            return false;
+        }
+        let mut keys: Vec<String> = Vec::new();
+        for g in d.groups.iter().chain(&c.groups) {
+            for (k, _) in &g.props {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        for k in &keys {
+            let (vd, vc) = (self.key_value(d, k), self.key_value(c, k));
+            if !self.covers_expr(vd, vc, depth + 1) {
+                return false;
+            }
+        }
+        let ad: Vec<ExprId> = d.groups.iter().map(|g| g.additional).collect();
+        let ac: Vec<ExprId> = c.groups.iter().map(|g| g.additional).collect();
+        let (ad, ac) = (self.and(ad), self.and(ac));
+        self.covers_expr(ad, ac, depth + 1)
+    }
+
+    /// Does expression `d` accept every instance `c` accepts? Conservative, through the normal
+    /// forms: every core of `c` covered by some core of `d`.
+    pub(super) fn covers_expr(&mut self, d: ExprId, c: ExprId, depth: usize) -> bool {
+        if d == c || d == self.true_e || c == self.false_e {
+            return true;
+        }
+        if depth > 3 {
+            return false;
+        }
+        let (Ok(nd), Ok(nc)) = (self.normalize(d, ""), self.normalize(c, "")) else {
+            return false;
+        };
+        nc.iter().all(|&x| nd.iter().any(|&y| self.covers(y, x, depth)))
     }
 
     /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
