@@ -125,7 +125,10 @@ impl<'a> Compiler<'a> {
         };
         // `simplify` is quadratic: refuse a union far over the limit before it.
         self.within_alternatives(r.len())?;
-        let r = self.simplify(r);
+        let mut r = self.simplify(r);
+        if r.len() > self.limits.max_alternatives {
+            r = self.drop_covered(r);
+        }
         if r.len() > self.limits.max_alternatives {
             return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
         }
@@ -209,6 +212,25 @@ impl<'a> Compiler<'a> {
             return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
         }
         Ok(())
+    }
+
+    /// Drop every core of a union that another core of it covers ([`Compiler::covers`]; of
+    /// two that cover each other the first is kept): the union is unchanged. Quadratic, so
+    /// only run on a union over [`SchemaLimits::max_alternatives`] (a DNF of `not`s and
+    /// `anyOf`s often repeats one alternative under different conditions).
+    fn drop_covered(&mut self, cs: Vec<CoreId>) -> Vec<CoreId> {
+        let mut out: Vec<CoreId> = Vec::new();
+        for (i, &c) in cs.iter().enumerate() {
+            let covered = cs.iter().enumerate().any(|(j, &d)| {
+                j != i
+                    && self.covers(d, c, 0)
+                    && (j < i || !self.covers(c, d, 0))
+            });
+            if !covered {
+                out.push(c);
+            }
+        }
+        out
     }
 
     /// Drop duplicate trivial cores (several `null` cores, equal number cores).
