@@ -221,11 +221,10 @@ impl<'a> Compiler<'a> {
     fn drop_covered(&mut self, cs: Vec<CoreId>) -> Vec<CoreId> {
         let mut out: Vec<CoreId> = Vec::new();
         for (i, &c) in cs.iter().enumerate() {
-            let covered = cs.iter().enumerate().any(|(j, &d)| {
-                j != i
-                    && self.covers(d, c, 0)
-                    && (j < i || !self.covers(c, d, 0))
-            });
+            let covered = cs
+                .iter()
+                .enumerate()
+                .any(|(j, &d)| j != i && self.covers(d, c, 0) && (j < i || !self.covers(c, d, 0)));
             if !covered {
                 out.push(c);
             }

@@ -348,7 +348,7 @@ impl<'a> Refs<'a> {
             }
         };
         let target = if frag.is_empty() {
-            res_ptr
+            res_ptr.clone()
         } else if frag.starts_with('/') {
             format!("{res_ptr}{frag}")
         } else {
@@ -364,6 +364,25 @@ impl<'a> Refs<'a> {
             }
         };
         if self.lookup(&target).is_none() {
+            // A resource named by a plain `id` (no `$id`): `id` is a keyword only up to
+            // draft-07, and documents without `$schema` mix both readings. A JSON-pointer
+            // fragment that does not exist in that resource is read from the document's root,
+            // as a 2019-09+ validator (to which `id` is an annotation) reads it: hyper-schema
+            // generators write `"id": "schemata/app"` beside `"$ref":
+            // "#/definitions/app/definitions/name"`.
+            if u.is_empty() && frag.starts_with('/') && !res_ptr.is_empty() {
+                let doc_root = match res_ptr.find('#') {
+                    Some(i) if !res_ptr.starts_with('/') => &res_ptr[..=i],
+                    _ => "",
+                };
+                let plain_id = self
+                    .lookup(&res_ptr)
+                    .is_some_and(|v| v.get("$id").is_none() && v.get("id").is_some());
+                let at_root = format!("{doc_root}{frag}");
+                if plain_id && doc_root != res_ptr && self.lookup(&at_root).is_some() {
+                    return Ok(at_root);
+                }
+            }
             return Err(SchemaError::new(SchemaErrorKind::DanglingRef {
                 reference: r.into(),
                 pointer: ptr.into(),
@@ -486,6 +505,29 @@ mod tests {
         // Nothing is ever fetched.
         let remote = r.resolve_ref("http://elsewhere.com/s.json", "").unwrap_err();
         assert!(matches!(remote.kind(), SchemaErrorKind::Unsupported { .. }));
+    }
+
+    /// A pointer that misses inside a resource a plain `id` names is read from the document
+    /// root; one inside a `$id` resource stays dangling.
+    #[test]
+    fn pointers_missing_under_a_plain_id_are_read_from_the_root() {
+        let doc = json!({"definitions": {
+            "app": {"id": "schemata/app", "type": "object",
+                    "definitions": {"name": {"type": "string"}}},
+            "b": {"$id": "b.json", "type": "object"}
+        }});
+        let r = refs(&doc);
+        assert_eq!(
+            r.resolve_ref("#/definitions/app/definitions/name", "/definitions/app").unwrap(),
+            "/definitions/app/definitions/name"
+        );
+        // Inside the resource itself the pointer still means the resource's own.
+        assert_eq!(
+            r.resolve_ref("#/definitions/name", "/definitions/app").unwrap(),
+            "/definitions/app/definitions/name"
+        );
+        let err = r.resolve_ref("#/definitions/app", "/definitions/b").unwrap_err();
+        assert!(matches!(err.kind(), SchemaErrorKind::DanglingRef { .. }));
     }
 
     #[test]
