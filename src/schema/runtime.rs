@@ -334,6 +334,22 @@ impl<'a> Rt<'a> {
         if kind == Kind::Num {
             self.st.buf.push(b);
         }
+        if kind == Kind::Str && puniq && !prog.unique_members.is_empty() {
+            // A string item decided by its members needs an unseen one from its first byte.
+            let fi = self.st.frames.len() - 1;
+            let mut any = false;
+            for ai in self.alt_range(fi) {
+                if !self.st.alts[ai].alive {
+                    continue;
+                }
+                if self.str_item_fresh(fi, ai, None) {
+                    any = true;
+                } else {
+                    self.kill(ai);
+                }
+            }
+            return any;
+        }
         true
     }
 

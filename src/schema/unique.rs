@@ -13,11 +13,16 @@
 //! of a `uniqueItems` array to offer only open cores plus `null`/booleans, and at least one
 //! open core (so the array can always grow). Finite item languages (`enum`, `const`, bounded
 //! strings or numbers, integers — `0` and `-0` admit only one value) are refused with
-//! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`.
+//! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`, with one exception: a string
+//! core whose language has at most [`MAX_MEMBERS`] members (an `enum` of names, the usual
+//! "list of distinct options") is decided by its members ([`string_members`]). The runtime
+//! keeps such an item alive only while some member it can still spell is unseen
+//! ([`fresh_member`], after every byte and inside every `\u` escape), and offers another item
+//! only while one is ([`fresh_literal`]), so no partial item is a dead end there either.
 
 use super::compile::{CoreRt, DfaId, ExprId, RtCoreId};
 use super::number::Dec;
-use super::string::ByteDfa;
+use super::string::{ByteDfa, DEAD};
 
 /// The canonical form of a `true`/`false`/`null` item from its first byte.
 pub(crate) fn literal(b: u8) -> [u8; 1] {
@@ -181,10 +186,169 @@ pub(crate) fn open_core(
     }
 }
 
-/// Is the item node `e` of a `uniqueItems` array decided exactly: empty, or only open cores
-/// and `null`/booleans, with at least one open core unless the position is `optional` (at or
-/// after `minItems`, no `contains`: the runtime then offers it only while a `true`/`false`/
-/// `null` it allows is still unused, see [`fresh_literal`])?
+/// The most members a string core of a `uniqueItems` item may have to be decided by its
+/// members (each item byte compares the item's text with them).
+pub(crate) const MAX_MEMBERS: u32 = 1024;
+
+/// The members of a string core's language (UTF-8 bytes, in byte order) when it is finite
+/// with at most [`MAX_MEMBERS`] of them (`max` code points at most); `None` otherwise.
+pub(crate) fn string_members(
+    core: &CoreRt,
+    dfas: &[ByteDfa],
+    any_dfa: DfaId,
+) -> Option<Vec<Box<[u8]>>> {
+    let CoreRt::String { dfa, max, .. } = core else { return None };
+    if *dfa == any_dfa {
+        return None;
+    }
+    let d = &dfas[*dfa];
+    if d.finite_count(d.start())? > MAX_MEMBERS {
+        return None;
+    }
+    fn walk(d: &ByteDfa, s: u32, cur: &mut Vec<u8>, out: &mut Vec<Box<[u8]>>) {
+        if d.is_accept(s) {
+            out.push(cur.as_slice().into());
+        }
+        for b in 0..=255u8 {
+            let t = d.next(s, b);
+            if t != DEAD {
+                cur.push(b);
+                walk(d, t, cur, out);
+                cur.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(d, d.start(), &mut Vec::new(), &mut out);
+    out.retain(|m| {
+        std::str::from_utf8(m).is_ok_and(|t| t.chars().count() as u64 <= u64::from(*max))
+    });
+    Some(out)
+}
+
+/// How many distinct values an item node of only `null`/boolean cores and strings decided by
+/// their members offers; `None` when it has another kind of core.
+pub(crate) fn finite_supply(
+    cores: &[CoreRt],
+    node: &[RtCoreId],
+    dfas: &[ByteDfa],
+    any_dfa: DfaId,
+) -> Option<usize> {
+    let mut values: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
+    for &c in node {
+        match cores[c] {
+            CoreRt::Null => {
+                values.insert(literal(b'n').to_vec());
+            }
+            CoreRt::Bool(m) => {
+                if m & 2 != 0 {
+                    values.insert(literal(b't').to_vec());
+                }
+                if m & 1 != 0 {
+                    values.insert(literal(b'f').to_vec());
+                }
+            }
+            _ => {
+                for m in string_members(&cores[c], dfas, any_dfa)? {
+                    let mut canon = Vec::new();
+                    string_canon(&m, &mut canon);
+                    values.insert(canon);
+                }
+            }
+        }
+    }
+    Some(values.len())
+}
+
+/// The canonical form ([`canonical`]) of the string item with UTF-8 text `m`.
+pub(crate) fn string_canon(m: &[u8], out: &mut Vec<u8>) {
+    out.push(b's');
+    out.extend_from_slice(format!("{}:", m.len()).as_bytes());
+    out.extend_from_slice(m);
+}
+
+/// The text of a string item so far: `raw` is its JSON text after the opening quote, decoded
+/// up to an escape not yet complete (a high surrogate waiting for its low half counts as
+/// incomplete); a character's leading UTF-8 bytes are kept as they are.
+pub(crate) fn partial_string(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    let hex4 = |i: usize| -> Option<u32> {
+        let h = raw.get(i..i + 4)?;
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            out.push(raw[i]);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = raw.get(i + 1) else { break };
+        let c = match e {
+            b'u' => {
+                let Some(v) = hex4(i + 2) else { break };
+                if (0xD800..0xDC00).contains(&v) {
+                    if raw.get(i + 6..i + 8) != Some(b"\\u") {
+                        break;
+                    }
+                    let Some(lo) = hex4(i + 8) else { break };
+                    i += 12;
+                    char::from_u32(
+                        0x10000 + ((v - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF),
+                    )
+                } else {
+                    i += 6;
+                    char::from_u32(v)
+                }
+            }
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'n' => Some('\n'),
+            b'r' => Some('\r'),
+            b't' => Some('\t'),
+            other => Some(other as char),
+        };
+        if e != b'u' {
+            i += 2;
+        }
+        let Some(c) = c else { break };
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+    out
+}
+
+/// Can a string item whose text so far is `text` (see [`partial_string`]) still become a
+/// member of `members` not `seen`? `pending`: inside a `\u` escape, the range of code points
+/// it can still spell, which the member's next character must lie in.
+pub(crate) fn fresh_member(
+    members: &[Box<[u8]>],
+    text: &[u8],
+    pending: Option<(u32, u32)>,
+    seen: impl Fn(&[u8]) -> bool,
+) -> bool {
+    let mut canon = Vec::new();
+    members.iter().any(|m| {
+        if !m.starts_with(text) {
+            return false;
+        }
+        if let Some((lo, hi)) = pending {
+            let next = std::str::from_utf8(&m[text.len()..]).ok().and_then(|t| t.chars().next());
+            if !next.is_some_and(|c| (lo..=hi).contains(&(c as u32))) {
+                return false;
+            }
+        }
+        canon.clear();
+        string_canon(m, &mut canon);
+        !seen(&canon)
+    })
+}
+
+/// Is the item node `e` of a `uniqueItems` array decided exactly: empty, or only open cores,
+/// `null`/booleans and strings decided by their members ([`string_members`]), with at least
+/// one open core unless the position is `optional` (at or after `minItems`, no `contains`: the
+/// runtime then offers it only while a value it allows is still unused, see
+/// [`fresh_literal`])?
 pub(crate) fn node_ok(
     cores: &[CoreRt],
     nodes: &[Vec<RtCoreId>],
@@ -201,7 +365,9 @@ pub(crate) fn node_ok(
     for &c in cs {
         if open_core(cores, nodes, dfas, any_dfa, c) {
             open = true;
-        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_)) {
+        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
+            && string_members(&cores[c], dfas, any_dfa).is_none()
+        {
             return false;
         }
     }
@@ -255,11 +421,13 @@ pub(crate) fn exponent_fresh(text: &[u8], items: usize, seen: impl Fn(&[u8]) -> 
     walk(&mut text.to_vec(), k, room, &mut canon, &seen)
 }
 
-/// For an item node of only `null`/boolean cores: is one of its literals not yet `seen`?
-/// `None` when the node has another kind of core (then a new value always exists).
+/// For an item node of only `null`/boolean cores and strings decided by their members
+/// (`members`): is one of its values not yet `seen`? `None` when the node has another kind of
+/// core (then a new value always exists).
 pub(crate) fn fresh_literal(
     cores: &[CoreRt],
     node: &[RtCoreId],
+    members: &rustc_hash::FxHashMap<RtCoreId, Vec<Box<[u8]>>>,
     seen: impl Fn(&[u8]) -> bool,
 ) -> Option<bool> {
     let mut fresh = false;
@@ -269,6 +437,9 @@ pub(crate) fn fresh_literal(
             CoreRt::Bool(m) => {
                 fresh |=
                     (m & 2 != 0 && !seen(&literal(b't'))) || (m & 1 != 0 && !seen(&literal(b'f')));
+            }
+            CoreRt::String { .. } if members.contains_key(&c) => {
+                fresh |= fresh_member(&members[&c], &[], None, &seen);
             }
             _ => return None,
         }
@@ -308,6 +479,36 @@ mod tests {
         let mut out = Vec::new();
         canonical(s.as_bytes(), &mut out).unwrap();
         out
+    }
+
+    #[test]
+    fn partial_strings_decode_complete_escapes_only() {
+        use super::partial_string as p;
+        assert_eq!(p(br#"ab\n\u00e9"#), "ab\né".as_bytes());
+        assert_eq!(p(br#"ab\u00e"#), b"ab");
+        assert_eq!(p(br#"ab\"#), b"ab");
+        assert_eq!(p(br#"\ud83d\ude00x"#), "😀x".as_bytes());
+        assert_eq!(p(br#"a\ud83d"#), b"a", "a high surrogate waits for its low half");
+        assert_eq!(p(br#"a\ud83d\ud"#), b"a");
+        assert_eq!(p(&[b'a', 0xC3]), &[b'a', 0xC3], "a character's leading bytes are kept");
+    }
+
+    #[test]
+    fn fresh_members_follow_the_text_the_pending_escape_and_the_seen_items() {
+        use super::{fresh_member, string_canon};
+        let members: Vec<Box<[u8]>> =
+            ["a", "ab", "é"].iter().map(|m| m.as_bytes().into()).collect();
+        let canon = |m: &str| {
+            let mut c = Vec::new();
+            string_canon(m.as_bytes(), &mut c);
+            c
+        };
+        let seen_a = |c: &[u8]| c == canon("a").as_slice();
+        assert!(fresh_member(&members, b"a", None, seen_a), "ab is still free");
+        let seen_a_ab = |c: &[u8]| c == canon("a").as_slice() || c == canon("ab").as_slice();
+        assert!(!fresh_member(&members, b"a", None, seen_a_ab));
+        assert!(fresh_member(&members, b"", Some((0xE0, 0xEF)), seen_a_ab), "é by escape");
+        assert!(!fresh_member(&members, b"", Some((0x61, 0x61)), seen_a_ab));
     }
 
     #[test]

@@ -49,6 +49,12 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "boolean"}, {"type": "null"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 6}),
         json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": ["string", "integer"]}, "contains": {"type": "string", "pattern": "^b"}, "minContains": 2, "maxContains": 3, "maxItems": 6}),
         json!({"type": "array", "items": {"type": ["number", "object", "array"]}, "uniqueItems": true, "contains": {"type": "object"}, "maxContains": 1, "minItems": 3, "maxItems": 5}),
+        // `uniqueItems` over finite string languages, decided member by member: members that
+        // are prefixes of others, escapes, non-ASCII, an exhausted supply.
+        json!({"type": "array", "items": {"enum": ["a", "ab", "abc", "b", "é", "x\"y"]}, "uniqueItems": true}),
+        json!({"type": "array", "items": {"type": "string", "enum": ["red", "green", "blue"]}, "uniqueItems": true, "minItems": 3}),
+        json!({"type": "array", "items": {"anyOf": [{"enum": ["on", "off"]}, {"type": "boolean"}, {"type": "string", "pattern": "^[xy]{1,2}$"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 8}),
+        json!({"type": "object", "properties": {"opts": {"type": "array", "items": {"enum": ["TestAssemblies"]}, "uniqueItems": true}, "cats": {"type": "array", "items": {"anyOf": [{"type": "string", "minLength": 1}, {"enum": ["ajax", "build"]}]}, "uniqueItems": true, "maxItems": 3}}, "required": ["opts", "cats"], "additionalProperties": false}),
         // `maxLength` counted beside a pattern/format automaton: the shortest completion
         // must still fit, or the mask would lead into a dead end.
         json!({"type": "object", "properties": {"e": {"type": "string", "format": "email", "maxLength": 12}, "p": {"type": "string", "pattern": "^[a-z]+-[0-9]{2,}$", "minLength": 5, "maxLength": 7}, "u": {"type": "string", "pattern": "é[a-z]*é", "maxLength": 5}}, "required": ["e", "p", "u"], "additionalProperties": false}),

@@ -146,14 +146,15 @@ impl<'a> Compiler<'a> {
             ns.retain(|&c| sat[c]);
         }
         forbid_dead_keys(&mut cores, &nodes);
-        self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
+        let unique_members = self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
         if nodes[root].is_empty() {
             return Err(SchemaError::unsat("", "no instance satisfies the schema"));
         }
         let any_dfa = self.any_dfa;
         let ignored = std::mem::take(&mut self.ignored);
         let max_depth = self.limits.max_instance_depth;
-        Ok((Program { nodes, cores, dfas: self.dfas, root, any_dfa, max_depth }, ignored))
+        let dfas = self.dfas;
+        Ok((Program { nodes, cores, dfas, root, any_dfa, max_depth, unique_members }, ignored))
     }
 
     /// Every expression reachable from `root` through the finalised cores' children,
@@ -196,13 +197,15 @@ impl<'a> Compiler<'a> {
     }
 
     /// `uniqueItems` only where the runtime decides it exactly (see [`unique`]); elsewhere
-    /// it is unsupported (dropped in lenient mode).
+    /// it is unsupported (dropped in lenient mode). Returns the members of the string cores
+    /// the runtime decides member by member ([`unique::string_members`]).
     fn restrict_unique(
         &mut self,
         cores: &mut [CoreRt],
         nodes: &[Vec<RtCoreId>],
         sources: &[CoreId],
-    ) -> Result<(), SchemaError> {
+    ) -> Result<FxHashMap<RtCoreId, Vec<Box<[u8]>>>, SchemaError> {
+        let mut members = FxHashMap::default();
         for i in 0..cores.len() {
             let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &cores[i] else {
                 continue;
@@ -217,9 +220,16 @@ impl<'a> Compiler<'a> {
             if let Some(c) = contains {
                 item_nodes.extend(c.yes.iter().chain(&c.no).map(|&e| (e, false)));
             }
-            let ok = item_nodes.iter().all(|&(e, optional)| {
+            let mut ok = item_nodes.iter().all(|&(e, optional)| {
                 unique::node_ok(cores, nodes, &self.dfas, self.any_dfa, e, optional)
             });
+            if !ok && prefix.is_empty() && contains.is_none() {
+                // Every position takes the same finite values: `minItems` distinct ones must
+                // exist, then no position before it is a dead end either.
+                let min = *min as usize;
+                ok = unique::finite_supply(cores, &nodes[*items], &self.dfas, self.any_dfa)
+                    .is_some_and(|n| n >= min);
+            }
             if !ok {
                 let ptr = match &self.cores[sources[i]] {
                     Core::Array(a) => a.unique.clone().unwrap_or_default(),
@@ -229,9 +239,22 @@ impl<'a> Compiler<'a> {
                 if let CoreRt::Array { unique, .. } = &mut cores[i] {
                     *unique = false;
                 }
+                continue;
+            }
+            for &(e, _) in &item_nodes {
+                for &c in &nodes[e] {
+                    if members.contains_key(&c)
+                        || unique::open_core(cores, nodes, &self.dfas, self.any_dfa, c)
+                    {
+                        continue;
+                    }
+                    if let Some(m) = unique::string_members(&cores[c], &self.dfas, self.any_dfa) {
+                        members.insert(c, m);
+                    }
+                }
             }
         }
-        Ok(())
+        Ok(members)
     }
 
     pub(super) fn finalize_core(&mut self, c: CoreId) -> Result<CoreRt, SchemaError> {
@@ -493,6 +516,17 @@ mod tests {
         assert!(
             matches!(err.kind(), SchemaErrorKind::Unsupported { keyword, .. } if keyword == "uniqueItems")
         );
+        // A small finite string language is decided member by member, also before
+        // `minItems` when it has enough members; with too few it stays unsupported.
+        let s = json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b"]}});
+        let p = program(s).unwrap();
+        assert_eq!(p.unique_members.len(), 1);
+        assert!(program(json!({"type": "array", "uniqueItems": true, "minItems": 2,
+            "items": {"enum": ["a", "b"]}}))
+        .is_ok());
+        assert!(program(json!({"type": "array", "uniqueItems": true, "minItems": 3,
+            "items": {"enum": ["a", "b"]}}))
+        .is_err());
     }
 
     #[test]

@@ -156,4 +156,7 @@ pub(crate) struct Program {
     pub any_dfa: DfaId,
     /// [`crate::schema::SchemaLimits::max_instance_depth`].
     pub max_depth: usize,
+    /// String cores offered as items of `uniqueItems` arrays whose finite languages are
+    /// decided member by member ([`crate::schema::unique::string_members`]).
+    pub unique_members: rustc_hash::FxHashMap<RtCoreId, Vec<Box<[u8]>>>,
 }

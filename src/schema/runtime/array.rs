@@ -134,8 +134,10 @@ impl<'a> Rt<'a> {
                 // A position of only `true`/`false`/`null` needs one still unused.
                 let top = self.top();
                 self.arr_node(a.core, a.arr().items).is_some_and(|n| {
-                    unique::fresh_literal(&prog.cores, &prog.nodes[n], |c| self.seen_item(top, c))
-                        .unwrap_or(true)
+                    unique::fresh_literal(&prog.cores, &prog.nodes[n], &prog.unique_members, |c| {
+                        self.seen_item(top, c)
+                    })
+                    .unwrap_or(true)
                 })
             }
             _ => self.arr_node(a.core, a.arr().items).is_some(),

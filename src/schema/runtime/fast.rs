@@ -352,6 +352,13 @@ impl Fast<'_, '_> {
         {
             return false;
         }
+        // An item decided by its members ([`crate::schema::unique::string_members`]): which
+        // open tokens keep it alive depends on the items seen, so it is walked.
+        if self.recording()
+            && alive.iter().any(|&i| p.unique_members.contains_key(&self.rt.st.alts[i].core))
+        {
+            return false;
+        }
         let mut todo: smallvec::SmallVec<[(usize, OpenKey); 4]> = smallvec::SmallVec::new();
         for &ai in &alive {
             if let Some(key) = self.open_tokens(ai, classes, mask) {

@@ -151,6 +151,7 @@ impl<'a> Rt<'a> {
                 if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] {
                     if p.chars < *max
                         && prog.dfas[*dfa].range_live(p.state, lo, hi, *max - p.chars - 1)
+                        && self.str_item_fresh(fi, ai, Some((lo, hi)))
                     {
                         return true;
                     }
@@ -177,6 +178,35 @@ impl<'a> Rt<'a> {
             }
         }
         false
+    }
+
+    /// For string alternative `ai` of frame `fi` when it is an item of a recording
+    /// `uniqueItems` array and its core is decided by its members
+    /// ([`unique::string_members`]): can the item text so far still become an unseen member
+    /// (`pending`: inside a `\u` escape, the code points it can still spell)? `true` for every
+    /// other alternative, and for one that also serves a live array alternative without
+    /// `uniqueItems` (duplicates are fine there).
+    pub(super) fn str_item_fresh(&self, fi: usize, ai: usize, pending: Option<(u32, u32)>) -> bool {
+        let prog = self.prog();
+        if prog.unique_members.is_empty() || fi == 0 {
+            return true;
+        }
+        let a = self.st.alts[ai];
+        let Some(members) = prog.unique_members.get(&a.core) else { return true };
+        let pi = fi - 1;
+        let pf = self.st.frames[pi];
+        if pf.kind() != Kind::Arr || !pf.uniq {
+            return true;
+        }
+        let plain = self.alt_range(pi).enumerate().any(|(li, pj)| {
+            let p = self.st.alts[pj];
+            li < 64 && (a.parents >> li) & 1 == 1 && p.alive && !self.is_unique(p.core)
+        });
+        if plain {
+            return true;
+        }
+        let text = unique::partial_string(&self.st.raw[pf.item as usize + 1..]);
+        unique::fresh_member(members, &text, pending, |c| self.seen_item(pi, c))
     }
 
     pub(super) fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
@@ -213,7 +243,10 @@ impl<'a> Rt<'a> {
                 // completion search, which cuts states it has seen).
                 let count = if *max == u32::MAX { count.min(*min) } else { count };
                 // Live iff the fewest code points that complete it still fit under `max`.
-                if n == DEAD || count.saturating_add(d.short(n)) > *max {
+                if n == DEAD
+                    || count.saturating_add(d.short(n)) > *max
+                    || !self.str_item_fresh(fi, ai, None)
+                {
                     self.kill(ai);
                 } else {
                     if n != p.state || count != p.chars {
