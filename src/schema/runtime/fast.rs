@@ -352,15 +352,13 @@ impl Fast<'_, '_> {
         {
             return false;
         }
-        // An item decided by its members ([`crate::schema::unique::string_members`]): which
-        // open tokens keep it alive depends on the items seen, so it is walked.
-        if self.recording()
-            && alive.iter().any(|&i| p.unique_members.contains_key(&self.rt.st.alts[i].core))
-        {
-            return false;
-        }
+        let fi = self.rt.st.frames.len() - 1;
         let mut todo: smallvec::SmallVec<[(usize, OpenKey); 4]> = smallvec::SmallVec::new();
         for &ai in &alive {
+            if let Some(members) = self.rt.item_members(fi, ai) {
+                self.member_open(ai, members, classes, mask);
+                continue;
+            }
             if let Some(key) = self.open_tokens(ai, classes, mask) {
                 todo.push((ai, key));
             }
@@ -382,6 +380,47 @@ impl Fast<'_, '_> {
     /// tokens never complete an item and keep their fast path.
     fn recording(&self) -> bool {
         self.rt.st.frames.iter().any(|f| f.uniq)
+    }
+
+    /// Adds the tokens that keep alternative `ai` of the top string frame alive without closing
+    /// it, when it is an item decided by its `members` ([`Rt::item_members`]): the plain
+    /// tokens along the unseen members that extend the text so far (the sorted names walk the
+    /// keys use), the escaped ones with the recogniser.
+    fn member_open(
+        &mut self,
+        ai: usize,
+        members: &[Box<[u8]>],
+        classes: &StringClasses,
+        mask: &mut TokenMask,
+    ) {
+        let pi = self.rt.st.frames.len() - 2;
+        let item = self.rt.st.frames[pi].item as usize;
+        let text = crate::schema::unique::partial_string(&self.rt.st.raw[item + 1..]);
+        let lo = members.partition_point(|m| m.as_ref() < text.as_slice());
+        let hi = lo + members[lo..].partition_point(|m| m.starts_with(&text));
+        let mut oks = std::mem::take(&mut self.fast.oks);
+        oks.clear();
+        oks.push(0);
+        let (mut n, mut canon) = (0, Vec::new());
+        for m in &members[lo..hi] {
+            canon.clear();
+            crate::schema::unique::string_canon(m, &mut canon);
+            n += u32::from(!self.rt.seen_item(pi, &canon));
+            oks.push(n);
+        }
+        if n > 0 {
+            let mut stack = vec![(0, (hi - lo) as u32)];
+            let mut w = NameWalk {
+                names: &members[lo..hi],
+                oks: &oks,
+                pos: text.len() as u32,
+                stack: &mut stack,
+                top: 0,
+            };
+            classes.plain.walk(&mut w, mask);
+        }
+        self.fast.oks = oks;
+        self.single_alt_walk(ai, &classes.escaped, mask);
     }
 
     /// Adds the tokens that keep alternative `ai` of the top string frame alive without

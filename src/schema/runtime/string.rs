@@ -187,26 +187,31 @@ impl<'a> Rt<'a> {
     /// other alternative, and for one that also serves a live array alternative without
     /// `uniqueItems` (duplicates are fine there).
     pub(super) fn str_item_fresh(&self, fi: usize, ai: usize, pending: Option<(u32, u32)>) -> bool {
+        let Some(members) = self.item_members(fi, ai) else { return true };
+        let pi = fi - 1;
+        let text = unique::partial_string(&self.st.raw[self.st.frames[pi].item as usize + 1..]);
+        unique::fresh_member(members, &text, pending, |c| self.seen_item(pi, c))
+    }
+
+    /// The members that decide string alternative `ai` of frame `fi` (sorted bytewise), when
+    /// [`Rt::str_item_fresh`] restricts it; `None` otherwise.
+    pub(super) fn item_members(&self, fi: usize, ai: usize) -> Option<&'a [Box<[u8]>]> {
         let prog = self.prog();
         if prog.unique_members.is_empty() || fi == 0 {
-            return true;
+            return None;
         }
         let a = self.st.alts[ai];
-        let Some(members) = prog.unique_members.get(&a.core) else { return true };
+        let members = prog.unique_members.get(&a.core)?;
         let pi = fi - 1;
         let pf = self.st.frames[pi];
         if pf.kind() != Kind::Arr || !pf.uniq {
-            return true;
+            return None;
         }
         let plain = self.alt_range(pi).enumerate().any(|(li, pj)| {
             let p = self.st.alts[pj];
             li < 64 && (a.parents >> li) & 1 == 1 && p.alive && !self.is_unique(p.core)
         });
-        if plain {
-            return true;
-        }
-        let text = unique::partial_string(&self.st.raw[pf.item as usize + 1..]);
-        unique::fresh_member(members, &text, pending, |c| self.seen_item(pi, c))
+        (!plain).then_some(members.as_slice())
     }
 
     pub(super) fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
