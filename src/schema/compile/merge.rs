@@ -317,8 +317,10 @@ impl<'a> Compiler<'a> {
         Some(kept)
     }
 
-    /// Keys declared by the object cores of at least two branches and not required by all of
-    /// them, most widely declared first.
+    /// Keys the object cores declare and do not all require, most widely declared first. A
+    /// key only one branch declares splits too: `{"foo"}` and `{"bar"}` under
+    /// `additionalProperties: false` overlap only on `{}`, which the halves without either key
+    /// isolate (and cancel).
     fn discriminator_keys(&self, branches: &[Vec<CoreId>]) -> Vec<String> {
         let mut count: FxHashMap<&str, (usize, bool)> = FxHashMap::default();
         for b in branches {
@@ -338,7 +340,7 @@ impl<'a> Compiler<'a> {
         }
         let mut keys: Vec<(usize, &str)> = count
             .into_iter()
-            .filter(|&(_, (n, opt))| n >= 2 && opt)
+            .filter(|&(_, (_, opt))| opt)
             .map(|(k, (n, _))| (n, k))
             .collect();
         keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
@@ -828,6 +830,30 @@ mod tests {
         assert!(validates(&s, "0"));
         assert!(!validates(&s, "4"));
         assert!(!validates(&s, "1"));
+    }
+
+    /// Object branches that overlap only on objects lacking their keys: split on the keys,
+    /// the halves without them cover each other and cancel.
+    #[test]
+    fn one_of_splits_object_branches_on_their_keys() {
+        let s = json!({"oneOf": [
+            {"type": "object", "additionalProperties": false, "properties": {"foo": {"type": "string"}}},
+            {"type": "object", "additionalProperties": false, "properties": {"bar": {"type": "string"}}}
+        ]});
+        assert!(validates(&s, r#"{"foo":"x"}"#) && validates(&s, r#"{"bar":"y"}"#));
+        assert!(!validates(&s, "{}") && !validates(&s, r#"{"foo":"x","bar":"y"}"#));
+        let s = json!({"type": "array", "items": {"oneOf": [
+            {"type": "object", "properties": {"type": {"enum": ["exec"]}, "value": {"type": "string"}},
+             "required": ["value"], "additionalProperties": false},
+            {"type": "object", "properties": {"type": {"enum": ["copy"]}, "src": {"type": "string"}},
+             "required": ["src"], "additionalProperties": false},
+            {"type": "object", "properties": {"type": {"enum": ["install"]}, "value": {"type": "string"}},
+             "required": ["value"], "additionalProperties": false}
+        ]}});
+        assert!(validates(&s, r#"[{"type":"exec","value":"a"},{"src":"b"},{"type":"copy","src":"c"}]"#));
+        // Without the discriminator, exec and install both match.
+        assert!(!validates(&s, r#"[{"value":"a"}]"#));
+        assert!(!validates(&s, r#"[{"type":"copy","value":"a"}]"#));
     }
 
     /// Branches without `type` overlap on every other type through their `any` cores, which
