@@ -427,7 +427,7 @@ pub(crate) fn exponent_fresh(text: &[u8], items: usize, seen: impl Fn(&[u8]) -> 
 pub(crate) fn fresh_literal(
     cores: &[CoreRt],
     node: &[RtCoreId],
-    members: &rustc_hash::FxHashMap<RtCoreId, Vec<Box<[u8]>>>,
+    members: &super::compile::UniqueMembers,
     seen: impl Fn(&[u8]) -> bool,
 ) -> Option<bool> {
     let mut fresh = false;

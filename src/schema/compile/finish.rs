@@ -204,8 +204,8 @@ impl<'a> Compiler<'a> {
         cores: &mut [CoreRt],
         nodes: &[Vec<RtCoreId>],
         sources: &[CoreId],
-    ) -> Result<FxHashMap<RtCoreId, Vec<Box<[u8]>>>, SchemaError> {
-        let mut members = FxHashMap::default();
+    ) -> Result<UniqueMembers, SchemaError> {
+        let mut members = UniqueMembers::default();
         for i in 0..cores.len() {
             let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &cores[i] else {
                 continue;

@@ -338,11 +338,8 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        let mut keys: Vec<(usize, &str)> = count
-            .into_iter()
-            .filter(|&(_, (_, opt))| opt)
-            .map(|(k, (n, _))| (n, k))
-            .collect();
+        let mut keys: Vec<(usize, &str)> =
+            count.into_iter().filter(|&(_, (_, opt))| opt).map(|(k, (n, _))| (n, k)).collect();
         keys.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
         keys.into_iter().map(|(_, k)| k.to_string()).collect()
     }
@@ -850,7 +847,10 @@ mod tests {
             {"type": "object", "properties": {"type": {"enum": ["install"]}, "value": {"type": "string"}},
              "required": ["value"], "additionalProperties": false}
         ]}});
-        assert!(validates(&s, r#"[{"type":"exec","value":"a"},{"src":"b"},{"type":"copy","src":"c"}]"#));
+        assert!(validates(
+            &s,
+            r#"[{"type":"exec","value":"a"},{"src":"b"},{"type":"copy","src":"c"}]"#
+        ));
         // Without the discriminator, exec and install both match.
         assert!(!validates(&s, r#"[{"value":"a"}]"#));
         assert!(!validates(&s, r#"[{"type":"copy","value":"a"}]"#));

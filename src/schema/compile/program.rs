@@ -145,6 +145,10 @@ pub(crate) fn contains_feasible(
         && ok(n.saturating_add(m), only, both + if cap(tail).0 { m } else { 0 })
 }
 
+/// The members of the string cores a `uniqueItems` item decides member by member
+/// ([`crate::schema::unique::string_members`]), sorted bytewise.
+pub(crate) type UniqueMembers = rustc_hash::FxHashMap<RtCoreId, Vec<Box<[u8]>>>;
+
 /// The compiled schema (inside [`super::CompiledSchema`]).
 #[derive(Debug)]
 pub(crate) struct Program {
@@ -158,5 +162,5 @@ pub(crate) struct Program {
     pub max_depth: usize,
     /// String cores offered as items of `uniqueItems` arrays whose finite languages are
     /// decided member by member ([`crate::schema::unique::string_members`]).
-    pub unique_members: rustc_hash::FxHashMap<RtCoreId, Vec<Box<[u8]>>>,
+    pub unique_members: UniqueMembers,
 }
