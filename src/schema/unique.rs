@@ -421,6 +421,48 @@ pub(crate) fn exponent_fresh(text: &[u8], items: usize, seen: impl Fn(&[u8]) -> 
     walk(&mut text.to_vec(), k, room, &mut canon, &seen)
 }
 
+/// Why an item node that [`node_ok`] refuses is not decided, for the error message.
+pub(crate) fn undecided_reason(
+    cores: &[CoreRt],
+    nodes: &[Vec<RtCoreId>],
+    dfas: &[ByteDfa],
+    any_dfa: DfaId,
+    node: &[RtCoreId],
+) -> &'static str {
+    for &c in node {
+        if open_core(cores, nodes, dfas, any_dfa, c)
+            || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
+            || string_members(&cores[c], dfas, any_dfa).is_some()
+        {
+            continue;
+        }
+        return match &cores[c] {
+            CoreRt::Number(n) if n.integer => {
+                "items may be integers, whose partial texts can have only duplicate \
+                 completions (`0` and `-0` are one value)"
+            }
+            CoreRt::Number(_) => {
+                "items may be bounded numbers or multiples, whose partial texts can have only \
+                 duplicate completions"
+            }
+            CoreRt::String { .. } => {
+                "items may be strings of a finite language of more than 1,024 members or \
+                 bounded by maxLength, whose partial texts can have only duplicate completions"
+            }
+            CoreRt::Array { .. } => {
+                "items may be arrays with maxItems, contains or uniqueItems, which can have \
+                 only duplicate completions"
+            }
+            _ => {
+                "items may be objects without room for undeclared keys, which can have only \
+                 duplicate completions"
+            }
+        };
+    }
+    "items offer only finitely many values (null, booleans, members) before minItems is \
+     reached, fewer than minItems distinct ones, or also under contains"
+}
+
 /// For an item node of only `null`/boolean cores and strings decided by their members
 /// (`members`): is one of its values not yet `seen`? `None` when the node has another kind of
 /// core (then a new value always exists).

@@ -235,7 +235,15 @@ impl<'a> Compiler<'a> {
                     Core::Array(a) => a.unique.clone().unwrap_or_default(),
                     _ => String::new(),
                 };
-                self.unsupported("uniqueItems", &ptr)?;
+                let bad = item_nodes
+                    .iter()
+                    .find(|&&(e, optional)| {
+                        !unique::node_ok(cores, nodes, &self.dfas, self.any_dfa, e, optional)
+                    })
+                    .map_or(*items, |&(e, _)| e);
+                let why =
+                    unique::undecided_reason(cores, nodes, &self.dfas, self.any_dfa, &nodes[bad]);
+                self.unsupported_because("uniqueItems", &ptr, why)?;
                 if let CoreRt::Array { unique, .. } = &mut cores[i] {
                     *unique = false;
                 }

@@ -8,6 +8,18 @@
 
 use super::*;
 
+/// The JSON type a core type bit names, for messages.
+fn type_name(t: u8) -> &'static str {
+    match t {
+        T_NULL => "null",
+        T_BOOL => "boolean",
+        T_INT | T_NUM => "number",
+        T_STR => "string",
+        T_ARR => "array",
+        _ => "object",
+    }
+}
+
 impl<'a> Compiler<'a> {
     /// Normal form of an expression: its union of cores.
     pub(crate) fn normalize(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
@@ -90,12 +102,15 @@ impl<'a> Compiler<'a> {
                     branches.push(b);
                 }
                 let mut disjoint = true;
+                // The first overlap found, for the error: branches and the JSON type.
+                let mut overlap = (0, 0, "");
                 'outer: for i in 0..branches.len() {
                     for j in i + 1..branches.len() {
                         for &ci in &branches[i] {
                             for &cj in &branches[j] {
                                 if !self.disjoint(ci, cj, 0) {
                                     disjoint = false;
+                                    overlap = (i, j, type_name(self.cores[ci].type_bit()));
                                     break 'outer;
                                 }
                             }
@@ -119,7 +134,17 @@ impl<'a> Compiler<'a> {
                     self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
                     branches.concat()
                 } else {
-                    return Err(SchemaError::unsupported("oneOf", &p));
+                    let (i, j, t) = overlap;
+                    let negs = if a.len() > 16 { "more than 16 branches" } else { "a branch" };
+                    return Err(SchemaError::unsupported_because(
+                        "oneOf",
+                        &p,
+                        format!(
+                            "branches {i} and {j} may both accept the same {t} (not shown \
+                             disjoint), neither covers the other's overlap, and {negs} cannot be \
+                             negated exactly (see `not`), so \"exactly one\" is not decided"
+                        ),
+                    ));
                 }
             }
         };
