@@ -187,16 +187,7 @@ impl<'a> Compiler<'a> {
                 self.unsupported("format", ptr)?;
             }
             if let Some(re) = string::format_regex(f).filter(|_| assert) {
-                let d = match self.dfa_memo.get(&re) {
-                    Some(&d) => d,
-                    None => {
-                        let d = string::format_dfa(f, &re, self.limits.max_dfa_states)
-                            .map_err(|e| dfa_err(e, "format", ptr, &self.limits))?;
-                        let id = self.add_dfa(d);
-                        self.dfa_memo.insert(re, id);
-                        id
-                    }
-                };
+                let d = self.format_dfa_id(f, re, ptr)?;
                 s.dfa = Some(match s.dfa {
                     None => d,
                     Some(p) => self.dfa_product(p, d, Op::And, "format", ptr)?,
@@ -204,6 +195,23 @@ impl<'a> Compiler<'a> {
             }
         }
         Ok(s)
+    }
+
+    /// The automaton of an asserted `format` (memoised by its regex).
+    pub(super) fn format_dfa_id(
+        &mut self,
+        f: &str,
+        re: String,
+        ptr: &str,
+    ) -> Result<DfaId, SchemaError> {
+        if let Some(&d) = self.dfa_memo.get(&re) {
+            return Ok(d);
+        }
+        let d = string::format_dfa(f, &re, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, "format", ptr, &self.limits))?;
+        let id = self.add_dfa(d);
+        self.dfa_memo.insert(re, id);
+        Ok(id)
     }
 
     pub(super) fn arr_shape(

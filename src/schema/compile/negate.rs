@@ -62,15 +62,26 @@ impl<'a> Compiler<'a> {
     ) -> Result<(), SchemaError> {
         let cores = |c: &mut Self, cs: Vec<CoreId>| c.push(Expr::Cores(cs));
         match k {
-            // An asserted format would need the complement of its automaton.
+            // An asserted format: the strings outside its automaton (formats the engine
+            // cannot assert stay unsupported).
             "format"
                 if self.opts.formats == FormatMode::Assert
-                    && x.as_str().is_some_and(|f| {
-                        string::format_regex(f).is_some()
-                            || string::UNSUPPORTED_FORMATS.contains(&f)
-                    }) =>
+                    && x.as_str().is_some_and(|f| string::UNSUPPORTED_FORMATS.contains(&f)) =>
             {
                 return Err(SchemaError::unsupported("not", ptr));
+            }
+            "format"
+                if self.opts.formats == FormatMode::Assert
+                    && x.as_str().and_then(string::format_regex).is_some() =>
+            {
+                let f = x.as_str().expect("checked");
+                let re = string::format_regex(f).expect("checked");
+                let d = self.format_dfa_id(f, re, ptr)?;
+                let c = string::complement(&self.dfas[d], self.limits.max_dfa_states)
+                    .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
+                let c = self.add_dfa(c);
+                let s = self.core(Core::String(StrC { dfa: Some(c), min: 0, max: u32::MAX }));
+                alts.push(cores(self, vec![s]));
             }
             "title" | "description" | "default" | "examples" | "$comment" | "$id" | "$schema"
             | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly" | "deprecated"
@@ -558,12 +569,25 @@ mod tests {
             json!({"uniqueItems": true}),
             json!({"oneOf": [{"type": "string"}, {"uniqueItems": true}]}),
             json!({"additionalProperties": false}),
-            json!({"format": "email"}),
         ] {
             let mut c = compiler(v.clone());
             let err = negated(&mut c).unwrap_err();
             assert!(matches!(err.kind(), SchemaErrorKind::Unsupported { .. }), "{v}");
         }
+    }
+
+    /// An asserted format is negated through the complement of its automaton.
+    #[test]
+    fn negated_formats_are_the_other_strings() {
+        let s = json!({"not": {"format": "ipv4"}});
+        assert!(!validates(&s, r#""1.2.3.4""#));
+        assert!(validates(&s, r#""1.2.3""#) && validates(&s, r#""host""#));
+        // A number satisfies `format` vacuously, so it fails the negation.
+        assert!(!validates(&s, "7"));
+        // Overlapping branches: exactly one of them.
+        let s = json!({"type": "string", "oneOf": [{"format": "ipv4"}, {"pattern": "^1\\."}]});
+        assert!(validates(&s, r#""2.2.3.4""#) && validates(&s, r#""1.x""#));
+        assert!(!validates(&s, r#""1.2.3.4""#) && !validates(&s, r#""x""#));
     }
 
     /// `¬oneOf`: no branch matches, or two or more do.
