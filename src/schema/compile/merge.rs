@@ -102,15 +102,12 @@ impl<'a> Compiler<'a> {
                     branches.push(b);
                 }
                 let mut disjoint = true;
-                // The first overlap found, for the error: branches and the JSON type.
-                let mut overlap = (0, 0, "");
                 'outer: for i in 0..branches.len() {
                     for j in i + 1..branches.len() {
                         for &ci in &branches[i] {
                             for &cj in &branches[j] {
                                 if !self.disjoint(ci, cj, 0) {
                                     disjoint = false;
-                                    overlap = (i, j, type_name(self.cores[ci].type_bit()));
                                     break 'outer;
                                 }
                             }
@@ -134,14 +131,15 @@ impl<'a> Compiler<'a> {
                     self.ignored.push(format!("oneOf at {p} (treated as anyOf)"));
                     branches.concat()
                 } else {
-                    let (i, j, t) = overlap;
+                    let (i, j, t) = self.cover_block;
+                    let t = type_name(t);
                     let negs = if a.len() > 16 { "more than 16 branches" } else { "a branch" };
                     return Err(SchemaError::unsupported_because(
                         "oneOf",
                         &p,
                         format!(
-                            "branches {i} and {j} may both accept the same {t} (not shown \
-                             disjoint), neither covers the other's overlap, and {negs} cannot be \
+                            "branch {i} has {t}s that branch {j} may also accept (not shown \
+                             disjoint) without accepting all of them, and {negs} cannot be \
                              negated exactly (see `not`), so \"exactly one\" is not decided"
                         ),
                     ));
@@ -329,6 +327,7 @@ impl<'a> Compiler<'a> {
                             continue;
                         }
                         if !self.covers(d, c, 0) {
+                            self.cover_block = (i, j, self.cores[c].type_bit());
                             return None;
                         }
                         dropped = true;

@@ -83,6 +83,8 @@ pub(crate) struct Compiler<'a> {
     /// ([`Compiler::one_of_negations`]): most `oneOf`s are disjoint and never need them, and
     /// nested `oneOf`s would otherwise build every level's negations up front.
     one_of_negs: FxHashMap<ExprId, OneOfNegs<'a>>,
+    /// The last `oneOf` cover test's blocker (branch, other branch, type bit), for the error.
+    cover_block: (usize, usize, u8),
 }
 
 /// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
@@ -154,6 +156,7 @@ impl<'a> Compiler<'a> {
             anyof: FxHashSet::default(),
             unannotated: FxHashSet::default(),
             one_of_negs: FxHashMap::default(),
+            cover_block: (0, 0, 0),
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);
