@@ -197,14 +197,11 @@ pub(crate) fn string_members(
     dfas: &[ByteDfa],
     any_dfa: DfaId,
 ) -> Option<Vec<Box<[u8]>>> {
+    if !decided_by_members(core, dfas, any_dfa) {
+        return None;
+    }
     let CoreRt::String { dfa, max, .. } = core else { return None };
-    if *dfa == any_dfa {
-        return None;
-    }
     let d = &dfas[*dfa];
-    if d.finite_count(d.start())? > MAX_MEMBERS {
-        return None;
-    }
     fn walk(d: &ByteDfa, s: u32, cur: &mut Vec<u8>, out: &mut Vec<Box<[u8]>>) {
         if d.is_accept(s) {
             out.push(cur.as_slice().into());
@@ -224,6 +221,22 @@ pub(crate) fn string_members(
         std::str::from_utf8(m).is_ok_and(|t| t.chars().count() as u64 <= u64::from(*max))
     });
     Some(out)
+}
+
+/// Is `core` a string core [`string_members`] lists (a finite language of at most
+/// [`MAX_MEMBERS`] members)? Decided from the automaton's count, without listing them.
+pub(crate) fn decided_by_members(core: &CoreRt, dfas: &[ByteDfa], any_dfa: DfaId) -> bool {
+    let CoreRt::String { dfa, .. } = core else { return false };
+    let d = &dfas[*dfa];
+    *dfa != any_dfa && d.finite_count(d.start()).is_some_and(|n| n <= MAX_MEMBERS)
+}
+
+/// The members (sorted bytewise, as [`string_members`] lists them) that start with `text`:
+/// one contiguous run.
+pub(crate) fn members_with_prefix<'m>(members: &'m [Box<[u8]>], text: &[u8]) -> &'m [Box<[u8]>] {
+    let lo = members.partition_point(|m| m.as_ref() < text);
+    let n = members[lo..].partition_point(|m| m.starts_with(text));
+    &members[lo..lo + n]
 }
 
 /// How many distinct values an item node of only `null`/boolean cores and strings decided by
@@ -262,8 +275,9 @@ pub(crate) fn finite_supply(
 
 /// The canonical form ([`canonical`]) of the string item with UTF-8 text `m`.
 pub(crate) fn string_canon(m: &[u8], out: &mut Vec<u8>) {
+    use std::io::Write;
     out.push(b's');
-    out.extend_from_slice(format!("{}:", m.len()).as_bytes());
+    write!(out, "{}:", m.len()).expect("writing to a Vec");
     out.extend_from_slice(m);
 }
 
@@ -271,12 +285,14 @@ pub(crate) fn string_canon(m: &[u8], out: &mut Vec<u8>) {
 /// up to an escape not yet complete (a high surrogate waiting for its low half counts as
 /// incomplete); a character's leading UTF-8 bytes are kept as they are.
 pub(crate) fn partial_string(raw: &[u8]) -> Vec<u8> {
+    use crate::json::syntax::{
+        escape_char, hex_val, surrogate_pair, HIGH_SURROGATES, LOW_SURROGATES,
+    };
+    let hex4 = |i: usize| -> Option<u32> {
+        raw.get(i..i + 4)?.iter().try_fold(0u32, |v, &b| Some(v << 4 | u32::from(hex_val(b)?)))
+    };
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
-    let hex4 = |i: usize| -> Option<u32> {
-        let h = raw.get(i..i + 4)?;
-        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
-    };
     while i < raw.len() {
         if raw[i] != b'\\' {
             out.push(raw[i]);
@@ -284,34 +300,25 @@ pub(crate) fn partial_string(raw: &[u8]) -> Vec<u8> {
             continue;
         }
         let Some(&e) = raw.get(i + 1) else { break };
-        let c = match e {
-            b'u' => {
-                let Some(v) = hex4(i + 2) else { break };
-                if (0xD800..0xDC00).contains(&v) {
-                    if raw.get(i + 6..i + 8) != Some(b"\\u") {
-                        break;
-                    }
-                    let Some(lo) = hex4(i + 8) else { break };
-                    i += 12;
-                    char::from_u32(
-                        0x10000 + ((v - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF),
-                    )
-                } else {
-                    i += 6;
-                    char::from_u32(v)
+        let cp = if e == b'u' {
+            let Some(v) = hex4(i + 2) else { break };
+            if HIGH_SURROGATES.contains(&v) {
+                let Some(lo) = hex4(i + 8).filter(|lo| LOW_SURROGATES.contains(lo)) else { break };
+                if raw.get(i + 6..i + 8) != Some(b"\\u") {
+                    break;
                 }
+                i += 12;
+                surrogate_pair(v, lo)
+            } else {
+                i += 6;
+                v
             }
-            b'b' => Some('\u{8}'),
-            b'f' => Some('\u{c}'),
-            b'n' => Some('\n'),
-            b'r' => Some('\r'),
-            b't' => Some('\t'),
-            other => Some(other as char),
-        };
-        if e != b'u' {
+        } else {
+            let Some(c) = escape_char(e) else { break };
             i += 2;
-        }
-        let Some(c) = c else { break };
+            u32::from(c)
+        };
+        let Some(c) = char::from_u32(cp) else { break };
         let mut buf = [0u8; 4];
         out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
     }
@@ -328,10 +335,7 @@ pub(crate) fn fresh_member(
     seen: impl Fn(&[u8]) -> bool,
 ) -> bool {
     let mut canon = Vec::new();
-    members.iter().any(|m| {
-        if !m.starts_with(text) {
-            return false;
-        }
+    members_with_prefix(members, text).iter().any(|m| {
         if let Some((lo, hi)) = pending {
             let next = std::str::from_utf8(&m[text.len()..]).ok().and_then(|t| t.chars().next());
             if !next.is_some_and(|c| (lo..=hi).contains(&(c as u32))) {
@@ -366,7 +370,7 @@ pub(crate) fn node_ok(
         if open_core(cores, nodes, dfas, any_dfa, c) {
             open = true;
         } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            && string_members(&cores[c], dfas, any_dfa).is_none()
+            && !decided_by_members(&cores[c], dfas, any_dfa)
         {
             return false;
         }
@@ -432,7 +436,7 @@ pub(crate) fn undecided_reason(
     for &c in node {
         if open_core(cores, nodes, dfas, any_dfa, c)
             || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            || string_members(&cores[c], dfas, any_dfa).is_some()
+            || decided_by_members(&cores[c], dfas, any_dfa)
         {
             continue;
         }

@@ -396,22 +396,21 @@ impl Fast<'_, '_> {
         let pi = self.rt.st.frames.len() - 2;
         let item = self.rt.st.frames[pi].item as usize;
         let text = crate::schema::unique::partial_string(&self.rt.st.raw[item + 1..]);
-        let lo = members.partition_point(|m| m.as_ref() < text.as_slice());
-        let hi = lo + members[lo..].partition_point(|m| m.starts_with(&text));
+        let run = crate::schema::unique::members_with_prefix(members, &text);
         let mut oks = std::mem::take(&mut self.fast.oks);
         oks.clear();
         oks.push(0);
         let (mut n, mut canon) = (0, Vec::new());
-        for m in &members[lo..hi] {
+        for m in run {
             canon.clear();
             crate::schema::unique::string_canon(m, &mut canon);
             n += u32::from(!self.rt.seen_item(pi, &canon));
             oks.push(n);
         }
         if n > 0 {
-            let mut stack = vec![(0, (hi - lo) as u32)];
+            let mut stack = vec![(0, run.len() as u32)];
             let mut w = NameWalk {
-                names: &members[lo..hi],
+                names: run,
                 oks: &oks,
                 pos: text.len() as u32,
                 stack: &mut stack,
