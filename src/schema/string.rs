@@ -144,6 +144,33 @@ impl ByteDfa {
         self.finite[s as usize]
     }
 
+    /// The accepted texts (in byte order) when the language is finite with at most `cap`
+    /// members; `None` otherwise.
+    pub(crate) fn members(&self, cap: u32) -> Option<Vec<Vec<u8>>> {
+        if self.is_empty() {
+            return Some(Vec::new());
+        }
+        if self.finite_count(self.start)? > cap {
+            return None;
+        }
+        fn walk(d: &ByteDfa, s: u32, cur: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+            if d.is_accept(s) {
+                out.push(cur.clone());
+            }
+            for b in 0..=255u8 {
+                let t = d.next(s, b);
+                if t != DEAD {
+                    cur.push(b);
+                    walk(d, t, cur, out);
+                    cur.pop();
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, self.start, &mut Vec::new(), &mut out);
+        Some(out)
+    }
+
     /// Run `bytes` from `s`.
     pub(crate) fn run(&self, mut s: u32, bytes: &[u8]) -> u32 {
         for &b in bytes {

@@ -29,7 +29,17 @@ impl<'a> Compiler<'a> {
         self.all_any_one(m, ptr, &mut parts)?;
         if let Some(x) = m.get("not") {
             let not = self.negate(x, &format!("{ptr}/not"), 0);
-            parts.extend(self.or_unsupported(not, "not", ptr)?);
+            match not {
+                Err(e) if !self.opts.lenient => {
+                    let SchemaErrorKind::Unsupported { reason, .. } = e.kind() else {
+                        return Err(e);
+                    };
+                    let reason = reason.clone();
+                    let pos = self.schema_at(&format!("{ptr}/not"))?;
+                    parts.push(self.push(Expr::Not { pos, ptr: ptr.to_string(), reason }));
+                }
+                not => parts.extend(self.or_unsupported(not, "not", ptr)?),
+            }
         }
         self.conditional(m, ptr, uneval, &mut parts)?;
         self.dependent_schemas(m, ptr, &mut parts)?;

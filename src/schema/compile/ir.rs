@@ -167,4 +167,16 @@ pub(crate) enum Expr {
         items: Option<ExprId>,
         ptr: String,
     },
+    /// The expression's cores without their evaluation annotations: a positive schema met
+    /// inside a `not` (`not: {not: S}`, the pairs of a negated `oneOf`, a negated `if`),
+    /// whose annotations the specification drops.
+    NoAnnot(ExprId),
+    /// `not` over the schema `pos` whose complement has no exact form (`reason` says why):
+    /// decided only inside a conjunction whose other parts leave a finite set of literals
+    /// (`enum`/`const` siblings), each kept iff `pos` rejects it; an error anywhere else.
+    Not {
+        pos: ExprId,
+        ptr: String,
+        reason: String,
+    },
 }

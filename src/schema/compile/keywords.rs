@@ -414,6 +414,13 @@ impl<'a> Compiler<'a> {
 
     /// Cores of one literal value (`const`, an `enum` member).
     pub(super) fn literal(&mut self, v: &Value, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        let cs = self.literal_in(v, ptr)?;
+        self.single.extend(cs.iter().copied());
+        Ok(cs)
+    }
+
+    /// [`Compiler::literal`] before its cores are marked as single instances.
+    fn literal_in(&mut self, v: &Value, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
         self.check_size()?;
         Ok(match v {
             Value::Null => vec![self.core(Core::Null)],

@@ -20,6 +20,13 @@ fn type_name(t: u8) -> &'static str {
     }
 }
 
+/// The reason of an [`Expr::Not`] error: why its complement has no exact form, and that no
+/// finite set of literals beside it could be tested instead.
+fn not_reason(reason: &str) -> String {
+    let r = if reason.is_empty() { "its complement has no exact form" } else { reason };
+    format!("{r}; the values beside it are not a finite set of literals (enum/const) it could be tested on one by one")
+}
+
 impl<'a> Compiler<'a> {
     /// Normal form of an expression: its union of cores.
     pub(crate) fn normalize(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
@@ -67,12 +74,20 @@ impl<'a> Compiler<'a> {
                 }
                 out
             }
+            Expr::And(a) if self.has_lazy_not(&a) => self.and_with_lazy_nots(&a, ptr)?,
             Expr::And(a) => {
                 if let Some(cs) = self.and_into_one_of(&a, ptr)? {
                     cs
                 } else {
                     self.and_cores(&a, ptr)?
                 }
+            }
+            Expr::NoAnnot(x) => {
+                let cs = self.normalize(x, ptr)?;
+                cs.into_iter().map(|c| self.plain_core(c)).collect()
+            }
+            Expr::Not { ptr: p, reason, .. } => {
+                return Err(SchemaError::unsupported_because("not", &p, not_reason(&reason)));
             }
             Expr::Uneval { base, props, items, ptr: p } => {
                 let kw = if props.is_some() { "unevaluatedProperties" } else { "unevaluatedItems" };
@@ -185,6 +200,60 @@ impl<'a> Compiler<'a> {
             });
         }
         Ok(acc.unwrap_or_default())
+    }
+
+    /// Does the conjunction `a` hold an [`Expr::Not`] (directly or in a nested conjunction)?
+    fn has_lazy_not(&self, a: &[ExprId]) -> bool {
+        a.iter().any(|&x| match &self.exprs[x] {
+            Expr::Not { .. } => true,
+            Expr::And(b) => self.has_lazy_not(b),
+            _ => false,
+        })
+    }
+
+    /// A conjunction with [`Expr::Not`]s: the other parts' cores, each of which must be a
+    /// single instance (a literal, or a literal merged with more constraints), kept iff every
+    /// such `not`'s schema rejects it — decided by [`Compiler::covers`] (the schema has a core
+    /// containing it: drop) and [`Compiler::disjoint`] (disjoint from every core: keep).
+    /// Anything else is the `not`'s error.
+    fn and_with_lazy_nots(&mut self, a: &[ExprId], ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
+        let mut parts = Vec::new();
+        let mut nots = Vec::new();
+        let mut todo: Vec<ExprId> = a.to_vec();
+        while let Some(x) = todo.pop() {
+            match &self.exprs[x] {
+                Expr::Not { .. } => nots.push(x),
+                Expr::And(b) if self.has_lazy_not(b) => todo.extend(b.iter().copied()),
+                _ => parts.push(x),
+            }
+        }
+        let e = self.and(parts);
+        let cs = self.normalize(e, ptr)?;
+        let mut out = Vec::new();
+        for c in cs {
+            let mut keep = true;
+            for &n in &nots {
+                let Expr::Not { pos, ptr: p, reason } = self.exprs[n].clone() else {
+                    unreachable!("collected above")
+                };
+                let err = || SchemaError::unsupported_because("not", &p, not_reason(&reason));
+                if !self.single.contains(&c) {
+                    return Err(err());
+                }
+                let pcs = self.normalize(pos, &p)?;
+                if pcs.iter().any(|&q| self.covers(q, c, 0)) {
+                    keep = false;
+                    break;
+                }
+                if !pcs.iter().all(|&q| self.disjoint(c, q, 0)) {
+                    return Err(err());
+                }
+            }
+            if keep {
+                out.push(c);
+            }
+        }
+        Ok(out)
     }
 
     /// `A ∧ oneOf(B₁…Bₙ)` is `oneOf(A ∧ B₁ … A ∧ Bₙ)`: an instance of `A` matches exactly one
@@ -388,6 +457,45 @@ impl<'a> Compiler<'a> {
         vec![has, without]
     }
 
+    /// When `c` is a single scalar instance ([`Compiler::single`]: a literal, maybe merged
+    /// with more constraints), does `d` accept it? Exact for null, booleans, numbers (by
+    /// value; `None` under a draft-04 `integer` that also looks at the spelling) and strings
+    /// (the one member run through `d`'s automaton and length bounds); `None` for arrays and
+    /// objects, which [`Compiler::covers`] and [`Compiler::disjoint`] decide through their
+    /// children, and when `c` is not single.
+    fn single_in(&self, d: CoreId, c: CoreId) -> Option<bool> {
+        if !self.single.contains(&c) {
+            return None;
+        }
+        let (cd, cc) = (&self.cores[d], &self.cores[c]);
+        if cd.type_bit() != cc.type_bit() {
+            return Some(false);
+        }
+        match (cd, cc) {
+            (Core::Null, Core::Null) => Some(true),
+            (Core::Bool(x), Core::Bool(y)) => Some(y & !x == 0),
+            (Core::Number(x), Core::Number(y)) => {
+                let (Some((lo, false)), Some((hi, false))) = (&y.lo, &y.hi) else { return None };
+                if lo != hi || x.int_syntax || y.int_syntax || !y.accepts(lo) {
+                    return None;
+                }
+                Some(x.accepts(lo))
+            }
+            (Core::String(x), Core::String(y)) => {
+                let dy = &self.dfas[y.dfa.unwrap_or(self.any_dfa)];
+                let ms = dy.members(1)?;
+                let [m] = &ms[..] else { return None };
+                let len = std::str::from_utf8(m).ok()?.chars().count() as u64;
+                if len < u64::from(y.min) || len > u64::from(y.max) {
+                    return None;
+                }
+                let dx = &self.dfas[x.dfa.unwrap_or(self.any_dfa)];
+                Some(dx.matches(m) && len >= u64::from(x.min) && len <= u64::from(x.max))
+            }
+            _ => None,
+        }
+    }
+
     /// Does core `d` accept every instance core `c` accepts? Conservative: `false` when
     /// unsure. True for the same core, for a `d` that constrains nothing beyond its type, for
     /// booleans, strings and numbers that constrain less in the ways compared here, and for
@@ -396,6 +504,9 @@ impl<'a> Compiler<'a> {
     pub(super) fn covers(&mut self, d: CoreId, c: CoreId, depth: usize) -> bool {
         if d == c {
             return true;
+        }
+        if let Some(b) = self.single_in(d, c) {
+            return b;
         }
         let tr = self.true_e;
         match (&self.cores[d], &self.cores[c]) {
@@ -488,6 +599,9 @@ impl<'a> Compiler<'a> {
 
     /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
     pub(super) fn disjoint(&mut self, a: CoreId, b: CoreId, depth: usize) -> bool {
+        if let Some(x) = self.single_in(a, b).or_else(|| self.single_in(b, a)) {
+            return !x;
+        }
         let (ca, cb) = (self.cores[a].clone(), self.cores[b].clone());
         if ca.type_bit() != cb.type_bit() {
             return true;
@@ -576,6 +690,20 @@ impl<'a> Compiler<'a> {
         b: CoreId,
         ptr: &str,
     ) -> Result<Option<CoreId>, SchemaError> {
+        let m = self.merge_in(a, b, ptr)?;
+        // An intersection with a single instance has at most that instance (`merge_in`
+        // returns `a` unchanged only when it is the intersection, or in lenient mode).
+        if let Some(m) = m {
+            let (sa, sb) = (self.single.contains(&a), self.single.contains(&b));
+            if (sa && (m == a || !self.opts.lenient)) || (sb && (m == b || !self.opts.lenient)) {
+                self.single.insert(m);
+            }
+        }
+        Ok(m)
+    }
+
+    /// [`Compiler::merge`] before single instances are tracked.
+    fn merge_in(&mut self, a: CoreId, b: CoreId, ptr: &str) -> Result<Option<CoreId>, SchemaError> {
         let (ca, cb) = (&self.cores[a], &self.cores[b]);
         if ca.type_bit() != cb.type_bit() {
             return Ok(None);
@@ -658,24 +786,74 @@ impl<'a> Compiler<'a> {
                         Some(self.dfa_product(p, q, Op::And, "propertyNames", ptr)?)
                     }
                 };
-                Core::Object(Box::new(ObjC {
+                let o = ObjC {
                     groups,
                     required,
                     min: x.min.max(y.min),
                     max: x.max.min(y.max),
                     deps,
                     names,
-                }))
+                };
+                if self.required_forbidden(&o) {
+                    return Ok(None);
+                }
+                Core::Object(Box::new(o))
             }
             _ => return Ok(None),
         };
         Ok(Some(self.core(merged)))
     }
 
+    /// Is `e` known to accept nothing (`false`, a reference to it, or normalised empty)?
+    fn is_false(&self, mut e: ExprId) -> bool {
+        loop {
+            if e == self.false_e || self.norm[e].as_ref().is_some_and(Vec::is_empty) {
+                return true;
+            }
+            match &self.exprs[e] {
+                Expr::And(v) if v.len() == 1 => e = v[0],
+                Expr::Cores(v) => return v.is_empty(),
+                _ => return false,
+            }
+        }
+    }
+
+    /// Can an object of `o` not exist because it must hold more keys than `maxProperties`
+    /// allows, or a required key that some group gives the schema `false` (not declared, no
+    /// pattern matches it, `additionalProperties: false`) or that `propertyNames` refuses?
+    /// Checked when cores are merged, so that intersections of `required` (from negated
+    /// `propertyNames`/`patternProperties` above all) with closed objects drop out before
+    /// they count against the alternatives limit.
+    fn required_forbidden(&self, o: &ObjC) -> bool {
+        if o.required.len() as u64 > u64::from(o.max) {
+            return true;
+        }
+        o.required.iter().any(|r| {
+            if o.names.is_some_and(|d| !self.dfas[d].matches(r.as_bytes())) {
+                return true;
+            }
+            o.groups.iter().any(|g| {
+                if let Some((_, e)) = g.props.iter().find(|(n, _)| n == r) {
+                    return self.is_false(*e);
+                }
+                let mut matched = false;
+                for &(d, e) in &g.patterns {
+                    if self.dfas[d].matches(r.as_bytes()) {
+                        if self.is_false(e) {
+                            return true;
+                        }
+                        matched = true;
+                    }
+                }
+                !matched && self.is_false(g.additional)
+            })
+        })
+    }
+
     /// `unevaluated*` is decided per normal-form alternative, which is exact when an instance
     /// matches at most one alternative with given annotations: every `anyOf` below `e` (through
-    /// in-place applicators) must have pairwise disjoint branches, and no annotations may come
-    /// from inside a double `not`.
+    /// in-place applicators) must have pairwise disjoint branches (annotations from inside a
+    /// `not` are dropped where they arise: [`Expr::NoAnnot`]).
     pub(super) fn check_exclusive(
         &mut self,
         e: ExprId,
@@ -687,9 +865,6 @@ impl<'a> Compiler<'a> {
         while let Some(x) = stack.pop() {
             if !seen.insert(x) {
                 continue;
-            }
-            if self.unannotated.contains(&x) {
-                return Err(SchemaError::unsupported(kw, ptr));
             }
             match self.exprs[x].clone() {
                 Expr::And(a) => stack.extend(a),
@@ -718,10 +893,37 @@ impl<'a> Compiler<'a> {
                     stack.extend(self.one_of_negations(x)?.into_iter().flatten());
                 }
                 Expr::Uneval { base, .. } => stack.push(base),
-                Expr::Cores(_) | Expr::Pending => {}
+                // Inside `not`: no annotations.
+                Expr::Cores(_) | Expr::Pending | Expr::Not { .. } | Expr::NoAnnot(_) => {}
             }
         }
         Ok(())
+    }
+
+    /// Core `c` without its evaluation annotations (a schema's own `properties`,
+    /// `prefixItems`, …): what it contributes from inside a `not`, whose annotations the
+    /// specification drops.
+    fn plain_core(&mut self, c: CoreId) -> CoreId {
+        let plain = match self.cores[c].clone() {
+            Core::Object(mut o) if o.groups.iter().any(|g| g.annot || g.annot_all) => {
+                for g in o.groups.iter_mut() {
+                    g.annot = false;
+                    g.annot_all = false;
+                }
+                Core::Object(o)
+            }
+            Core::Array(mut a) if a.annot_len > 0 || a.annot_all => {
+                a.annot_len = 0;
+                a.annot_all = false;
+                Core::Array(a)
+            }
+            _ => return c,
+        };
+        let p = self.core(plain);
+        if self.single.contains(&c) {
+            self.single.insert(p);
+        }
+        p
     }
 
     /// Core `c` with `unevaluatedProperties: props` / `unevaluatedItems: items` applied to
@@ -807,14 +1009,22 @@ mod tests {
             {"type": "object", "additionalProperties": false, "required": ["a", "b"]}
         ]}));
         let e = c.schema_at("").unwrap();
+        // Both groups apply to every key: `b` is required but the second group forbids it,
+        // so the merge is empty.
+        assert!(kinds(&mut c, e).is_empty());
+        let mut c = compiler(json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "object", "additionalProperties": {"type": "integer"}, "required": ["b"]}
+        ]}));
+        let e = c.schema_at("").unwrap();
         let cs = cores(&mut c, e);
         let [Core::Object(o)] = &cs[..] else { panic!("one object core") };
         // The two branches' groups and the (empty) one of the schema holding the `allOf`.
         assert_eq!(o.groups.len(), 3);
         assert_eq!(o.required, ["a", "b"]);
-        // Both groups apply to every key: `b` is required but no group-2 property allows it.
-        let vb = c.key_value(o, "b");
-        assert!(kinds(&mut c, vb).is_empty());
+        // `a` must be a string by the first group and an integer by the second.
+        let va = c.key_value(o, "a");
+        assert!(kinds(&mut c, va).is_empty());
     }
 
     #[test]
@@ -914,8 +1124,8 @@ mod tests {
             {"type": "boolean", "const": true}
         ]}));
         let e = c.schema_at("").unwrap();
-        // (The object core requires a key it forbids: empty, but no other core overlaps it.)
-        assert_eq!(kinds(&mut c, e), ["null", "str", "obj"]);
+        // (The object core requires a key it forbids: dropped as empty when merged.)
+        assert_eq!(kinds(&mut c, e), ["null", "str"]);
     }
 
     #[test]
@@ -935,5 +1145,21 @@ mod tests {
         assert!(validates(&s, r#"{"a":1}"#));
         assert!(validates(&s, r#"{"b":1}"#));
         assert!(!validates(&s, r#"{"a":1,"c":2}"#));
+    }
+
+    /// A required key that a closed object cannot hold, or more required keys than
+    /// `maxProperties`, makes the merge empty.
+    #[test]
+    fn merges_drop_objects_whose_required_keys_are_forbidden() {
+        let mut c = compiler(json!({"allOf": [
+            {"patternProperties": {"^[0-9]$": true}, "additionalProperties": false},
+            {"anyOf": [{"required": ["11"]}, {"required": ["1"]}, {"required": ["1", "2"]}]},
+            {"maxProperties": 1}
+        ]}));
+        let e = c.schema_at("").unwrap();
+        let objs: Vec<Core> =
+            cores(&mut c, e).into_iter().filter(|k| matches!(k, Core::Object(_))).collect();
+        let objs = objs.len();
+        assert_eq!(objs, 1);
     }
 }

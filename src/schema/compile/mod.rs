@@ -77,14 +77,16 @@ pub(crate) struct Compiler<'a> {
     dfa_memo: FxHashMap<String, DfaId>,
     /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
     anyof: FxHashSet<ExprId>,
-    /// Positive schemas inside a double `not` (their annotations are dropped by the spec).
-    unannotated: FxHashSet<ExprId>,
     /// The branch negations of each `oneOf`, built on first need
     /// ([`Compiler::one_of_negations`]): most `oneOf`s are disjoint and never need them, and
     /// nested `oneOf`s would otherwise build every level's negations up front.
     one_of_negs: FxHashMap<ExprId, OneOfNegs<'a>>,
     /// The last `oneOf` cover test's blocker (branch, other branch, type bit), for the error.
     cover_block: (usize, usize, u8),
+    /// Cores with at most one instance: literals (`const`, `enum` members) and what merging
+    /// them with anything gives. A `not` without an exact complement is decided on them
+    /// ([`Expr::Not`]).
+    single: FxHashSet<CoreId>,
 }
 
 /// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
@@ -154,9 +156,9 @@ impl<'a> Compiler<'a> {
             ref_depth: 0,
             dfa_memo: FxHashMap::default(),
             anyof: FxHashSet::default(),
-            unannotated: FxHashSet::default(),
             one_of_negs: FxHashMap::default(),
             cover_block: (0, 0, 0),
+            single: FxHashSet::default(),
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);

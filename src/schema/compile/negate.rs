@@ -11,6 +11,19 @@ use crate::schema::number::Dec;
 use crate::schema::FormatMode;
 use serde_json::Map;
 
+/// The most key names a negated `propertyNames`/`patternProperties` may leave possible
+/// ([`Compiler::exists_key`]: one object alternative per name).
+const MAX_EXISTS_KEYS: u32 = 32;
+
+/// Does the subschema accept every value (`true`, `{}`)?
+fn trivially_true(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
 impl<'a> Compiler<'a> {
     /// `not` pushed inwards: the expression for the complement of the schema at `ptr`.
     pub(super) fn negate(
@@ -129,8 +142,7 @@ impl<'a> Compiler<'a> {
             "anyOf" | "allOf" | "oneOf" => alts.push(self.not_applicator(k, x, ptr, kp, depth)?),
             "not" => {
                 let e = self.schema_at(kp)?;
-                self.unannotated.insert(e);
-                alts.push(e);
+                alts.push(self.push(Expr::NoAnnot(e)));
             }
             "$ref" | "$dynamicRef" | "$recursiveRef" => {
                 let r = x
@@ -182,14 +194,73 @@ impl<'a> Compiler<'a> {
                     alts.push(cores(self, vec![c]));
                 }
             }
+            // A subschema that accepts everything constrains nothing: nothing to negate
+            // (`"unevaluatedProperties": true`, `"patternProperties": {"x": true}`).
+            "additionalProperties"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "additionalItems"
+            | "propertyNames"
+            | "items"
+                if trivially_true(x) => {}
+            "patternProperties" | "dependentSchemas"
+                if x.as_object().is_some_and(|o| o.values().all(trivially_true)) => {}
+            // `if` alone constrains nothing; with `then`/`else` it fails where `if` holds and
+            // `then` does not, or where `if` fails and `else` does not.
+            "if" if !m.contains_key("then") && !m.contains_key("else") => {}
+            "if" => {
+                let pos = self.schema_at(kp)?;
+                let pos = self.push(Expr::NoAnnot(pos));
+                if let Some(t) = m.get("then") {
+                    let nt = self.negate(t, &format!("{ptr}/then"), depth + 1)?;
+                    alts.push(self.and(vec![pos, nt]));
+                }
+                if let Some(e) = m.get("else") {
+                    let ni = self.negate(x, kp, depth + 1)?;
+                    let ne = self.negate(e, &format!("{ptr}/else"), depth + 1)?;
+                    alts.push(self.and(vec![ni, ne]));
+                }
+            }
+            // ¬propertyNames: some key outside the names' language.
+            "propertyNames" => {
+                let neg = self.negate(x, kp, depth + 1)?;
+                let cs = self.normalize(neg, kp)?;
+                let mut names: Option<DfaId> = None;
+                for c in cs {
+                    if let Core::String(sc) = self.cores[c].clone() {
+                        let d = self.fold_str(&sc, kp)?;
+                        names = Some(match names {
+                            None => d,
+                            Some(y) => self.dfa_product(y, d, Op::Or, "not", ptr)?,
+                        });
+                    }
+                }
+                if let Some(names) = names {
+                    let tr = self.true_e;
+                    alts.push(self.exists_key(names, tr, ptr)?);
+                }
+            }
+            // ¬patternProperties: for some pattern, a matching key whose value fails it.
+            "patternProperties" => {
+                let p = x.as_object().ok_or_else(|| {
+                    SchemaError::invalid(ptr, "patternProperties must be an object")
+                })?;
+                for (pat, sub) in p {
+                    if trivially_true(sub) {
+                        continue;
+                    }
+                    let re = string::translate_ecma(pat)
+                        .map_err(|_| SchemaError::unsupported("not", ptr))?;
+                    let d = self.regex_dfa(&re, "patternProperties", ptr)?;
+                    let nv = self.negate(sub, &format!("{kp}/{}", esc_ptr(pat)), depth + 1)?;
+                    alts.push(self.exists_key(d, nv, ptr)?);
+                }
+            }
             // Keywords the engine knows but cannot negate (or only in the forms above).
             "additionalProperties"
-            | "patternProperties"
-            | "propertyNames"
             | "dependencies"
             | "dependentRequired"
             | "dependentSchemas"
-            | "if"
             | "additionalItems"
             | "minContains"
             | "maxContains"
@@ -209,6 +280,46 @@ impl<'a> Compiler<'a> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Objects with some key in the language of automaton `names` whose value matches
+    /// `value` (the negations of `propertyNames` and of a `patternProperties` entry). Decided
+    /// when the key language is finite with at most [`MAX_EXISTS_KEYS`] members (the union
+    /// of "has key `n`, its value in `value`" over them), or when every key qualifies and
+    /// the value is unconstrained (`minProperties: 1`). An existential over an infinite key
+    /// language has no exact form in the object cores (`required` names keys one by one):
+    /// unsupported, saying so.
+    fn exists_key(
+        &mut self,
+        names: DfaId,
+        value: ExprId,
+        ptr: &str,
+    ) -> Result<ExprId, SchemaError> {
+        if let Some(ms) = self.dfas[names].members(MAX_EXISTS_KEYS) {
+            let mut cs = Vec::new();
+            for m in ms {
+                let Ok(n) = String::from_utf8(m) else { continue };
+                cs.push(self.obj_core(vec![(n.clone(), value)], vec![n], 0));
+            }
+            return Ok(self.push(Expr::Cores(cs)));
+        }
+        if value == self.true_e {
+            let rest = string::complement(&self.dfas[names], self.limits.max_dfa_states)
+                .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
+            if rest.is_empty() {
+                let c = self.obj_core(Vec::new(), Vec::new(), 1);
+                return Ok(self.push(Expr::Cores(vec![c])));
+            }
+        }
+        Err(SchemaError::unsupported_because(
+            "not",
+            ptr,
+            format!(
+                "it requires some key of an infinite (or over {MAX_EXISTS_KEYS} names) key \
+                 language to exist (the negation of propertyNames/patternProperties/\
+                 additionalProperties), which objects cannot express"
+            ),
+        ))
     }
 
     /// `¬type`: the cores of the other types. `¬integer` also keeps numbers with a fraction.
@@ -254,7 +365,7 @@ impl<'a> Compiler<'a> {
     /// `¬anyOf` = every branch negated; `¬allOf` = some branch negated; `¬oneOf` = no branch
     /// (every branch negated) or two at once (`∨_{i<j} (branchᵢ ∧ branchⱼ)`, at most 16
     /// branches so at most 120 pairs). The pairs' annotations come from inside a `not`, so
-    /// they are marked as producing none.
+    /// they are dropped ([`Expr::NoAnnot`]).
     fn not_applicator(
         &mut self,
         k: &str,
@@ -283,8 +394,7 @@ impl<'a> Compiler<'a> {
             for i in 0..pos.len() {
                 for j in i + 1..pos.len() {
                     let both = self.and(vec![pos[i], pos[j]]);
-                    self.unannotated.insert(both);
-                    alts.push(both);
+                    alts.push(self.push(Expr::NoAnnot(both)));
                 }
             }
             return Ok(self.push(Expr::Or(alts)));
@@ -557,10 +667,15 @@ mod tests {
 
     #[test]
     fn double_negation_is_the_schema_without_annotations() {
-        let mut c = compiler(json!({"not": {"type": "string"}}));
+        let mut c = compiler(json!({"not": {"type": "object", "properties": {"a": {}}}}));
         let e = negated(&mut c).unwrap();
-        assert_eq!(kinds(&mut c, e), ["str"]);
-        assert_eq!(c.unannotated.len(), 1);
+        let cs = cores(&mut c, e);
+        let [Core::Object(o)] = &cs[..] else { panic!("one object core") };
+        assert!(o.groups.iter().all(|g| !g.annot && !g.annot_all));
+        // So `unevaluatedProperties` beside it does not count its keys as evaluated.
+        let s = json!({"not": {"not": {"properties": {"a": {}}}}, "unevaluatedProperties": false});
+        assert!(!validates(&s, r#"{"a":1}"#));
+        assert!(validates(&s, "{}"));
     }
 
     #[test]
@@ -644,5 +759,72 @@ mod tests {
         ] {
             assert_eq!(validates(&s, doc), ok, "{doc}");
         }
+    }
+
+    /// `¬propertyNames` and `¬patternProperties`: some key of a finite language (one object
+    /// alternative per name), or any key at all (`minProperties: 1`).
+    #[test]
+    fn negated_key_rules_are_some_key_existing() {
+        let s = json!({"type": "object", "not": {"propertyNames": {"not": {"enum": ["a", "b"]}}}});
+        for (doc, ok) in [
+            ("{}", false),
+            (r#"{"c":1}"#, false),
+            (r#"{"c":1,"b":2}"#, true),
+            (r#"{"a":[]}"#, true),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        let s = json!({"not": {"propertyNames": false}});
+        assert!(!validates(&s, "{}") && validates(&s, r#"{"x":0}"#) && !validates(&s, "3"));
+        let s = json!({"type": "object", "not": {"patternProperties": {"^(x|y)$": {"type": "string"}}}});
+        for (doc, ok) in [
+            (r#"{"x":"s"}"#, false),
+            (r#"{"x":"s","y":2}"#, true),
+            (r#"{"z":2}"#, false),
+            (r#"{"y":null}"#, true),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        // An infinite key language with a constrained value has no exact form.
+        let mut c = compiler(json!({"patternProperties": {"a": {"type": "string"}}}));
+        let err = negated(&mut c).unwrap_err();
+        assert!(err.to_string().contains("infinite"), "{err}");
+    }
+
+    /// Keywords whose subschema accepts everything negate to nothing; `if` with `then`/`else`
+    /// negates to "if and not then, or not if and not else".
+    #[test]
+    fn trivially_true_subschemas_and_conditionals_negate() {
+        assert!(negated_kinds(
+            json!({"unevaluatedProperties": true, "patternProperties": {"x": {}}})
+        )
+        .is_empty());
+        assert!(negated_kinds(json!({"if": {"type": "string"}})).is_empty());
+        let s = json!({"not": {"if": {"type": "integer"}, "then": {"minimum": 5}, "else": {"type": "string"}}});
+        for (doc, ok) in
+            [("3", true), ("7", false), (r#""s""#, false), ("null", true), ("2.5", true)]
+        {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+    }
+
+    /// A `not` without an exact complement is decided on literal siblings, one by one.
+    #[test]
+    fn a_not_without_complement_filters_literals() {
+        let s = json!({"allOf": [
+            {"enum": [{"a": 1}, {"a": 1, "b": true}, {"b": 2}]},
+            {"not": {"additionalProperties": {"type": "integer"}}}
+        ]});
+        for (doc, ok) in
+            [(r#"{"a":1}"#, false), (r#"{"a":1,"b":true}"#, true), (r#"{"b":2}"#, false)]
+        {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        // Without literals beside it, the error says why.
+        let doc = json!({"type": "object", "not": {"additionalProperties": {"type": "integer"}}});
+        let mut c = compiler(doc);
+        let e = c.schema_at("").unwrap();
+        let err = c.normalize(e, "").unwrap_err();
+        assert!(err.to_string().contains("finite set of literals"), "{err}");
     }
 }
