@@ -256,6 +256,47 @@ pub(crate) struct NumCore {
     pub frac: bool,
     /// The value must not be a multiple of any of these (`not: {multipleOf}`), sorted.
     pub not_multiples: Vec<Dec>,
+    /// The value must be one of these (an `enum` of numbers: one alternative however many
+    /// members). Every member satisfies the other fields ([`NumCore::merge`] filters them).
+    pub values: Option<std::sync::Arc<NumSet>>,
+}
+
+/// A finite set of numbers, sorted by sign, then digit string, then exponent: the members
+/// whose significant digits start with a typed prefix are one run ([`NumCore::live`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct NumSet {
+    members: Vec<Dec>,
+}
+
+impl NumSet {
+    /// The set of `values` (duplicates merged: `1` and `1.0` are one member).
+    pub(crate) fn new(mut values: Vec<Dec>) -> NumSet {
+        values.sort_by(Self::order);
+        values.dedup();
+        NumSet { members: values }
+    }
+
+    fn order(a: &Dec, b: &Dec) -> Ordering {
+        (a.neg, &a.digits, a.exp).cmp(&(b.neg, &b.digits, b.exp))
+    }
+
+    /// The members.
+    pub(crate) fn members(&self) -> &[Dec] {
+        &self.members
+    }
+
+    pub(crate) fn contains(&self, v: &Dec) -> bool {
+        self.members.binary_search_by(|m| Self::order(m, v)).is_ok()
+    }
+
+    /// The nonzero members of sign `neg` whose digit string starts with `sig`.
+    fn with_prefix<'s>(&'s self, neg: bool, sig: &'s [u8]) -> impl Iterator<Item = &'s Dec> + 's {
+        let start = self.members.partition_point(|m| (m.neg, &m.digits[..]) < (neg, sig));
+        self.members[start..]
+            .iter()
+            .take_while(move |m| m.neg == neg && m.digits.starts_with(sig))
+            .filter(|m| !m.is_zero())
+    }
 }
 
 fn tighter_lo(a: &Bound, b: &Bound) -> Bound {
@@ -356,7 +397,7 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
 /// `texts_with_one_class_key_share_completions` in the tests checks it against
 /// [`NumCore::live`] by brute force.
 pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVec<[u8; 32]>> {
-    if core.frac || !core.not_multiples.is_empty() {
+    if core.frac || !core.not_multiples.is_empty() || core.values.is_some() {
         return None;
     }
     // Integrality (`integer`, `multipleOf`): positions matter; with `multipleOf Q × 10^e`
@@ -457,6 +498,7 @@ impl NumCore {
             int_syntax: false,
             frac: false,
             not_multiples: Vec::new(),
+            values: None,
         }
     }
 
@@ -486,7 +528,14 @@ impl NumCore {
             Some(q) if integer && !q.is_integer() => Some(q.lcm(&pow10(0)).ok_or(())?),
             m => m,
         };
-        Ok(NumCore {
+        let values = match (&self.values, &o.values) {
+            (None, None) => None,
+            (Some(s), None) | (None, Some(s)) => Some(s.members.clone()),
+            (Some(a), Some(b)) => {
+                Some(a.members.iter().filter(|v| b.contains(v)).cloned().collect::<Vec<_>>())
+            }
+        };
+        let mut m = NumCore {
             lo: tighter_lo(&self.lo, &o.lo),
             hi: tighter_hi(&self.hi, &o.hi),
             integer,
@@ -500,7 +549,14 @@ impl NumCore {
                 v.dedup();
                 v
             },
-        })
+            values: None,
+        };
+        if let Some(mut vs) = values {
+            // Keep only the members the other fields accept: the set alone then decides.
+            vs.retain(|v| m.accepts(v));
+            m.values = Some(std::sync::Arc::new(NumSet::new(vs)));
+        }
+        Ok(m)
     }
 
     /// Can liveness decide `multipleOf` (and `not: {multipleOf}`) exactly? Each mantissa must
@@ -579,7 +635,8 @@ impl NumCore {
 
     /// Does the complete value `v` satisfy the constraint?
     pub(crate) fn accepts(&self, v: &Dec) -> bool {
-        self.in_range(v)
+        self.values.as_ref().is_none_or(|s| s.contains(v))
+            && self.in_range(v)
             && (!self.integer || v.is_integer())
             && (!self.frac || !v.is_integer())
             && self.multiple.as_ref().is_none_or(|q| v.is_multiple_of(q))
@@ -597,6 +654,9 @@ impl NumCore {
     /// satisfies the constraint?
     pub(crate) fn live(&self, text: &[u8]) -> bool {
         let Some(p) = parse_prefix(text) else { return false };
+        if let Some(s) = &self.values {
+            return self.set_live(s, &p, text);
+        }
         if self.integer && self.frac {
             return false;
         }
@@ -651,6 +711,45 @@ impl NumCore {
         }
     }
 
+    /// [`NumCore::live`] for a finite set: some member still reachable from `text`, decided
+    /// by the point constraint of each candidate ([`NumCore::point`], with `int_syntax`).
+    /// Candidates are the members a completion could reach at all: before the exponent, a
+    /// completion keeps the typed significant digits `P` as the leading ones and the
+    /// exponent can move the point anywhere, so a member's digit string must start with `P`
+    /// or be `P` without its trailing zeros; in the exponent the mantissa is fixed, so its
+    /// digits must be the member's. Zero is reachable while every typed digit is a zero.
+    fn set_live(&self, s: &NumSet, p: &Parsed, text: &[u8]) -> bool {
+        let reach = |v: &Dec| {
+            let mut c = NumCore::point(v.clone());
+            c.int_syntax = self.int_syntax;
+            c.live(text)
+        };
+        let zero = Dec::zero();
+        match p.phase {
+            Phase::Empty => s.members.iter().any(reach),
+            Phase::Minus | Phase::Zero | Phase::Int | Phase::Dot | Phase::Frac => {
+                let lead = p.mant.iter().take_while(|&&d| d == 0).count();
+                let sig = &p.mant[lead..];
+                let trimmed = &sig[..sig.len() - sig.iter().rev().take_while(|&&d| d == 0).count()];
+                (sig.is_empty() && s.contains(&zero) && reach(&zero))
+                    || s.with_prefix(p.neg, sig).any(reach)
+                    || (trimmed.len() < sig.len()
+                        && s.with_prefix(p.neg, trimmed)
+                            .take_while(|m| m.digits == trimmed)
+                            .any(reach))
+            }
+            Phase::E | Phase::ESign | Phase::Exp => {
+                let m = Dec::norm(false, p.mant.to_vec(), p.int_len as i64);
+                if m.is_zero() {
+                    return s.contains(&zero) && reach(&zero);
+                }
+                let found =
+                    s.with_prefix(p.neg, &m.digits).take_while(|v| v.digits == m.digits).any(reach);
+                found
+            }
+        }
+    }
+
     /// The constraint seen from the positive side: for `neg`, values are negated.
     fn oriented(&self, neg: bool) -> NumCore {
         if !neg {
@@ -664,6 +763,7 @@ impl NumCore {
             int_syntax: self.int_syntax,
             frac: self.frac,
             not_multiples: self.not_multiples.clone(),
+            values: None,
         }
     }
 
@@ -1061,6 +1161,71 @@ mod tests {
     /// alphabet, for every number prefix up to four bytes (and some longer ones near the
     /// bounds), under unconstrained, integer, bounded, bounded-integer, `multipleOf 10^k` and
     /// `multipleOf Q × 10^e` cores. Each class is compared with its first text.
+    /// A set's liveness equals "some member's point constraint is live" on every prefix
+    /// of up to five characters and some longer ones: the candidate search by digit prefix
+    /// never skips a reachable member. And a set merged with bounds keeps only its members
+    /// inside them.
+    #[test]
+    fn number_sets_are_live_iff_some_member_is() {
+        let sets: Vec<Vec<Dec>> = vec![
+            ["0", "1", "10", "100", "15", "150", "-15", "-0.5", "0.05", "2.5e3", "19", "9"]
+                .iter()
+                .map(|v| d(v))
+                .collect(),
+            (0..300).map(|i| d(&i.to_string())).collect(),
+            ["-1", "-10", "1e-7", "123.456"].iter().map(|v| d(v)).collect(),
+        ];
+        let mut texts: Vec<Vec<u8>> = vec![vec![]];
+        let mut last: Vec<Vec<u8>> = vec![vec![]];
+        for _ in 0..5 {
+            let mut next = Vec::new();
+            for w in &last {
+                for &c in b"0159.e-" {
+                    let mut x = w.clone();
+                    x.push(c);
+                    if parse_prefix(&x).is_some() {
+                        next.push(x);
+                    }
+                }
+            }
+            texts.extend(next.iter().cloned());
+            last = next;
+        }
+        for t in ["123.4560", "1.23456e2", "12345.6e-2", "0.0000001", "100e-9", "2500", "25e2"] {
+            texts.push(t.as_bytes().to_vec());
+        }
+        let mut checked = 0;
+        for members in &sets {
+            for int_syntax in [false, true] {
+                let set = NumCore {
+                    values: Some(std::sync::Arc::new(NumSet::new(members.clone()))),
+                    int_syntax,
+                    ..NumCore::any()
+                };
+                for t in &texts {
+                    let want = members.iter().any(|v| {
+                        let mut c = NumCore::point(v.clone());
+                        c.int_syntax = int_syntax;
+                        c.live(t)
+                    });
+                    assert_eq!(set.live(t), want, "{:?}", String::from_utf8_lossy(t));
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000);
+        let set = NumCore {
+            values: Some(std::sync::Arc::new(NumSet::new(sets[1].clone()))),
+            ..NumCore::any()
+        };
+        let bounded =
+            NumCore { lo: Some((d("100"), true)), multiple: Some(d("7")), ..NumCore::any() };
+        let m = set.merge(&bounded).unwrap();
+        assert!(m.accepts(&d("105")) && m.accepts(&d("294")));
+        assert!(!m.accepts(&d("100")) && !m.accepts(&d("98")) && !m.accepts(&d("106")));
+        assert!(m.live(b"10") && m.live(b"1.05e") && !m.live(b"1.06e"));
+    }
+
     #[test]
     fn texts_with_one_class_key_share_completions() {
         let b = |v: &str, ex: bool| Some((d(v), ex));

@@ -1174,6 +1174,13 @@ pub(crate) const UNSUPPORTED_FORMATS: &[&str] = &["regex", "idn-email", "idn-hos
 
 /// The full-match regex of a known `format`, or `None` for formats that constrain nothing
 /// (unknown formats are annotations in draft 2020-12; see also [`UNSUPPORTED_FORMATS`]).
+/// The most characters a string of an asserted format may have, counted beside its
+/// automaton (a `maxLength` of the format): 253 for a `hostname` (RFC 1123 with the DNS
+/// limit of 255 octets on the wire).
+pub(crate) fn format_max_len(name: &str) -> Option<u32> {
+    (name == "hostname").then_some(253)
+}
+
 pub(crate) fn format_regex(name: &str) -> Option<String> {
     const YEAR: &str = r"[0-9]{4}";
     const LEAP: &str =
@@ -1183,7 +1190,9 @@ pub(crate) fn format_regex(name: &str) -> Option<String> {
     );
     let time = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
     let label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
-    let hostname = format!(r"{label}(?:\.{label})*\.?");
+    // RFC 1123 names: no trailing dot (the suite's `hostname` tests refuse one); the 253
+    // characters of a whole name are counted beside the automaton ([`format_max_len`]).
+    let hostname = format!(r"{label}(?:\.{label})*");
     let octet = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
     let ipv4 = format!(r"{octet}(?:\.{octet}){{3}}");
     let h = r"[0-9A-Fa-f]{1,4}";
@@ -1209,8 +1218,10 @@ pub(crate) fn format_regex(name: &str) -> Option<String> {
     let ascii = |r: &str| r.replace("{U}", r"[^\x00-\xFF]").replace(r"|[^\x00-\xFF]", "");
     let intl = |r: &str| r.replace("{U}", r"[^\x00-\x7F]");
     let jp = r"(?:/(?:[^~/]|~[01])*)*";
-    let dur_time = r"T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
-    let dur_date = r"(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)";
+    // RFC 3339 appendix A: a unit may be left out only at the end (`dur-year = 1*DIGIT "Y"
+    // [dur-month]`, …), so years and days need months, hours and seconds need minutes.
+    let dur_time = r"T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)";
+    let dur_date = r"(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)";
     Some(match name {
         "date" => date,
         "time" => time.to_string(),

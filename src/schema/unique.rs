@@ -159,6 +159,7 @@ pub(crate) fn open_core(
         // `0` and `-0` only complete to zero for integers; bounds pin values at their ends.
         CoreRt::Number(n) => {
             !n.integer
+                && n.values.is_none()
                 && n.lo.is_none()
                 && n.hi.is_none()
                 && n.multiple.is_none()

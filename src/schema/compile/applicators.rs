@@ -5,7 +5,9 @@
 
 use super::refs::esc_ptr;
 use super::*;
+use crate::schema::number::{Dec, NumSet};
 use serde_json::Map;
+use std::sync::Arc;
 
 impl<'a> Compiler<'a> {
     /// The expression of the schema `v` at `ptr`: the conjunction of its references, its
@@ -93,8 +95,9 @@ impl<'a> Compiler<'a> {
         Ok(false)
     }
 
-    /// `enum` and `const` onto `parts`. An enum's string members become one automaton (one
-    /// alternative, however many members).
+    /// `enum` and `const` onto `parts`. An enum's string members become one automaton, and
+    /// its numbers one number core over their set (one alternative each, however many
+    /// members).
     fn literals(
         &mut self,
         m: &Map<String, Value>,
@@ -110,7 +113,20 @@ impl<'a> Compiler<'a> {
                 let d = self.literals_dfa(strs, "enum", ptr)?;
                 cs.push(self.core(Core::String(StrC { dfa: Some(d), min: 0, max: u32::MAX })));
             }
-            for lit in a.iter().filter(|v| !v.is_string()) {
+            let nums: Vec<&Value> = a.iter().filter(|v| v.is_number()).collect();
+            let nums_len = nums.len();
+            if nums_len > 1 {
+                let mut vs = Vec::new();
+                for n in nums {
+                    let n = n.as_number().expect("a number");
+                    vs.push(
+                        Dec::from_json(n).ok_or_else(|| SchemaError::invalid(ptr, "bad number"))?,
+                    );
+                }
+                let n = NumCore { values: Some(Arc::new(NumSet::new(vs))), ..NumCore::any() };
+                cs.push(self.core(Core::Number(n)));
+            }
+            for lit in a.iter().filter(|v| !v.is_string() && (!v.is_number() || nums_len < 2)) {
                 cs.extend(self.literal(lit, ptr)?);
             }
             parts.push(self.push(Expr::Cores(cs)));

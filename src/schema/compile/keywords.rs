@@ -187,6 +187,9 @@ impl<'a> Compiler<'a> {
                 self.unsupported("format", ptr)?;
             }
             if let Some(re) = string::format_regex(f).filter(|_| assert) {
+                if let Some(n) = string::format_max_len(f) {
+                    s.max = s.max.min(n);
+                }
                 let d = self.format_dfa_id(f, re, ptr)?;
                 s.dfa = Some(match s.dfa {
                     None => d,

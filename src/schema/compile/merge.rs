@@ -202,13 +202,22 @@ impl<'a> Compiler<'a> {
         Ok(acc.unwrap_or_default())
     }
 
-    /// Does the conjunction `a` hold an [`Expr::Not`] (directly or in a nested conjunction)?
+    /// Does the conjunction `a` hold an [`Expr::Not`] (directly or in a nested conjunction;
+    /// a `$ref` cycle of conjunctions is walked once)?
     fn has_lazy_not(&self, a: &[ExprId]) -> bool {
-        a.iter().any(|&x| match &self.exprs[x] {
-            Expr::Not { .. } => true,
-            Expr::And(b) => self.has_lazy_not(b),
-            _ => false,
-        })
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        let mut todo: Vec<ExprId> = a.to_vec();
+        while let Some(x) = todo.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            match &self.exprs[x] {
+                Expr::Not { .. } => return true,
+                Expr::And(b) => todo.extend(b.iter().copied()),
+                _ => {}
+            }
+        }
+        false
     }
 
     /// A conjunction with [`Expr::Not`]s: the other parts' cores, each of which must be a
@@ -220,7 +229,11 @@ impl<'a> Compiler<'a> {
         let mut parts = Vec::new();
         let mut nots = Vec::new();
         let mut todo: Vec<ExprId> = a.to_vec();
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
         while let Some(x) = todo.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
             match &self.exprs[x] {
                 Expr::Not { .. } => nots.push(x),
                 Expr::And(b) if self.has_lazy_not(b) => todo.extend(b.iter().copied()),
@@ -512,9 +525,14 @@ impl<'a> Compiler<'a> {
         match (&self.cores[d], &self.cores[c]) {
             (Core::Null, Core::Null) => true,
             (Core::Bool(x), Core::Bool(y)) => y & !x == 0,
+            (Core::Number(x), Core::Number(y)) if y.values.is_some() => {
+                let s = y.values.as_ref().expect("checked");
+                (!x.int_syntax || y.int_syntax) && s.members().iter().all(|v| x.accepts(v))
+            }
             (Core::Number(x), Core::Number(y)) => {
                 x == y
                     || (x.lo.is_none()
+                        && x.values.is_none()
                         && x.hi.is_none()
                         && x.multiple.is_none()
                         && !x.frac
@@ -806,7 +824,9 @@ impl<'a> Compiler<'a> {
 
     /// Is `e` known to accept nothing (`false`, a reference to it, or normalised empty)?
     fn is_false(&self, mut e: ExprId) -> bool {
-        loop {
+        // A chain of single-part conjunctions (`$ref` to `$ref` to `false`), not followed
+        // round a cycle.
+        for _ in 0..64 {
             if e == self.false_e || self.norm[e].as_ref().is_some_and(Vec::is_empty) {
                 return true;
             }
@@ -816,6 +836,7 @@ impl<'a> Compiler<'a> {
                 _ => return false,
             }
         }
+        false
     }
 
     /// Can an object of `o` not exist because it must hold more keys than `maxProperties`

@@ -93,8 +93,14 @@ impl<'a> Compiler<'a> {
                 let c = string::complement(&self.dfas[d], self.limits.max_dfa_states)
                     .map_err(|e| dfa_err(e, "not", ptr, &self.limits))?;
                 let c = self.add_dfa(c);
-                let s = self.core(Core::String(StrC { dfa: Some(c), min: 0, max: u32::MAX }));
-                alts.push(cores(self, vec![s]));
+                let mut cs =
+                    vec![self.core(Core::String(StrC { dfa: Some(c), min: 0, max: u32::MAX }))];
+                if let Some(n) = string::format_max_len(f) {
+                    // Or too long.
+                    let min = n.saturating_add(1);
+                    cs.push(self.core(Core::String(StrC { dfa: None, min, max: u32::MAX })));
+                }
+                alts.push(cores(self, cs));
             }
             "title" | "description" | "default" | "examples" | "$comment" | "$id" | "$schema"
             | "$anchor" | "$defs" | "definitions" | "readOnly" | "writeOnly" | "deprecated"
