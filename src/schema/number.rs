@@ -397,7 +397,13 @@ fn parse_prefix(t: &[u8]) -> Option<Parsed> {
 /// `texts_with_one_class_key_share_completions` in the tests checks it against
 /// [`NumCore::live`] by brute force.
 pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVec<[u8; 32]>> {
-    if core.frac || !core.not_multiples.is_empty() || core.values.is_some() {
+    if core.values.is_some() {
+        // A finite set: the text itself (its prefixes repeat from item to item, so states
+        // keyed by it still save the liveness tests of later masks; a member's exponent
+        // depends on the exact mantissa, so little of the text could be dropped).
+        return parse_prefix(text).map(|_| text.into());
+    }
+    if core.frac || !core.not_multiples.is_empty() {
         return None;
     }
     // Integrality (`integer`, `multipleOf`): positions matter; with `multipleOf Q × 10^e`
@@ -1271,6 +1277,12 @@ mod tests {
             },
             NumCore { multiple: Some(d("15")), ..NumCore::any() },
             NumCore { hi: b("19.5", false), multiple: Some(d("0.25")), ..NumCore::any() },
+            NumCore {
+                values: Some(std::sync::Arc::new(NumSet::new(
+                    ["0", "1", "15", "-1.5", "100", "9.5e1"].iter().map(|v| d(v)).collect(),
+                ))),
+                ..NumCore::any()
+            },
         ];
         let words = |alphabet: &[u8], len: usize| {
             let mut out: Vec<Vec<u8>> = vec![vec![]];

@@ -57,6 +57,10 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"type": "object", "properties": {"opts": {"type": "array", "items": {"enum": ["TestAssemblies"]}, "uniqueItems": true}, "cats": {"type": "array", "items": {"anyOf": [{"type": "string", "minLength": 1}, {"enum": ["ajax", "build"]}]}, "uniqueItems": true, "maxItems": 3}}, "required": ["opts", "cats"], "additionalProperties": false}),
         // `maxLength` counted beside a pattern/format automaton: the shortest completion
         // must still fit, or the mask would lead into a dead end.
+        // An enum's numbers as one set alternative (with exponents, fractions, negatives),
+        // merged with bounds; negated key rules over finite key languages; a hostname.
+        json!({"type": "array", "items": {"enum": [0, 7, 15, 150, 1500, -2.5, 0.125, 1e-3, 2_000_000_000u64, "x"], "maximum": 1000}, "maxItems": 5}),
+        json!({"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}, "patternProperties": {"^[a-d]$": {"type": "integer"}}, "not": {"anyOf": [{"propertyNames": {"not": {"enum": ["a", "b"]}}}, {"patternProperties": {"^[cd]$": {"maximum": 3}}}]}, "maxProperties": 4}),
         json!({"type": "object", "properties": {"e": {"type": "string", "format": "email", "maxLength": 12}, "p": {"type": "string", "pattern": "^[a-z]+-[0-9]{2,}$", "minLength": 5, "maxLength": 7}, "u": {"type": "string", "pattern": "é[a-z]*é", "maxLength": 5}}, "required": ["e", "p", "u"], "additionalProperties": false}),
     ]
 }
