@@ -305,8 +305,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server):
         "type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
     assert status == 400 and out["error"]["code"] == "unsupported_keyword"
     assert '"format"' in out["error"]["message"] and "/properties/x" in out["error"]["message"]
-    # Hostile inputs: a 100,000-member enum, and the fuzz corpus's exploding regex.
-    huge = {"enum": list(range(100_000))}
+    # Hostile inputs: a 100,000-member enum of objects (an enum's numbers or strings would be
+    # one alternative), and the fuzz corpus's exploding regex.
+    huge = {"enum": [{"k": i} for i in range(100_000)]}
     status, _, out = server.raw("/v1/chat/completions", {"messages": msgs, "guided_json": huge})
     assert status == 400 and out["error"]["param"] == "guided_json", out
     assert "limit" in out["error"]["message"], out
