@@ -22,7 +22,7 @@
 
 use super::compile::{CoreRt, DfaId, ExprId, RtCoreId};
 use super::number::Dec;
-use super::string::{ByteDfa, DEAD};
+use super::string::ByteDfa;
 
 /// The canonical form of a `true`/`false`/`null` item from its first byte.
 pub(crate) fn literal(b: u8) -> [u8; 1] {
@@ -202,22 +202,8 @@ pub(crate) fn string_members(
         return None;
     }
     let CoreRt::String { dfa, max, .. } = core else { return None };
-    let d = &dfas[*dfa];
-    fn walk(d: &ByteDfa, s: u32, cur: &mut Vec<u8>, out: &mut Vec<Box<[u8]>>) {
-        if d.is_accept(s) {
-            out.push(cur.as_slice().into());
-        }
-        for b in 0..=255u8 {
-            let t = d.next(s, b);
-            if t != DEAD {
-                cur.push(b);
-                walk(d, t, cur, out);
-                cur.pop();
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(d, d.start(), &mut Vec::new(), &mut out);
+    let mut out: Vec<Box<[u8]>> =
+        dfas[*dfa].members(MAX_MEMBERS)?.into_iter().map(Vec::into_boxed_slice).collect();
     out.retain(|m| {
         std::str::from_utf8(m).is_ok_and(|t| t.chars().count() as u64 <= u64::from(*max))
     });

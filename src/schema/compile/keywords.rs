@@ -380,24 +380,36 @@ impl<'a> Compiler<'a> {
         }
         if m.contains_key("propertyNames") {
             let e = self.schema_at(&format!("{ptr}/propertyNames"))?;
-            let cores = self.normalize(e, &format!("{ptr}/propertyNames"))?;
-            let mut dfa: Option<DfaId> = None;
-            for c in cores {
-                if let Core::String(s) = self.cores[c].clone() {
-                    let d = self.fold_str(&s, ptr)?;
-                    dfa = Some(match dfa {
-                        None => d,
-                        Some(x) => self.dfa_product(x, d, Op::Or, "propertyNames", ptr)?,
-                    });
-                }
-            }
-            let d = match dfa {
+            let d = match self.strings_dfa(e, &format!("{ptr}/propertyNames"), "propertyNames")? {
                 Some(d) => d,
                 None => self.literals_dfa([], "propertyNames", ptr)?,
             };
             o.names = Some(d);
         }
         Ok(o)
+    }
+
+    /// One automaton for the strings expression `e` accepts (its string cores, lengths
+    /// folded in, united); `None` when it accepts no string. For key languages
+    /// (`propertyNames` and its negation).
+    pub(super) fn strings_dfa(
+        &mut self,
+        e: ExprId,
+        ptr: &str,
+        kw: &str,
+    ) -> Result<Option<DfaId>, SchemaError> {
+        let cores = self.normalize(e, ptr)?;
+        let mut dfa: Option<DfaId> = None;
+        for c in cores {
+            if let Core::String(s) = self.cores[c].clone() {
+                let d = self.fold_str(&s, ptr)?;
+                dfa = Some(match dfa {
+                    None => d,
+                    Some(x) => self.dfa_product(x, d, Op::Or, kw, ptr)?,
+                });
+            }
+        }
+        Ok(dfa)
     }
 
     /// One automaton for a string constraint, lengths folded in.

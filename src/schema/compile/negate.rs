@@ -230,18 +230,7 @@ impl<'a> Compiler<'a> {
             // ¬propertyNames: some key outside the names' language.
             "propertyNames" => {
                 let neg = self.negate(x, kp, depth + 1)?;
-                let cs = self.normalize(neg, kp)?;
-                let mut names: Option<DfaId> = None;
-                for c in cs {
-                    if let Core::String(sc) = self.cores[c].clone() {
-                        let d = self.fold_str(&sc, kp)?;
-                        names = Some(match names {
-                            None => d,
-                            Some(y) => self.dfa_product(y, d, Op::Or, "not", ptr)?,
-                        });
-                    }
-                }
-                if let Some(names) = names {
+                if let Some(names) = self.strings_dfa(neg, kp, "not")? {
                     let tr = self.true_e;
                     alts.push(self.exists_key(names, tr, ptr)?);
                 }
