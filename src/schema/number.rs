@@ -508,6 +508,24 @@ impl NumCore {
         }
     }
 
+    /// The finite set of values this constraint accepts when it is one: a point (`lo == hi`,
+    /// both inclusive) or a set, judged by value (`None` under a draft-04 `integer`, which
+    /// also looks at the spelling, and for anything else).
+    pub(crate) fn finite_values(&self) -> Option<Vec<Dec>> {
+        if self.int_syntax {
+            return None;
+        }
+        if let Some(s) = &self.values {
+            return Some(s.members.clone());
+        }
+        match (&self.lo, &self.hi) {
+            (Some((l, false)), Some((h, false))) if l == h => {
+                Some(if self.accepts(l) { vec![l.clone()] } else { Vec::new() })
+            }
+            _ => None,
+        }
+    }
+
     /// Exactly `v`.
     pub(crate) fn point(v: Dec) -> NumCore {
         NumCore { lo: Some((v.clone(), false)), hi: Some((v, false)), ..NumCore::any() }

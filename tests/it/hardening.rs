@@ -384,14 +384,18 @@ fn cli_exit_codes_and_flag_checks() {
     assert_eq!(code, Some(1));
     assert!(err.contains("none of the 1 files"), "{err}");
     // Limits can be raised from the CLI, and the error names the flag.
-    let consts: Vec<_> = (0..100).map(|i| json!({ "const": i })).collect();
+    // (Objects and arrays: a union's scalar cores would be united into one per type; at most
+    // 64 alternatives of one value's type may be live at run time, here 50.)
+    let consts: Vec<_> =
+        (0..50).flat_map(|i| [json!({ "const": { "k": i } }), json!({ "const": [i] })]).collect();
     let many = path("many.json", &json!({ "anyOf": consts }).to_string());
     let (code, _, err) = grammask(&["walk", "--schema", &many, "--input", &good]);
     assert_eq!(code, Some(1));
     assert!(err.contains("--limit alternatives=N"), "{err}");
     let num = path("n.txt", "42");
+    let obj = path("o.json", r#"{"k": 42}"#);
     let (code, _, err) =
-        grammask(&["walk", "--schema", &many, "--limit", "alternatives=128", "--input", &num]);
+        grammask(&["walk", "--schema", &many, "--limit", "alternatives=128", "--input", &obj]);
     assert_eq!(code, Some(0), "{err}");
     let (code, _, err) = grammask(&["walk", "--limit", "bogus=1", "--input", &num]);
     assert_eq!(code, Some(2), "{err}");

@@ -7,6 +7,8 @@
 //! ([`Compiler::check_exclusive`]).
 
 use super::*;
+use crate::schema::number::{Dec, NumSet};
+use std::sync::Arc;
 
 /// The JSON type a core type bit names, for messages.
 fn type_name(t: u8) -> &'static str {
@@ -166,6 +168,9 @@ impl<'a> Compiler<'a> {
         let mut r = self.simplify(r);
         if r.len() > self.limits.max_alternatives {
             r = self.drop_covered(r);
+        }
+        if r.len() > self.limits.max_alternatives {
+            r = self.collapse_scalars(r, ptr);
         }
         if r.len() > self.limits.max_alternatives {
             return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
@@ -334,6 +339,80 @@ impl<'a> Compiler<'a> {
                 out.push(c);
             }
         }
+        out
+    }
+
+    /// A union over the alternatives limit with its scalar cores of one type united into one
+    /// core, which has no annotations to keep apart: the string cores into one automaton
+    /// (lengths folded in), booleans into one, and numbers that are finite sets of values
+    /// (`const`s, `enum`s) into one set — so an `anyOf` of 100 patterns or of 100 `const`
+    /// numbers is one alternative per type. The language is unchanged; if an automaton would
+    /// pass its size limit the strings stay apart (and the union is refused by its size).
+    /// Object and array cores are never united (their alternatives carry their own key and
+    /// item state).
+    fn collapse_scalars(&mut self, cs: Vec<CoreId>, ptr: &str) -> Vec<CoreId> {
+        let strs: Vec<CoreId> =
+            cs.iter().copied().filter(|&c| matches!(self.cores[c], Core::String(_))).collect();
+        let nums: Vec<(CoreId, Vec<Dec>)> = cs
+            .iter()
+            .filter_map(|&c| match &self.cores[c] {
+                Core::Number(n) => n.finite_values().map(|v| (c, v)),
+                _ => None,
+            })
+            .collect();
+        let bools: Vec<CoreId> =
+            cs.iter().copied().filter(|&c| matches!(self.cores[c], Core::Bool(_))).collect();
+        let mut drop: FxHashSet<CoreId> = FxHashSet::default();
+        let mut out_new: Vec<CoreId> = Vec::new();
+        if strs.len() > 1 {
+            let mut dfa: Option<DfaId> = None;
+            let mut ok = true;
+            for &c in &strs {
+                let Core::String(s) = self.cores[c].clone() else { unreachable!("filtered") };
+                let d = match self.fold_str(&s, ptr) {
+                    Ok(d) => d,
+                    Err(_) => {
+                        ok = false;
+                        break;
+                    }
+                };
+                dfa = Some(match dfa {
+                    None => d,
+                    Some(x) => match self.dfa_product(x, d, Op::Or, "anyOf", ptr) {
+                        Ok(u) => u,
+                        Err(_) => {
+                            ok = false;
+                            break;
+                        }
+                    },
+                });
+            }
+            if ok {
+                drop.extend(strs.iter().copied());
+                out_new.push(self.core(Core::String(StrC { dfa, min: 0, max: u32::MAX })));
+            }
+        }
+        if nums.len() > 1 {
+            let mut vals = Vec::new();
+            for (c, v) in nums {
+                drop.insert(c);
+                vals.extend(v);
+            }
+            let n = NumCore { values: Some(Arc::new(NumSet::new(vals))), ..NumCore::any() };
+            out_new.push(self.core(Core::Number(n)));
+        }
+        if bools.len() > 1 {
+            let mut bits = 0u8;
+            for &c in &bools {
+                if let Core::Bool(b) = self.cores[c] {
+                    bits |= b;
+                }
+                drop.insert(c);
+            }
+            out_new.push(self.core(Core::Bool(bits)));
+        }
+        let mut out: Vec<CoreId> = cs.into_iter().filter(|c| !drop.contains(c)).collect();
+        out.extend(out_new);
         out
     }
 
@@ -1182,5 +1261,41 @@ mod tests {
             cores(&mut c, e).into_iter().filter(|k| matches!(k, Core::Object(_))).collect();
         let objs = objs.len();
         assert_eq!(objs, 1);
+    }
+
+    /// A union over the alternatives limit unites its scalar cores per type: 100 `const`
+    /// numbers, 80 `const` strings and a pattern, two booleans are one core each; object
+    /// cores stay apart (and over the limit the union is refused).
+    #[test]
+    fn unions_over_the_limit_unite_their_scalars() {
+        let mut branches: Vec<Value> = (0..100).map(|i| json!({"const": i})).collect();
+        branches.extend((0..80).map(|i| json!({"const": format!("s{i}")})));
+        branches.push(json!({"type": "string", "pattern": "^x[0-9]+$", "maxLength": 3}));
+        branches.push(json!({"const": true}));
+        branches.push(json!({"const": false}));
+        let s = json!({"anyOf": branches});
+        let mut c = compiler(s.clone());
+        let e = c.schema_at("").unwrap();
+        let mut k = kinds(&mut c, e);
+        k.sort_unstable();
+        assert_eq!(k, ["bool", "num", "str"]);
+        for (doc, ok) in [
+            ("42", true),
+            ("4.2e1", true),
+            ("100", false),
+            (r#""s79""#, true),
+            (r#""s80""#, false),
+            (r#""x12""#, true),
+            (r#""x123""#, false),
+            ("true", true),
+            ("null", false),
+        ] {
+            assert_eq!(validates(&s, doc), ok, "{doc}");
+        }
+        let objs: Vec<Value> = (0..100).map(|i| json!({"const": {"k": i}})).collect();
+        let mut c = compiler(json!({"anyOf": objs}));
+        let e = c.schema_at("").unwrap();
+        let err = c.normalize(e, "").unwrap_err();
+        assert!(matches!(err.kind(), SchemaErrorKind::Limit { .. }), "{err}");
     }
 }
