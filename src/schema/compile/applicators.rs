@@ -38,6 +38,7 @@ impl<'a> Compiler<'a> {
                     };
                     let reason = reason.clone();
                     let pos = self.schema_at(&format!("{ptr}/not"))?;
+                    self.lazy_nots = true;
                     parts.push(self.push(Expr::Not { pos, ptr: ptr.to_string(), reason }));
                 }
                 not => parts.extend(self.or_unsupported(not, "not", ptr)?),

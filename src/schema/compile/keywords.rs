@@ -399,8 +399,19 @@ impl<'a> Compiler<'a> {
         kw: &str,
     ) -> Result<Option<DfaId>, SchemaError> {
         let cores = self.normalize(e, ptr)?;
+        self.union_strings(&cores, ptr, kw)
+    }
+
+    /// One automaton for the string cores among `cores` (lengths folded in, united); `None`
+    /// when there are none.
+    pub(super) fn union_strings(
+        &mut self,
+        cores: &[CoreId],
+        ptr: &str,
+        kw: &str,
+    ) -> Result<Option<DfaId>, SchemaError> {
         let mut dfa: Option<DfaId> = None;
-        for c in cores {
+        for &c in cores {
             if let Core::String(s) = self.cores[c].clone() {
                 let d = self.fold_str(&s, ptr)?;
                 dfa = Some(match dfa {

@@ -210,6 +210,10 @@ impl<'a> Compiler<'a> {
     /// Does the conjunction `a` hold an [`Expr::Not`] (directly or in a nested conjunction;
     /// a `$ref` cycle of conjunctions is walked once)?
     fn has_lazy_not(&self, a: &[ExprId]) -> bool {
+        if !self.lazy_nots {
+            // No `not` was left lazy: skip the walk every conjunction would pay.
+            return false;
+        }
         let mut seen: FxHashSet<ExprId> = FxHashSet::default();
         let mut todo: Vec<ExprId> = a.to_vec();
         while let Some(x) = todo.pop() {
@@ -256,6 +260,7 @@ impl<'a> Compiler<'a> {
                 };
                 let err = || SchemaError::unsupported_because("not", &p, not_reason(&reason));
                 if !self.single.contains(&c) {
+                    // Not a single instance: no literal to test (reported for the first `not`).
                     return Err(err());
                 }
                 let pcs = self.normalize(pos, &p)?;
@@ -365,29 +370,7 @@ impl<'a> Compiler<'a> {
         let mut drop: FxHashSet<CoreId> = FxHashSet::default();
         let mut out_new: Vec<CoreId> = Vec::new();
         if strs.len() > 1 {
-            let mut dfa: Option<DfaId> = None;
-            let mut ok = true;
-            for &c in &strs {
-                let Core::String(s) = self.cores[c].clone() else { unreachable!("filtered") };
-                let d = match self.fold_str(&s, ptr) {
-                    Ok(d) => d,
-                    Err(_) => {
-                        ok = false;
-                        break;
-                    }
-                };
-                dfa = Some(match dfa {
-                    None => d,
-                    Some(x) => match self.dfa_product(x, d, Op::Or, "anyOf", ptr) {
-                        Ok(u) => u,
-                        Err(_) => {
-                            ok = false;
-                            break;
-                        }
-                    },
-                });
-            }
-            if ok {
+            if let Ok(dfa) = self.union_strings(&strs, ptr, "anyOf") {
                 drop.extend(strs.iter().copied());
                 out_new.push(self.core(Core::String(StrC { dfa, min: 0, max: u32::MAX })));
             }
@@ -755,6 +738,19 @@ impl<'a> Compiler<'a> {
 
     /// The value schema an object constraint gives key `k` (ignoring `propertyNames`).
     pub(super) fn key_value(&mut self, o: &ObjC, k: &str) -> ExprId {
+        match self.key_parts(o, k) {
+            Some(parts) => self.and(parts),
+            None => self.false_e,
+        }
+    }
+
+    /// The schemas every group of `o` gives key `k` (its property's, the matching patterns',
+    /// else `additionalProperties`), whose conjunction is [`Compiler::key_value`]; `None`
+    /// when `propertyNames` refuses the key.
+    fn key_parts(&self, o: &ObjC, k: &str) -> Option<Vec<ExprId>> {
+        if o.names.is_some_and(|d| !self.dfas[d].matches(k.as_bytes())) {
+            return None;
+        }
         let mut parts = Vec::new();
         for g in &o.groups {
             let mut matched = false;
@@ -772,12 +768,7 @@ impl<'a> Compiler<'a> {
                 parts.push(g.additional);
             }
         }
-        if let Some(d) = o.names {
-            if !self.dfas[d].matches(k.as_bytes()) {
-                return self.false_e;
-            }
-        }
-        self.and(parts)
+        Some(parts)
     }
 
     /// Intersection of two cores (`None` when of different types or empty for sure).
@@ -929,24 +920,7 @@ impl<'a> Compiler<'a> {
             return true;
         }
         o.required.iter().any(|r| {
-            if o.names.is_some_and(|d| !self.dfas[d].matches(r.as_bytes())) {
-                return true;
-            }
-            o.groups.iter().any(|g| {
-                if let Some((_, e)) = g.props.iter().find(|(n, _)| n == r) {
-                    return self.is_false(*e);
-                }
-                let mut matched = false;
-                for &(d, e) in &g.patterns {
-                    if self.dfas[d].matches(r.as_bytes()) {
-                        if self.is_false(e) {
-                            return true;
-                        }
-                        matched = true;
-                    }
-                }
-                !matched && self.is_false(g.additional)
-            })
+            self.key_parts(o, r).is_none_or(|parts| parts.iter().any(|&e| self.is_false(e)))
         })
     }
 

@@ -87,6 +87,8 @@ pub(crate) struct Compiler<'a> {
     /// them with anything gives. A `not` without an exact complement is decided on them
     /// ([`Expr::Not`]).
     single: FxHashSet<CoreId>,
+    /// Some `not` was left lazy ([`Expr::Not`]): only then do conjunctions look for one.
+    lazy_nots: bool,
 }
 
 /// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
@@ -159,6 +161,7 @@ impl<'a> Compiler<'a> {
             one_of_negs: FxHashMap::default(),
             cover_block: (0, 0, 0),
             single: FxHashSet::default(),
+            lazy_nots: false,
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);
