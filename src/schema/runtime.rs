@@ -187,7 +187,7 @@ impl<'a> Rt<'a> {
     /// A child value completed: `mask` holds the parent alternatives it serves, `cmask` those
     /// for which it matched `contains`. `false` when no parent alternative survives (a
     /// duplicate item under `uniqueItems`).
-    fn child_done(&mut self, mask: u64, cmask: u64) -> bool {
+    fn child_done(&mut self, mask: &Served, cmask: &Served) -> bool {
         let pi = self.top();
         let pf = self.st.frames[pi];
         let r = self.alt_range(pi);
@@ -196,10 +196,10 @@ impl<'a> Rt<'a> {
             if !a.alive {
                 continue;
             }
-            if (mask >> li) & 1 == 0 {
+            if !mask.has(li) {
                 self.kill(ai);
             } else if pf.kind() == Kind::Arr {
-                let matched = u32::from((cmask >> li) & 1 == 1);
+                let matched = u32::from(cmask.has(li));
                 let p = a.arr();
                 let p = ArrProgress { items: p.items + 1, matches: p.matches + matched };
                 self.set_alt(ai, a.with_arr(p));
@@ -246,9 +246,14 @@ impl<'a> Rt<'a> {
         }
         for (li, ai) in r.enumerate() {
             let pa = self.st.alts[ai];
-            if !pa.alive || li >= 64 || (lit_dup && self.is_unique(pa.core)) {
+            if !pa.alive || (lit_dup && self.is_unique(pa.core)) {
                 continue;
             }
+            if li >= MAX_PARENTS {
+                // Unreachable under the compile limits (see `MAX_PARENTS`).
+                break;
+            }
+            let block = (li / 64) as u16;
             let mut item_nodes: smallvec::SmallVec<[(ExprId, bool); 2]> = smallvec::SmallVec::new();
             match pkind {
                 Kind::Root => item_nodes.push((prog.root, false)),
@@ -283,13 +288,14 @@ impl<'a> Rt<'a> {
                 if !ok {
                     continue;
                 }
-                if let Some(e) =
-                    self.st.alts[start..].iter_mut().find(|e| e.core == c && e.tag == tag)
+                if let Some(e) = self.st.alts[start..]
+                    .iter_mut()
+                    .find(|e| e.core == c && e.tag == tag && e.block == block)
                 {
-                    e.parents |= 1 << li;
+                    e.parents |= 1 << (li % 64);
                     continue;
                 }
-                let mut alt = Alt::new(c, 1 << li, tag);
+                let mut alt = Alt::serving(c, li, tag);
                 match core {
                     CoreRt::Object(o) => {
                         let seen = self.st.bits.len() as u32;
@@ -308,10 +314,6 @@ impl<'a> Rt<'a> {
             }
         }
         if self.st.alts.len() == start {
-            return false;
-        }
-        if self.st.alts.len() - start > 64 {
-            // More alternatives than the parent masks can address: refuse (documented limit).
             return false;
         }
         let uniq =
@@ -414,21 +416,21 @@ impl<'a> Rt<'a> {
     /// the parent which of its alternatives survive (and, tagged, for which it matched
     /// `contains`). `false` when none is complete (the closing byte is refused).
     fn close_with(&mut self, fi: usize, complete: impl Fn(&Self, &Alt) -> bool) -> bool {
-        let (mut mask, mut cmask) = (0u64, 0u64);
+        let (mut mask, mut cmask) = (Served::default(), Served::default());
         for ai in self.alt_range(fi) {
             let a = self.st.alts[ai];
             if a.alive && complete(self, &a) {
-                mask |= a.parents;
+                mask.add(&a);
                 if a.tag {
-                    cmask |= a.parents;
+                    cmask.add(&a);
                 }
             }
         }
-        if mask == 0 {
+        if mask.is_empty() {
             return false;
         }
         self.pop_frame();
-        self.child_done(mask, cmask)
+        self.child_done(&mask, &cmask)
     }
 
     fn lit_byte(&mut self, fi: usize, b: u8) -> bool {
@@ -502,25 +504,25 @@ impl<'a> Rt<'a> {
             return true;
         }
         let pi = fi - 1;
-        let served = self
-            .alt_range(fi)
-            .filter(|&ai| self.st.alts[ai].alive)
-            .fold(0u64, |m, ai| m | self.st.alts[ai].parents);
+        let mut served = Served::default();
+        for ai in self.alt_range(fi).filter(|&ai| self.st.alts[ai].alive) {
+            served.add(&self.st.alts[ai]);
+        }
         let plain = self.alt_range(pi).enumerate().any(|(li, ai)| {
             let p = self.st.alts[ai];
-            li < 64 && served & (1 << li) != 0 && p.alive && !self.is_unique(p.core)
+            served.has(li) && p.alive && !self.is_unique(p.core)
         });
         plain || unique::exponent_fresh(text, self.seen_count(pi), |c| self.seen_item(pi, c))
     }
 
-    /// The parents mask of number alternatives accepting the complete text (0: none).
-    fn num_mask(&self, fi: usize) -> u64 {
+    /// Does some number alternative of frame `fi` accept its text as complete?
+    fn num_accepted(&self, fi: usize) -> bool {
         let at = self.st.frames[fi].buf as usize;
         if !number::is_complete(&self.st.buf[at..]) {
-            return 0;
+            return false;
         }
-        let live = self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive);
-        live.filter(|a| self.num_accepts(at, a)).fold(0, |m, a| m | a.parents)
+        let mut live = self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive);
+        live.any(|a| self.num_accepts(at, &a))
     }
 
     /// Does number alternative `a` accept the (complete) number text at `buf[at..]`?
@@ -613,7 +615,7 @@ fn accepting(schema: &CompiledSchema, st: &St) -> bool {
                 graves: &mut Graves::default(),
                 texts: false,
             };
-            rt.num_mask(1) != 0
+            rt.num_accepted(1)
         }
         _ => false,
     }

@@ -34,7 +34,7 @@
 //! (`SchemaConstraint::fill_mask_reference`) on targeted schemas, MaskBench samples and a
 //! vocabulary of every short substring of the test documents.
 
-use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Undo};
+use super::{Alt, CoreRt, DfaId, Graves, KeyChoices, Kind, Rt, RtCoreId, Served, Undo};
 use crate::json::slices::{JsonClasses, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
@@ -599,8 +599,8 @@ impl Fast<'_, '_> {
         exits.clear();
         self.rt.log.push(Undo::Mark);
         self.rt.pop_frame();
-        let cmask = if a.tag { a.parents } else { 0 };
-        let closes = self.rt.child_done(a.parents, cmask);
+        let cmask = if a.tag { Served::of(&a) } else { Served::default() };
+        let closes = self.rt.child_done(&Served::of(&a), &cmask);
         if closes {
             classes.exits.walk(&mut *self.rt, &mut exits);
         }

@@ -238,7 +238,7 @@ impl<'a> Rt<'a> {
                 continue;
             }
             let k = KeyProgress { extra, lo: 0, hi: o.names.len() as u32, obj: ai as u32 };
-            self.st.alts.push(Alt::new(a.core, 1 << li, false).with_key(k));
+            self.st.alts.push(Alt::serving(a.core, li, false).with_key(k));
         }
         if self.st.alts.len() == start {
             return false;

@@ -21,18 +21,73 @@ pub(super) const NONE: u32 = u32::MAX;
 pub(super) struct Alt {
     /// The core ([`RtCoreId::NONE`] for the root's single alternative).
     pub core: RtCoreId,
-    /// The parent's alternatives (by position in the parent frame) this one serves.
+    /// The parent's alternatives this one serves, within [`Alt::block`]: bit `i` is the
+    /// alternative at position `64 · block + i` of the parent frame.
     pub parents: u64,
     progress: [u32; 4],
+    /// Which 64 of the parent's alternatives `parents` addresses. A frame whose parent has
+    /// more than 64 alternatives holds one alternative per core and block it serves, so the
+    /// common case stays one word and the rare wide union costs a few more alternatives.
+    pub block: u16,
     pub alive: bool,
     /// An item alternative from `item ∧ contains`: its survival counts a match.
     pub tag: bool,
 }
 
+/// The most alternatives a frame can address as parents (`u16` blocks of 64): a frame over
+/// it refuses the value start (far past any schema the compile limits let through).
+pub(super) const MAX_PARENTS: usize = 64 << 16;
+
 impl Alt {
-    /// A live alternative for `core` serving `parents`, with no progress yet.
+    /// A live alternative for `core` serving `parents` (in block 0), with no progress yet.
     pub(super) fn new(core: RtCoreId, parents: u64, tag: bool) -> Alt {
-        Alt { core, parents, progress: [0, 0, 0, NONE], alive: true, tag }
+        Alt { core, parents, progress: [0, 0, 0, NONE], block: 0, alive: true, tag }
+    }
+
+    /// A live alternative for `core` serving the parent alternative at position `li`
+    /// (`li < MAX_PARENTS`).
+    pub(super) fn serving(core: RtCoreId, li: usize, tag: bool) -> Alt {
+        debug_assert!(li < MAX_PARENTS);
+        Alt { block: (li / 64) as u16, ..Alt::new(core, 1 << (li % 64), tag) }
+    }
+
+    /// Does this alternative serve the parent alternative at position `li`?
+    #[inline]
+    pub(super) fn serves(&self, li: usize) -> bool {
+        usize::from(self.block) == li / 64 && (self.parents >> (li % 64)) & 1 == 1
+    }
+}
+
+/// A set of a frame's alternatives (by position), built from the [`Alt::parents`] words of
+/// its children: one word per block, inline up to 128 alternatives.
+#[derive(Default, Debug)]
+pub(super) struct Served(smallvec::SmallVec<[u64; 2]>);
+
+impl Served {
+    /// The parents `a` serves.
+    pub(super) fn of(a: &Alt) -> Served {
+        let mut s = Served::default();
+        s.add(a);
+        s
+    }
+
+    /// Adds the parents `a` serves.
+    #[inline]
+    pub(super) fn add(&mut self, a: &Alt) {
+        let b = usize::from(a.block);
+        if self.0.len() <= b {
+            self.0.resize(b + 1, 0);
+        }
+        self.0[b] |= a.parents;
+    }
+
+    #[inline]
+    pub(super) fn has(&self, li: usize) -> bool {
+        self.0.get(li / 64).is_some_and(|w| (w >> (li % 64)) & 1 == 1)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
     }
 }
 

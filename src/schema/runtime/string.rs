@@ -209,7 +209,7 @@ impl<'a> Rt<'a> {
         }
         let plain = self.alt_range(pi).enumerate().any(|(li, pj)| {
             let p = self.st.alts[pj];
-            li < 64 && (a.parents >> li) & 1 == 1 && p.alive && !self.is_unique(p.core)
+            a.serves(li) && p.alive && !self.is_unique(p.core)
         });
         (!plain).then_some(members.as_slice())
     }
