@@ -51,6 +51,10 @@ pub enum SchemaErrorKind {
         limit: &'static str,
         /// Its configured value.
         value: usize,
+        /// JSON pointer of the subschema that went over it, where one is to blame (the union
+        /// over `alternatives`, the `$ref` past `ref_depth`; `""` is the root); `None` for
+        /// limits of the whole schema (`nodes`, `compile_time_ms`, `nesting_depth`).
+        pointer: Option<String>,
     },
 }
 
@@ -84,7 +88,10 @@ impl SchemaError {
         Self::new(SchemaErrorKind::Unsatisfiable { pointer: pointer.into(), reason: reason.into() })
     }
     pub(crate) fn limit(limit: &'static str, value: usize) -> Self {
-        Self::new(SchemaErrorKind::Limit { limit, value })
+        Self::new(SchemaErrorKind::Limit { limit, value, pointer: None })
+    }
+    pub(crate) fn limit_at(limit: &'static str, value: usize, pointer: &str) -> Self {
+        Self::new(SchemaErrorKind::Limit { limit, value, pointer: Some(pointer.into()) })
     }
 }
 
@@ -115,14 +122,16 @@ impl fmt::Display for SchemaError {
             SchemaErrorKind::Unsatisfiable { pointer, reason } => {
                 write!(f, "schema at {} is unsatisfiable: {reason}", ptr(pointer))
             }
-            SchemaErrorKind::Limit { limit: "nesting_depth", value } => {
+            SchemaErrorKind::Limit { limit: "nesting_depth", value, .. } => {
                 write!(f, "schema text nests deeper than {value} levels (the JSON parser's limit)")
             }
-            SchemaErrorKind::Limit { limit, value } => write!(
-                f,
-                "schema exceeds the {limit} limit ({value}; raise it with SchemaLimits or \
-                 `--limit {limit}=N`)"
-            ),
+            SchemaErrorKind::Limit { limit, value, pointer } => {
+                write!(f, "schema exceeds the {limit} limit")?;
+                if let Some(p) = pointer {
+                    write!(f, " at {}", ptr(p))?;
+                }
+                write!(f, " ({value}; raise it with SchemaLimits or `--limit {limit}=N`)")
+            }
         }
     }
 }

@@ -98,7 +98,7 @@ pub enum FormatMode {
 /// use grammask::schema::{parse_schema_text, SchemaErrorKind};
 /// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
 /// let e = parse_schema_text(&deep).unwrap_err();
-/// assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nesting_depth", value: 128 }));
+/// assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nesting_depth", value: 128, .. }));
 /// let n = parse_schema_text(r#"{"const": 18446744073709551617}"#).unwrap();
 /// assert_eq!(n["const"].to_string(), "18446744073709551617");
 /// ```
@@ -122,7 +122,8 @@ pub struct SchemaLimits {
     pub max_ref_depth: usize,
     /// States of one string automaton (default 20,000).
     pub max_dfa_states: usize,
-    /// Alternatives (typed cores) of one subschema (default 64).
+    /// Alternatives (typed cores) of one subschema (default 256), after a union's scalar cores
+    /// are united per type. Live alternatives at run time are not capped by it.
     pub max_alternatives: usize,
     /// Deepest nesting of arrays and objects in an instance (default 128, the depth
     /// `serde_json` parses): the engine refuses the `[` or `{` that would go deeper, so a
@@ -142,7 +143,7 @@ impl Default for SchemaLimits {
             max_nodes: 200_000,
             max_ref_depth: 256,
             max_dfa_states: 20_000,
-            max_alternatives: 64,
+            max_alternatives: 256,
             max_instance_depth: 128,
             max_compile_time: None,
         }
@@ -230,7 +231,7 @@ builder!(SchemaLimits {
     with_max_ref_depth => max_ref_depth: usize,
     /// States of one string automaton (default 20,000).
     with_max_dfa_states => max_dfa_states: usize,
-    /// Alternatives (typed cores) of one subschema (default 64).
+    /// Alternatives (typed cores) of one subschema (default 256).
     with_max_alternatives => max_alternatives: usize,
     /// Deepest array/object nesting of an instance (default 128).
     with_max_instance_depth => max_instance_depth: usize,

@@ -41,21 +41,21 @@ fn accepts(c: &Constraint, text: &str) -> bool {
 fn a_huge_enum_is_refused_by_its_size_before_pairwise_work() {
     let members: Vec<_> = (0..20_000).map(|i| json!({ "k": i })).collect();
     let k = schema_error(&json!({ "enum": members }), SchemaOptions::default());
-    assert_eq!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 64 });
+    assert!(matches!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 256, .. }), "{k:?}");
     // An enum's numbers are one alternative (a sorted set), however many.
     let numbers: Vec<u32> = (0..20_000).collect();
     let c = Constraint::json_schema(&json!({ "enum": numbers }));
     assert!(accepts(&c, "19999") && accepts(&c, "1.25e2") && !accepts(&c, "20000"));
     let anyof: Vec<_> = (0..2_000).map(|i| json!({ "const": i })).collect();
     let k = schema_error(&json!({ "anyOf": anyof }), SchemaOptions::default());
-    assert_eq!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 64 });
+    assert!(matches!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 256, .. }), "{k:?}");
 }
 
 #[test]
 fn a_huge_one_of_is_refused_before_the_disjointness_check() {
     let branches: Vec<_> = (0..5_000).map(|i| json!({ "const": i })).collect();
     let k = schema_error(&json!({ "oneOf": branches }), SchemaOptions::default());
-    assert_eq!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 64 });
+    assert!(matches!(k, SchemaErrorKind::Limit { limit: "alternatives", value: 256, .. }), "{k:?}");
     // Under the limit the same shape compiles and is exact.
     let small: Vec<_> = (0..10).map(|i| json!({ "const": i })).collect();
     let c = Constraint::json_schema(&json!({ "oneOf": small }));
@@ -68,7 +68,7 @@ fn a_pattern_whose_automaton_explodes_stops_at_the_state_limit() {
     let options =
         SchemaOptions::default().with_limits(SchemaLimits::default().with_max_dfa_states(2_000));
     let k = schema_error(&json!({"type": "string", "pattern": "\\p{L}{5,500}"}), options);
-    assert_eq!(k, SchemaErrorKind::Limit { limit: "dfa_states", value: 2_000 });
+    assert!(matches!(k, SchemaErrorKind::Limit { limit: "dfa_states", value: 2_000, .. }), "{k:?}");
     // A small pattern of the same kind is decided exactly.
     let c = Constraint::json_schema(&json!({"type": "string", "pattern": "^\\p{L}{2,3}$"}));
     assert!(accepts(&c, "\"éa\"") && !accepts(&c, "\"a\"") && !accepts(&c, "\"abcd\""));
@@ -79,7 +79,10 @@ fn a_compile_deadline_stops_the_compiler_with_the_limit_named() {
     let schema = json!({"type": "string", "pattern": "^[a-z]{3,40}@[a-z]{2,30}\\.[a-z]{2,6}$"});
     let limits = SchemaLimits::default().with_max_compile_time(Some(std::time::Duration::ZERO));
     let k = schema_error(&schema, SchemaOptions::default().with_limits(limits));
-    assert_eq!(k, SchemaErrorKind::Limit { limit: "compile_time_ms", value: 0 });
+    assert!(
+        matches!(k, SchemaErrorKind::Limit { limit: "compile_time_ms", value: 0, .. }),
+        "{k:?}"
+    );
     // Without a deadline the same schema compiles.
     assert!(Constraint::json_schema(&schema).compile(common::qwen3()).is_ok());
 }
@@ -384,10 +387,9 @@ fn cli_exit_codes_and_flag_checks() {
     assert_eq!(code, Some(1));
     assert!(err.contains("none of the 1 files"), "{err}");
     // Limits can be raised from the CLI, and the error names the flag.
-    // (Objects and arrays: a union's scalar cores would be united into one per type; at most
-    // 64 alternatives of one value's type may be live at run time, here 50.)
+    // (Objects and arrays: a union's scalar cores would be united into one per type.)
     let consts: Vec<_> =
-        (0..50).flat_map(|i| [json!({ "const": { "k": i } }), json!({ "const": [i] })]).collect();
+        (0..150).flat_map(|i| [json!({ "const": { "k": i } }), json!({ "const": [i] })]).collect();
     let many = path("many.json", &json!({ "anyOf": consts }).to_string());
     let (code, _, err) = grammask(&["walk", "--schema", &many, "--input", &good]);
     assert_eq!(code, Some(1));
@@ -395,7 +397,7 @@ fn cli_exit_codes_and_flag_checks() {
     let num = path("n.txt", "42");
     let obj = path("o.json", r#"{"k": 42}"#);
     let (code, _, err) =
-        grammask(&["walk", "--schema", &many, "--limit", "alternatives=128", "--input", &obj]);
+        grammask(&["walk", "--schema", &many, "--limit", "alternatives=512", "--input", &obj]);
     assert_eq!(code, Some(0), "{err}");
     let (code, _, err) = grammask(&["walk", "--limit", "bogus=1", "--input", &num]);
     assert_eq!(code, Some(2), "{err}");

@@ -124,7 +124,10 @@ fn limits_are_typed_errors() {
         SchemaOptions::default().with_limits(SchemaLimits::default().with_max_dfa_states(50));
     let e = CompiledSchema::compile(&json!({"type": "string", "pattern": "^[a-z]{100}$"}), &small)
         .unwrap_err();
-    assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "dfa_states", value: 50 }), "{e}");
+    assert!(
+        matches!(e.kind(), SchemaErrorKind::Limit { limit: "dfa_states", value: 50, .. }),
+        "{e}"
+    );
     let small = SchemaOptions::default().with_limits(SchemaLimits::default().with_max_nodes(20));
     let props: serde_json::Map<String, serde_json::Value> =
         (0..50).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
@@ -132,12 +135,12 @@ fn limits_are_typed_errors() {
         .unwrap_err();
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "nodes", .. }), "{e}");
     let alts: Vec<serde_json::Value> =
-        (0..100).map(|i| json!({"type": "integer", "minimum": i})).collect();
-    let e =
-        CompiledSchema::compile(&json!({"anyOf": alts}), &SchemaOptions::default()).unwrap_err();
+        (0..300).map(|i| json!({"type": "integer", "minimum": i})).collect();
+    let schema = json!({"properties": {"n": {"anyOf": alts}}});
+    let e = CompiledSchema::compile(&schema, &SchemaOptions::default()).unwrap_err();
     assert!(matches!(e.kind(), SchemaErrorKind::Limit { limit: "alternatives", .. }), "{e}");
-    // Display names the thing.
-    assert!(e.to_string().contains("alternatives"));
+    // Display names the limit and where it was passed.
+    assert!(e.to_string().contains("alternatives limit at /properties/n"), "{e}");
     // `$dynamicRef` compiles one copy per dynamic scope: a chain of 20 resources, each
     // reached through two resources that bind a different name, has 2^20 scopes at its end.
     let e = CompiledSchema::compile(&dynamic_blowup(20), &SchemaOptions::default()).unwrap_err();

@@ -47,6 +47,7 @@ impl<'a> Compiler<'a> {
         self.conditional(m, ptr, uneval, &mut parts)?;
         self.dependent_schemas(m, ptr, &mut parts)?;
         let base = self.and(parts);
+        self.origin.entry(base).or_insert_with(|| ptr.to_string());
         if !uneval {
             return Ok(base);
         }
@@ -161,6 +162,7 @@ impl<'a> Compiler<'a> {
         if let Some(x) = m.get("anyOf") {
             let alts = self.branches(x, "anyOf", ptr)?;
             let e = self.push(Expr::Or(alts));
+            self.origin.insert(e, format!("{ptr}/anyOf"));
             self.anyof.insert(e);
             parts.push(e);
         }

@@ -403,24 +403,33 @@ impl<'a> Compiler<'a> {
     }
 
     /// One automaton for the string cores among `cores` (lengths folded in, united); `None`
-    /// when there are none.
+    /// when there are none. United pairwise as a balanced tree: folding one by one would
+    /// build each product against the whole union so far (hundreds of products at the
+    /// state limit for a union of a few hundred patterns, seconds of work).
     pub(super) fn union_strings(
         &mut self,
         cores: &[CoreId],
         ptr: &str,
         kw: &str,
     ) -> Result<Option<DfaId>, SchemaError> {
-        let mut dfa: Option<DfaId> = None;
+        let mut level: Vec<DfaId> = Vec::new();
         for &c in cores {
             if let Core::String(s) = self.cores[c].clone() {
-                let d = self.fold_str(&s, ptr)?;
-                dfa = Some(match dfa {
-                    None => d,
-                    Some(x) => self.dfa_product(x, d, Op::Or, kw, ptr)?,
-                });
+                level.push(self.fold_str(&s, ptr)?);
             }
         }
-        Ok(dfa)
+        while level.len() > 1 {
+            let mut next = Vec::with_capacity(level.len().div_ceil(2));
+            for pair in level.chunks(2) {
+                next.push(match *pair {
+                    [x, y] => self.dfa_product(x, y, Op::Or, kw, ptr)?,
+                    [x] => x,
+                    _ => unreachable!("chunks of two"),
+                });
+            }
+            level = next;
+        }
+        Ok(level.pop())
     }
 
     /// One automaton for a string constraint, lengths folded in.

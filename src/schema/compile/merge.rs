@@ -58,6 +58,9 @@ impl<'a> Compiler<'a> {
     /// [`Compiler::normalize`] of an expression not normalised yet and marked in progress.
     fn normalize_in(&mut self, e: ExprId, ptr: &str) -> Result<Vec<CoreId>, SchemaError> {
         self.check_size()?;
+        // Where a union over the limit is blamed: the subschema `e` was built from, if known.
+        let origin = self.origin.get(&e).cloned();
+        let here = origin.as_deref().unwrap_or(ptr);
         let r = match self.exprs[e].clone() {
             Expr::Pending => {
                 return Err(SchemaError::unsupported_because(
@@ -72,7 +75,7 @@ impl<'a> Compiler<'a> {
                 let mut out = Vec::new();
                 for x in a {
                     out.extend(self.normalize(x, ptr)?);
-                    self.within_alternatives(out.len())?;
+                    self.within_alternatives(out.len(), here)?;
                 }
                 out
             }
@@ -81,7 +84,7 @@ impl<'a> Compiler<'a> {
                 if let Some(cs) = self.and_into_one_of(&a, ptr)? {
                     cs
                 } else {
-                    self.and_cores(&a, ptr)?
+                    self.and_cores(&a, here)?
                 }
             }
             Expr::NoAnnot(x) => {
@@ -115,7 +118,7 @@ impl<'a> Compiler<'a> {
                     let b = self.normalize(x, &p)?;
                     // The disjointness check below is quadratic: bound its input first.
                     total += b.len();
-                    self.within_alternatives(total)?;
+                    self.within_alternatives(total, &p)?;
                     branches.push(b);
                 }
                 let mut disjoint = true;
@@ -164,7 +167,7 @@ impl<'a> Compiler<'a> {
             }
         };
         // `simplify` is quadratic: refuse a union far over the limit before it.
-        self.within_alternatives(r.len())?;
+        self.within_alternatives(r.len(), here)?;
         let mut r = self.simplify(r);
         if r.len() > self.limits.max_alternatives {
             r = self.drop_covered(r);
@@ -173,7 +176,7 @@ impl<'a> Compiler<'a> {
             r = self.collapse_scalars(r, ptr);
         }
         if r.len() > self.limits.max_alternatives {
-            return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
+            return Err(SchemaError::limit_at("alternatives", self.limits.max_alternatives, here));
         }
         Ok(r)
     }
@@ -194,9 +197,10 @@ impl<'a> Compiler<'a> {
                             }
                         }
                         if out.len() > self.limits.max_alternatives * 4 {
-                            return Err(SchemaError::limit(
+                            return Err(SchemaError::limit_at(
                                 "alternatives",
                                 self.limits.max_alternatives,
+                                ptr,
                             ));
                         }
                     }
@@ -322,9 +326,9 @@ impl<'a> Compiler<'a> {
     /// duplicate trivial cores are dropped), before any quadratic work on it. An `enum` of
     /// 100,000 numbers is refused here in microseconds instead of after minutes of pairwise
     /// comparison.
-    pub(super) fn within_alternatives(&self, n: usize) -> Result<(), SchemaError> {
+    pub(super) fn within_alternatives(&self, n: usize, ptr: &str) -> Result<(), SchemaError> {
         if n > self.limits.max_alternatives.saturating_mul(4) {
-            return Err(SchemaError::limit("alternatives", self.limits.max_alternatives));
+            return Err(SchemaError::limit_at("alternatives", self.limits.max_alternatives, ptr));
         }
         Ok(())
     }
@@ -535,10 +539,13 @@ impl<'a> Compiler<'a> {
     /// When `c` is a single scalar instance ([`Compiler::single`]: a literal, maybe merged
     /// with more constraints), does `d` accept it? Exact for null, booleans, numbers (by
     /// value; `None` under a draft-04 `integer` that also looks at the spelling) and strings
-    /// (the one member run through `d`'s automaton and length bounds); `None` for arrays and
-    /// objects, which [`Compiler::covers`] and [`Compiler::disjoint`] decide through their
-    /// children, and when `c` is not single.
-    fn single_in(&self, d: CoreId, c: CoreId) -> Option<bool> {
+    /// (the one member run through `d`'s automaton and length bounds), and for array and
+    /// object literals as `enum`/`const` build them (length or size, required keys and each
+    /// member judged the same way, recursively: [`Compiler::literal_parts`]); `None` for
+    /// other arrays and objects, which [`Compiler::covers`] and [`Compiler::disjoint`] decide
+    /// through their children, for `d`s with `contains`, `uniqueItems` or
+    /// `dependentRequired`, and when `c` is not single.
+    fn single_in(&mut self, d: CoreId, c: CoreId) -> Option<bool> {
         if !self.single.contains(&c) {
             return None;
         }
@@ -547,6 +554,9 @@ impl<'a> Compiler<'a> {
             return Some(false);
         }
         match (cd, cc) {
+            (Core::Array(_), Core::Array(_)) | (Core::Object(_), Core::Object(_)) => {
+                self.literal_in_core(d, c)
+            }
             (Core::Null, Core::Null) => Some(true),
             (Core::Bool(x), Core::Bool(y)) => Some(y & !x == 0),
             (Core::Number(x), Core::Number(y)) => {
@@ -569,6 +579,103 @@ impl<'a> Compiler<'a> {
             }
             _ => None,
         }
+    }
+
+    /// An array or object literal core `c` (built by `literal_in`: each member one single
+    /// core, nothing else allowed) judged against core `d` of its type: see
+    /// [`Compiler::single_in`].
+    fn literal_in_core(&mut self, d: CoreId, c: CoreId) -> Option<bool> {
+        let tr = self.true_e;
+        let mut checks: Vec<(ExprId, CoreId)> = Vec::new();
+        match (&self.cores[d], &self.cores[c]) {
+            (Core::Array(x), Core::Array(y)) => {
+                let items = self.literal_parts(&y.prefix)?;
+                let n = items.len() as u32;
+                if y.items != self.false_e || y.min != n || y.max != n {
+                    return None;
+                }
+                if y.contains.is_some() || y.unique.is_some() {
+                    return None;
+                }
+                if x.contains.is_some() || x.unique.is_some() {
+                    return None;
+                }
+                if n < x.min || n > x.max {
+                    return Some(false);
+                }
+                for (i, m) in items.into_iter().enumerate() {
+                    checks.push((x.prefix.get(i).copied().unwrap_or(x.items), m));
+                }
+            }
+            (Core::Object(x), Core::Object(y)) => {
+                let [g] = &y.groups[..] else { return None };
+                let members = self.literal_parts(g.props.iter().map(|(_, e)| e))?;
+                let n = members.len() as u32;
+                let keys_required = y.required.len() == g.props.len()
+                    && g.props.iter().all(|(k, _)| y.required.contains(k));
+                if g.additional != self.false_e || !g.patterns.is_empty() || !keys_required {
+                    return None;
+                }
+                if y.names.is_some() || !y.deps.is_empty() || n < y.min || n > y.max {
+                    return None;
+                }
+                if !x.deps.is_empty() {
+                    return None;
+                }
+                let has = |k: &String| g.props.iter().any(|(p, _)| p == k);
+                if n < x.min || n > x.max || !x.required.iter().all(has) {
+                    return Some(false);
+                }
+                for ((k, _), m) in g.props.iter().zip(members) {
+                    // `None`: `propertyNames` refuses the key.
+                    for e in self.key_parts(x, k)? {
+                        checks.push((e, m));
+                    }
+                }
+            }
+            _ => return None,
+        }
+        let mut unsure = false;
+        for (e, m) in checks {
+            if e == tr {
+                continue;
+            }
+            let Ok(cores) = self.normalize(e, "") else {
+                unsure = true;
+                continue;
+            };
+            let mut found = Some(false);
+            for q in cores {
+                match self.single_in(q, m) {
+                    Some(true) => {
+                        found = Some(true);
+                        break;
+                    }
+                    Some(false) => {}
+                    None => found = None,
+                }
+            }
+            match found {
+                Some(true) => {}
+                Some(false) => return Some(false),
+                None => unsure = true,
+            }
+        }
+        (!unsure).then_some(true)
+    }
+
+    /// The member cores of a literal's parts: each expression one [`Compiler::single`] core
+    /// (`None` otherwise).
+    fn literal_parts<'e>(&self, es: impl IntoIterator<Item = &'e ExprId>) -> Option<Vec<CoreId>> {
+        es.into_iter()
+            .map(|&e| match &self.exprs[e] {
+                Expr::Cores(cs) => match cs[..] {
+                    [m] if self.single.contains(&m) => Some(m),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
     }
 
     /// Does core `d` accept every instance core `c` accepts? Conservative: `false` when
@@ -613,15 +720,20 @@ impl<'a> Compiler<'a> {
                     && x.contains.is_none()
                     && x.unique.is_none()
             }
-            (Core::Object(x), Core::Object(y)) => {
-                let (x, y) = ((**x).clone(), (**y).clone());
-                self.object_covers(&x, &y, depth)
-            }
+            (Core::Object(_), Core::Object(_)) => self.object_covers(d, c, depth),
             _ => false,
         }
     }
 
-    fn object_covers(&mut self, d: &ObjC, c: &ObjC, depth: usize) -> bool {
+    /// [`Compiler::covers`] for two object cores. The per-key checks are listed from shared
+    /// borrows of the cores first: cloning them instead (their key groups own the property
+    /// names) was most of the compile time of wide unions, whose pairwise `drop_covered` runs
+    /// this on every pair.
+    fn object_covers(&mut self, d: CoreId, c: CoreId, depth: usize) -> bool {
+        let (Core::Object(d), Core::Object(c)) = (&self.cores[d], &self.cores[c]) else {
+            unreachable!("object cores checked by the caller")
+        };
+        let (d, c): (&ObjC, &ObjC) = (d, c);
         let tr = self.true_e;
         let unconstrained = d.groups.iter().all(|g| {
             g.additional == tr
@@ -642,22 +754,27 @@ impl<'a> Compiler<'a> {
         if depth > 3 || d.groups.iter().chain(&c.groups).any(|g| !g.patterns.is_empty()) {
             return false;
         }
-        let mut keys: Vec<String> = Vec::new();
+        let mut keys: Vec<&str> = Vec::new();
         for g in d.groups.iter().chain(&c.groups) {
             for (k, _) in &g.props {
-                if !keys.contains(k) {
-                    keys.push(k.clone());
+                if !keys.contains(&k.as_str()) {
+                    keys.push(k);
                 }
             }
         }
-        for k in &keys {
-            let (vd, vc) = (self.key_value(d, k), self.key_value(c, k));
+        // Per key: the schemas `d` and `c` give it (`None`: a key `propertyNames` refuses).
+        type Parts = Option<Vec<ExprId>>;
+        let pairs: Vec<(Parts, Parts)> =
+            keys.iter().map(|k| (self.key_parts(d, k), self.key_parts(c, k))).collect();
+        let ad: Vec<ExprId> = d.groups.iter().map(|g| g.additional).collect();
+        let ac: Vec<ExprId> = c.groups.iter().map(|g| g.additional).collect();
+        for (pd, pc) in pairs {
+            let vd = pd.map_or(self.false_e, |p| self.and(p));
+            let vc = pc.map_or(self.false_e, |p| self.and(p));
             if !self.covers_expr(vd, vc, depth + 1) {
                 return false;
             }
         }
-        let ad: Vec<ExprId> = d.groups.iter().map(|g| g.additional).collect();
-        let ac: Vec<ExprId> = c.groups.iter().map(|g| g.additional).collect();
         let (ad, ac) = (self.and(ad), self.and(ac));
         self.covers_expr(ad, ac, depth + 1)
     }
@@ -679,7 +796,10 @@ impl<'a> Compiler<'a> {
 
     /// Are two cores disjoint (no instance satisfies both)? Conservative: `false` when unsure.
     pub(super) fn disjoint(&mut self, a: CoreId, b: CoreId, depth: usize) -> bool {
-        if let Some(x) = self.single_in(a, b).or_else(|| self.single_in(b, a)) {
+        if let Some(x) = match self.single_in(a, b) {
+            None => self.single_in(b, a),
+            x => x,
+        } {
             return !x;
         }
         let (ca, cb) = (self.cores[a].clone(), self.cores[b].clone());
@@ -1237,13 +1357,13 @@ mod tests {
         assert_eq!(objs, 1);
     }
 
-    /// A union over the alternatives limit unites its scalar cores per type: 100 `const`
-    /// numbers, 80 `const` strings and a pattern, two booleans are one core each; object
+    /// A union over the alternatives limit unites its scalar cores per type: 200 `const`
+    /// numbers, 180 `const` strings and a pattern, two booleans are one core each; object
     /// cores stay apart (and over the limit the union is refused).
     #[test]
     fn unions_over_the_limit_unite_their_scalars() {
-        let mut branches: Vec<Value> = (0..100).map(|i| json!({"const": i})).collect();
-        branches.extend((0..80).map(|i| json!({"const": format!("s{i}")})));
+        let mut branches: Vec<Value> = (0..200).map(|i| json!({"const": i})).collect();
+        branches.extend((0..180).map(|i| json!({"const": format!("s{i}")})));
         branches.push(json!({"type": "string", "pattern": "^x[0-9]+$", "maxLength": 3}));
         branches.push(json!({"const": true}));
         branches.push(json!({"const": false}));
@@ -1256,9 +1376,9 @@ mod tests {
         for (doc, ok) in [
             ("42", true),
             ("4.2e1", true),
-            ("100", false),
-            (r#""s79""#, true),
-            (r#""s80""#, false),
+            ("200", false),
+            (r#""s179""#, true),
+            (r#""s180""#, false),
             (r#""x12""#, true),
             (r#""x123""#, false),
             ("true", true),
@@ -1266,7 +1386,7 @@ mod tests {
         ] {
             assert_eq!(validates(&s, doc), ok, "{doc}");
         }
-        let objs: Vec<Value> = (0..100).map(|i| json!({"const": {"k": i}})).collect();
+        let objs: Vec<Value> = (0..300).map(|i| json!({"const": {"k": i}})).collect();
         let mut c = compiler(json!({"anyOf": objs}));
         let e = c.schema_at("").unwrap();
         let err = c.normalize(e, "").unwrap_err();

@@ -89,6 +89,9 @@ pub(crate) struct Compiler<'a> {
     single: FxHashSet<CoreId>,
     /// Some `not` was left lazy ([`Expr::Not`]): only then do conjunctions look for one.
     lazy_nots: bool,
+    /// The JSON pointer each subschema's expression (and each `anyOf`'s union) was built
+    /// from, the first where one is shared: a union over the alternatives limit names it.
+    origin: FxHashMap<ExprId, String>,
 }
 
 /// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
@@ -162,6 +165,7 @@ impl<'a> Compiler<'a> {
             cover_block: (0, 0, 0),
             single: FxHashSet::default(),
             lazy_nots: false,
+            origin: FxHashMap::default(),
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);
@@ -277,7 +281,7 @@ impl<'a> Compiler<'a> {
     fn follow_ref(&mut self, target: &str) -> Result<ExprId, SchemaError> {
         self.ref_depth += 1;
         if self.ref_depth > self.limits.max_ref_depth {
-            return Err(SchemaError::limit("ref_depth", self.limits.max_ref_depth));
+            return Err(SchemaError::limit_at("ref_depth", self.limits.max_ref_depth, target));
         }
         let e = self.schema_at(target);
         self.ref_depth -= 1;
