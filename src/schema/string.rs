@@ -766,7 +766,7 @@ pub(crate) fn dfa_from_literals<'a>(
 }
 
 /// How two automata combine.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Op {
     And,
     Or,

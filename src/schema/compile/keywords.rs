@@ -438,9 +438,7 @@ impl<'a> Compiler<'a> {
         if s.min == 0 && s.max == u32::MAX {
             return Ok(base);
         }
-        let l = string::length_dfa(s.min, s.max, self.limits.max_dfa_states)
-            .map_err(|e| dfa_err(e, "maxLength", ptr, &self.limits))?;
-        let l = self.add_dfa(l);
+        let l = self.length_dfa(s.min, s.max, ptr)?;
         if s.dfa.is_none() {
             return Ok(l);
         }

@@ -75,6 +75,11 @@ pub(crate) struct Compiler<'a> {
     pre_draft7: bool,
     ref_depth: usize,
     dfa_memo: FxHashMap<String, DfaId>,
+    /// Products already built, and length automata by bounds: a union of many string cores
+    /// with the same `minLength`/`maxLength` folds each against the same length automaton,
+    /// and conjunctions meet the same pairs again.
+    product_memo: FxHashMap<(DfaId, DfaId, Op), DfaId>,
+    length_memo: FxHashMap<(u32, u32), DfaId>,
     /// `anyOf` unions (their branches may overlap, which matters for `unevaluated*`).
     anyof: FxHashSet<ExprId>,
     /// The branch negations of each `oneOf`, built on first need
@@ -160,6 +165,8 @@ impl<'a> Compiler<'a> {
                 .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
             ref_depth: 0,
             dfa_memo: FxHashMap::default(),
+            product_memo: FxHashMap::default(),
+            length_memo: FxHashMap::default(),
             anyof: FxHashSet::default(),
             one_of_negs: FxHashMap::default(),
             cover_block: (0, 0, 0),
@@ -240,9 +247,28 @@ impl<'a> Compiler<'a> {
         kw: &str,
         ptr: &str,
     ) -> Result<DfaId, SchemaError> {
+        // `And` and `Or` commute: one entry for both orders.
+        let key = if op != Op::AndNot && b < a { (b, a, op) } else { (a, b, op) };
+        if let Some(&d) = self.product_memo.get(&key) {
+            return Ok(d);
+        }
         let d = string::product(&self.dfas[a], &self.dfas[b], op, self.limits.max_dfa_states)
             .map_err(|e| dfa_err(e, kw, ptr, &self.limits))?;
-        Ok(self.add_dfa(d))
+        let id = self.add_dfa(d);
+        self.product_memo.insert(key, id);
+        Ok(id)
+    }
+
+    /// The automaton of strings of `min..=max` characters, memoised by its bounds.
+    fn length_dfa(&mut self, min: u32, max: u32, ptr: &str) -> Result<DfaId, SchemaError> {
+        if let Some(&d) = self.length_memo.get(&(min, max)) {
+            return Ok(d);
+        }
+        let d = string::length_dfa(min, max, self.limits.max_dfa_states)
+            .map_err(|e| dfa_err(e, "maxLength", ptr, &self.limits))?;
+        let id = self.add_dfa(d);
+        self.length_memo.insert((min, max), id);
+        Ok(id)
     }
 
     fn type_cores(&mut self, t: u8) -> Vec<CoreId> {
