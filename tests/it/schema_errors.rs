@@ -295,3 +295,29 @@ fn preloaded_documents_keep_their_own_id() {
     let mut e = SchemaConstraint::compile(&plain, &vocab, &opts).unwrap();
     assert!(e.accepts_bytes(br#"{"children": [{}]}"#));
 }
+
+#[test]
+fn refusals_say_why() {
+    let cases = [
+        (json!({"type": "string", "format": "regex"}), "format", "not regular"),
+        (
+            json!({"allOf": [{"contains": {"const": 1}, "maxContains": 1}, {"contains": {"const": 2}}]}),
+            "contains",
+            "its own count",
+        ),
+        (
+            json!({"patternProperties": {"^(?!a).+$": {"type": "integer"}}}),
+            "patternProperties",
+            "look-around",
+        ),
+    ];
+    for (schema, keyword, why) in cases {
+        match err(schema.clone()) {
+            SchemaErrorKind::Unsupported { keyword: k, reason, .. } => {
+                assert_eq!(k, keyword, "{schema}");
+                assert!(reason.contains(why), "{schema}: {reason}");
+            }
+            e => panic!("{schema}: {e:?}"),
+        }
+    }
+}

@@ -387,7 +387,16 @@ impl<'a> Compiler<'a> {
             .flat_map(|(gi, g)| g.patterns.iter().map(move |&(d, e)| (d, gi, e)))
             .collect();
         if pats.len() > 4 {
-            return Err(SchemaError::unsupported("patternProperties", ""));
+            return Err(SchemaError::unsupported_because(
+                "patternProperties",
+                "",
+                format!(
+                    "{} patterns apply to one object (merged through allOf/$ref): an undeclared \
+                     key's schema is the conjunction of the patterns it matches, one per \
+                     combination, and more than 4 patterns are not combined",
+                    pats.len()
+                ),
+            ));
         }
         let mut combos = Vec::new();
         let mut lang: Option<DfaId> = None;

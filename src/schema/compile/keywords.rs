@@ -184,7 +184,15 @@ impl<'a> Compiler<'a> {
             // Annotate mode: every format is an annotation (the string must still be a string).
             let assert = self.opts.formats == FormatMode::Assert;
             if assert && string::UNSUPPORTED_FORMATS.contains(&f) {
-                self.unsupported("format", ptr)?;
+                let why = if f == "regex" {
+                    "format \"regex\": the language of ECMA-262 regexes is not regular (groups \
+                     and classes nest), so no automaton decides it; annotate formats to accept \
+                     any string"
+                } else {
+                    "format {f:?}: IDNA2008 label rules (mappings, contextual rules) are not \
+                     implemented; annotate formats to accept any string"
+                };
+                self.unsupported_because("format", ptr, &why.replace("{f:?}", &format!("{f:?}")))?;
             }
             if let Some(re) = string::format_regex(f).filter(|_| assert) {
                 if let Some(n) = string::format_max_len(f) {
@@ -315,7 +323,11 @@ impl<'a> Compiler<'a> {
             for k in p.keys() {
                 let re = string::translate_ecma(k).map_err(|msg| {
                     if msg.contains("not supported") {
-                        SchemaError::unsupported("patternProperties", ptr)
+                        SchemaError::unsupported_because(
+                            "patternProperties",
+                            ptr,
+                            format!("pattern {k:?}: {msg}"),
+                        )
                     } else {
                         SchemaError::invalid(ptr, format!("patternProperties: {msg}"))
                     }

@@ -962,7 +962,13 @@ impl<'a> Compiler<'a> {
                     }),
                     (Some(p), Some(_)) => {
                         // Two different `contains` counts would need a counter per schema.
-                        self.unsupported("contains", ptr)?;
+                        self.unsupported_because(
+                            "contains",
+                            ptr,
+                            "two different `contains` schemas apply to one array (through \
+                             allOf/$ref/oneOf), and each would need its own count of matching \
+                             items",
+                        )?;
                         Some(p.clone())
                     }
                 };
@@ -1073,7 +1079,14 @@ impl<'a> Compiler<'a> {
                                 for &ci in &branches[i] {
                                     for &cj in &branches[j] {
                                         if !self.disjoint(ci, cj, 0) {
-                                            return Err(SchemaError::unsupported(kw, ptr));
+                                            return Err(SchemaError::unsupported_because(
+                                                kw,
+                                                ptr,
+                                                "an anyOf below it has branches that may both \
+                                                 match (not shown disjoint), so which keys or \
+                                                 items count as evaluated is not decided per \
+                                                 alternative",
+                                            ));
                                         }
                                     }
                                 }
