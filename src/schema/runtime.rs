@@ -3,7 +3,8 @@
 //! State: a stack of open values ([`Frame`]s: the root, objects, arrays, strings, keys,
 //! numbers, literals). Each frame owns a slice of [`Alt`]s in one arena: the alternative cores
 //! still alive for that value, with their progress (seen keys, item index, automaton state,
-//! character count) and a bitmask of the parent's alternatives they serve. A value that
+//! character count) and a bitmask of the parent's alternatives they serve (one word and the
+//! block of 64 parents it indexes, so a frame may hold any number of them). A value that
 //! completes tells its parent which of the parent's alternatives survive
 //! ([`Rt::child_done`]), and for which of them it matched `contains` (item alternatives from
 //! `item ∧ contains` carry `tag`; array alternatives count matches in `b`). Arrays with
