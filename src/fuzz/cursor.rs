@@ -268,10 +268,10 @@ fn dfs(
 ) -> Result<usize, Unfinished> {
     let order = closing_order();
     // One frame per move: the index of the next move to try (hints first where they apply,
-    // then the 256 bytes in `order`, then slot 256: a byte that repeats the last `REPEAT`
-    // pushed ones is tried last, so a run like `0.0000…` that could go on for ever gives way to
-    // the byte that ends it; slots 257..513: the deferred bytes in `order`, see `DEFER_RUN`),
-    // and the bytes the move taken pushed.
+    // then the 256 bytes in `order`, then slots 256..512: the deferred bytes in `order`, see
+    // `DEFER_RUN`; slot 512: a byte that repeats the last `REPEAT` pushed ones is tried last
+    // of all, deferred or not, so a run like `0.0000…` that could go on for ever gives way to
+    // the byte that ends it), and the bytes the move taken pushed.
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     let mut out_of_work = false;
@@ -335,15 +335,19 @@ fn dfs(
                             continue;
                         }
                         b
-                    } else if m == 256 {
-                        match repeat {
-                            Some(r) if !deferred(r) => r,
-                            _ => continue,
+                    } else if m < 512 {
+                        // The deferred bytes, but the repeated one still last: a search at
+                        // `0.00` that needs a `2` must not spell `0.000…` to the limit first.
+                        let b = order[m - 256];
+                        if !deferred(b) || repeat == Some(b) {
+                            continue;
                         }
-                    } else if deferred(order[m - 257]) {
-                        order[m - 257]
+                        b
                     } else {
-                        continue;
+                        match repeat {
+                            Some(r) => r,
+                            None => continue,
+                        }
                     };
                     if !cur.push(b) {
                         continue;

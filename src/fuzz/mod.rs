@@ -113,6 +113,12 @@ pub struct FuzzConfig {
     /// Share of the valid instances made as boundary variants of generated ones, for JSON
     /// Schemas (default 0.25).
     pub variant_share: f64,
+    /// Walks in a row that only repeat earlier instances before the run takes the language
+    /// as exhausted and stops asking for more (default 48; [`FuzzStats::saturated`]). A
+    /// schema with one or two instances (`allOf` of an `enum` and a `not`) would otherwise
+    /// spend every attempt on duplicates; a language with more instances than were found is
+    /// unlikely to give 48 independent walks that all land on old ones.
+    pub max_duplicate_run: usize,
 }
 
 impl Default for FuzzConfig {
@@ -126,6 +132,7 @@ impl Default for FuzzConfig {
             max_total_work: 4_000_000,
             attempts_per_instance: 4,
             variant_share: 0.25,
+            max_duplicate_run: 48,
         }
     }
 }
@@ -147,6 +154,8 @@ builder!(FuzzConfig {
     with_attempts_per_instance => attempts_per_instance: usize,
     /// Share of valid instances made as boundary variants.
     with_variant_share => variant_share: f64,
+    /// Duplicate walks in a row that end the search for more valid instances.
+    with_max_duplicate_run => max_duplicate_run: usize,
 });
 
 /// The keyword a near miss violates, and its JSON pointer in the schema (for a regex or
@@ -242,6 +251,10 @@ pub struct FuzzStats {
     pub work: u64,
     /// The run stopped at [`FuzzConfig::max_total_work`] before it had every instance asked for.
     pub out_of_work: bool,
+    /// The run stopped looking for more valid instances after
+    /// [`FuzzConfig::max_duplicate_run`] walks in a row found only earlier ones: the language
+    /// has (very likely) no more, or none the walk reaches.
+    pub saturated: bool,
 }
 
 /// What a run produced.
@@ -277,7 +290,7 @@ impl fmt::Display for FuzzReport {
             f,
             "{} valid ({} boundary variants), {} near misses; {} attempts, {} unfinished, {} \
              duplicates, {} mutants accepted by another branch, {} byte/token disagreements; \
-             {} pushes{}",
+             {} pushes{}{}",
             self.n_valid(),
             s.variants,
             self.n_invalid(),
@@ -289,6 +302,11 @@ impl fmt::Display for FuzzReport {
             s.work,
             if s.out_of_work {
                 " (stopped at the run's work budget, --max-total-work)"
+            } else {
+                ""
+            },
+            if s.saturated {
+                " (stopped after that many duplicate walks in a row: the language looks exhausted)"
             } else {
                 ""
             }
@@ -537,8 +555,13 @@ impl<'c> Fuzzer<'c> {
         let mut rng = Rng::new(self.seed_of(2, 0));
         let max_attempts = cfg.n.max(1) * cfg.attempts_per_instance.max(1);
         let mut walks = 0usize;
+        let mut duplicate_run = 0usize;
         self.spent.store(0, std::sync::atomic::Ordering::Relaxed);
         while valid.len() < cfg.n && stats.attempts < max_attempts && !self.out_of_work() {
+            if duplicate_run >= cfg.max_duplicate_run.max(1) {
+                stats.saturated = true;
+                break;
+            }
             stats.attempts += 1;
             let want_variant = map.is_some() && !valid.is_empty() && rng.unit() < cfg.variant_share;
             if want_variant {
@@ -580,8 +603,10 @@ impl<'c> Fuzzer<'c> {
             let key = canonical(&text, self.json);
             if !seen.insert(key) {
                 stats.duplicates += 1;
+                duplicate_run += 1;
                 continue;
             }
+            duplicate_run = 0;
             if !self.accepts(&text) {
                 stats.disagreements += 1;
                 continue;

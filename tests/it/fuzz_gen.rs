@@ -156,6 +156,25 @@ fn recursive_schemas_always_finish() {
     assert!(nested > 0, "no instance has children");
 }
 
+/// A language of one value (spelled many ways: `1` is also `0.0010e3`): every walk finishes,
+/// by completions that end the number with the digit it needs rather than more zeros, and the
+/// run stops once walks only repeat it, saying so.
+#[test]
+fn an_exhausted_language_stops_the_run_and_says_so() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"allOf": [{"enum": [[1, 2, 3]]}, {"type": "array"}]});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(100).with_seed(1).with_max_duplicate_run(16);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    assert_eq!(report.n_valid(), 1, "{report}");
+    assert!(report.stats.saturated && !report.stats.out_of_work, "{report}");
+    assert_eq!(report.stats.unfinished, 0, "{report}");
+    assert!(report.to_string().contains("the language looks exhausted"), "{report}");
+    let v: serde_json::Value = serde_json::from_str(&report.instances[0].text).unwrap();
+    let judge = jsonschema::validator_for(&serde_json::json!({"const": [1, 2, 3]})).unwrap();
+    assert!(judge.is_valid(&v), "{v}");
+}
+
 #[test]
 fn a_schema_without_a_short_document_fails_honestly() {
     let vocab = Vocabulary::embedded().unwrap();
