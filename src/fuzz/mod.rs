@@ -114,7 +114,8 @@ pub struct FuzzConfig {
     /// Schemas (default 0.25).
     pub variant_share: f64,
     /// Walks in a row that only repeat earlier instances before the run takes the language
-    /// as exhausted and stops asking for more (default 48; [`FuzzStats::saturated`]). A
+    /// as exhausted and stops asking for more (default 48, and at least 4 × the valid
+    /// instances found so far; [`FuzzStats::saturated`]). A
     /// schema with one or two instances (`allOf` of an `enum` and a `not`) would otherwise
     /// spend every attempt on duplicates; a language with more instances than were found is
     /// unlikely to give 48 independent walks that all land on old ones.
@@ -251,6 +252,9 @@ pub struct FuzzStats {
     pub work: u64,
     /// The run stopped at [`FuzzConfig::max_total_work`] before it had every instance asked for.
     pub out_of_work: bool,
+    /// Valid documents set aside because a number in them is not what an `f64` reader gets
+    /// ([`f64_exact_enough`]): used only when the run would otherwise end short.
+    pub f64_unsafe: usize,
     /// The run stopped looking for more valid instances after
     /// [`FuzzConfig::max_duplicate_run`] walks in a row found only earlier ones: the language
     /// has (very likely) no more, or none the walk reaches.
@@ -289,14 +293,15 @@ impl fmt::Display for FuzzReport {
         writeln!(
             f,
             "{} valid ({} boundary variants), {} near misses; {} attempts, {} unfinished, {} \
-             duplicates, {} mutants accepted by another branch, {} byte/token disagreements; \
-             {} pushes{}{}",
+             duplicates, {} set aside for numbers an f64 reader misreads, {} mutants accepted by \
+             another branch, {} byte/token disagreements; {} pushes{}{}",
             self.n_valid(),
             s.variants,
             self.n_invalid(),
             s.attempts,
             s.unfinished,
             s.duplicates,
+            s.f64_unsafe,
             s.mutants_accepted,
             s.disagreements,
             s.work,
@@ -556,9 +561,13 @@ impl<'c> Fuzzer<'c> {
         let max_attempts = cfg.n.max(1) * cfg.attempts_per_instance.max(1);
         let mut walks = 0usize;
         let mut duplicate_run = 0usize;
+        // Documents with numbers an `f64` reader misreads, kept in case nothing better comes.
+        let mut reserve: Vec<String> = Vec::new();
         self.spent.store(0, std::sync::atomic::Ordering::Relaxed);
         while valid.len() < cfg.n && stats.attempts < max_attempts && !self.out_of_work() {
-            if duplicate_run >= cfg.max_duplicate_run.max(1) {
+            // Four times the instances found so far, at least: a large language whose walks
+            // favour a few short values (small integers) repeats often without being exhausted.
+            if duplicate_run >= cfg.max_duplicate_run.max(1).max(4 * valid.len()) {
                 stats.saturated = true;
                 break;
             }
@@ -607,11 +616,27 @@ impl<'c> Fuzzer<'c> {
                 continue;
             }
             duplicate_run = 0;
+            if self.json && !f64_exact_enough(&text) {
+                stats.f64_unsafe += 1;
+                reserve.push(text);
+                continue;
+            }
             if !self.accepts(&text) {
                 stats.disagreements += 1;
                 continue;
             }
             valid.push(text);
+        }
+        // Short of instances: the set-aside ones after all (still valid, and checked the same way).
+        for text in reserve {
+            if valid.len() >= cfg.n {
+                break;
+            }
+            if self.accepts(&text) {
+                valid.push(text);
+            } else {
+                stats.disagreements += 1;
+            }
         }
         if valid.is_empty() && cfg.n > 0 && self.out_of_work() {
             return Err(FuzzError::new(FuzzErrorKind::RunBudget {
@@ -755,6 +780,35 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
 
 /// The dedup key: the parsed JSON value written compactly (so whitespace variants of one
 /// value count once), the text itself otherwise.
+/// Does every number of the JSON document `text` read as an `f64` without losing what a
+/// validator or consumer would judge it by? Not when it overflows (`1e999`) or underflows to
+/// zero (`1e-999`), or is a whole number of 2^53 or more (`2.5e17`: its `multipleOf` or `integer`
+/// verdict would be computed on a rounded value). Such numbers are valid JSON and the engine
+/// judges them exactly, but most consumers (serde_json without `arbitrary_precision`, Python's
+/// `json` for floats, JavaScript) and validators (the `jsonschema` crate, Python `jsonschema`)
+/// read them as `f64`, so the fuzzer prefers documents without them.
+pub fn f64_exact_enough(text: &str) -> bool {
+    fn ok(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) => {
+                let s = n.to_string();
+                let Ok(f) = s.parse::<f64>() else { return false };
+                let nonzero = s
+                    .split(['e', 'E'])
+                    .next()
+                    .is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
+                f.is_finite()
+                    && (f != 0.0 || !nonzero)
+                    && (f.fract() != 0.0 || f.abs() < 9_007_199_254_740_992.0)
+            }
+            serde_json::Value::Array(a) => a.iter().all(ok),
+            serde_json::Value::Object(m) => m.values().all(ok),
+            _ => true,
+        }
+    }
+    serde_json::from_str::<serde_json::Value>(text).map_or(true, |v| ok(&v))
+}
+
 fn canonical(text: &str, json: bool) -> String {
     if json {
         if let Some(key) = canonical_key(text) {

@@ -334,3 +334,18 @@ fn a_run_stops_at_its_work_budget_and_says_so() {
     let err = Fuzzer::new(&compiled, config).unwrap().run().unwrap_err();
     assert!(matches!(err.kind(), FuzzErrorKind::RunBudget { max_total_work: 500, .. }), "{err}");
 }
+
+/// Numbers an `f64` reader misjudges are set aside (used only when a run would end short).
+#[test]
+fn numbers_past_f64_are_told_apart() {
+    use grammask::fuzz::f64_exact_enough;
+    for ok in ["[1, 2.5, -0.0, 0, 1.5e-300, 9007199254740991, 0.1]", r#"{"a": 12e3}"#, "\"1e999\""]
+    {
+        assert!(f64_exact_enough(ok), "{ok}");
+    }
+    for bad in
+        ["1e999", "1e300", "[1, 2e-400]", r#"{"n": 9007199254740993}"#, "4847645948449.15E+12"]
+    {
+        assert!(!f64_exact_enough(bad), "{bad}");
+    }
+}
