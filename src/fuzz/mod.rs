@@ -735,8 +735,9 @@ impl<'c> Fuzzer<'c> {
     }
 }
 
-/// Every property name of `schema` (under `properties` and in `required`, required ones first,
-/// at most 256), JSON-escaped, with the closing quote.
+/// Every property name of `schema` (under `properties`, in `required` and among the keys
+/// `dependentRequired`/`dependencies` require, required ones first, at most 256), JSON-escaped,
+/// with the closing quote.
 fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
     fn walk(
         v: &serde_json::Value,
@@ -754,6 +755,16 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
                 }
                 if let Some(serde_json::Value::Object(p)) = m.get("properties") {
                     other.extend(p.keys().cloned());
+                }
+                // Keys another key's presence requires (`dependentRequired`, the array form of
+                // `dependencies`): often named nowhere else.
+                for kw in ["dependentRequired", "dependencies"] {
+                    if let Some(serde_json::Value::Object(d)) = m.get(kw) {
+                        for names in d.values().filter_map(serde_json::Value::as_array) {
+                            required
+                                .extend(names.iter().filter_map(|k| k.as_str().map(String::from)));
+                        }
+                    }
                 }
                 for x in m.values() {
                     walk(x, required, other, depth + 1);
@@ -778,8 +789,6 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
     out
 }
 
-/// The dedup key: the parsed JSON value written compactly (so whitespace variants of one
-/// value count once), the text itself otherwise.
 /// Does every number of the JSON document `text` read as an `f64` without losing what a
 /// validator or consumer would judge it by? Not when it overflows (`1e999`) or underflows to
 /// zero (`1e-999`), or is a whole number of 2^53 or more (`2.5e17`: its `multipleOf` or `integer`
@@ -809,6 +818,8 @@ pub fn f64_exact_enough(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text).map_or(true, |v| ok(&v))
 }
 
+/// The dedup key: the parsed JSON value written compactly (so whitespace variants of one
+/// value count once), the text itself otherwise.
 fn canonical(text: &str, json: bool) -> String {
     if json {
         if let Some(key) = canonical_key(text) {
