@@ -735,9 +735,9 @@ impl<'c> Fuzzer<'c> {
     }
 }
 
-/// Every property name of `schema` (under `properties`, in `required` and among the keys
-/// `dependentRequired`/`dependencies` require, required ones first, at most 256), JSON-escaped,
-/// with the closing quote.
+/// Every property name of `schema` (under `properties`, in `required`, among the keys
+/// `dependentRequired`/`dependencies` require and the strings spelled inside `propertyNames`;
+/// required ones first, at most 256), JSON-escaped, with the closing quote.
 fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
     fn walk(
         v: &serde_json::Value,
@@ -756,6 +756,11 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
                 if let Some(serde_json::Value::Object(p)) = m.get("properties") {
                     other.extend(p.keys().cloned());
                 }
+                // Key names spelled inside `propertyNames` (`const`/`enum` strings): a `not`
+                // around it can require such a key to exist.
+                if let Some(names) = m.get("propertyNames") {
+                    literal_strings(names, other, depth + 1);
+                }
                 // Keys another key's presence requires (`dependentRequired`, the array form of
                 // `dependencies`): often named nowhere else.
                 for kw in ["dependentRequired", "dependencies"] {
@@ -772,6 +777,29 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
             }
             serde_json::Value::Array(a) => {
                 a.iter().for_each(|x| walk(x, required, other, depth + 1))
+            }
+            _ => {}
+        }
+    }
+    /// The strings of every `const` and `enum` below `v`.
+    fn literal_strings(v: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("const", serde_json::Value::String(s)) => out.push(s.clone()),
+                        ("enum", serde_json::Value::Array(a)) => {
+                            out.extend(a.iter().filter_map(|s| s.as_str().map(String::from)))
+                        }
+                        _ => literal_strings(x, out, depth + 1),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => {
+                a.iter().for_each(|x| literal_strings(x, out, depth + 1))
             }
             _ => {}
         }

@@ -349,3 +349,26 @@ fn numbers_past_f64_are_told_apart() {
         assert!(!f64_exact_enough(bad), "{bad}");
     }
 }
+
+/// Keys a schema names only inside `propertyNames` or through `dependentRequired` are spelled
+/// by the completion search (without them no document finished).
+#[test]
+fn keys_named_only_by_property_names_or_dependencies_are_reached() {
+    let vocab = Vocabulary::embedded().unwrap();
+    for schema in [
+        serde_json::json!({"type": "object", "not": {"propertyNames": {"not": {"const": "k0"}}}}),
+        serde_json::json!({"type": "object", "required": ["a"],
+                           "dependentRequired": {"a": ["circle"]},
+                           "properties": {"a": {"type": "integer"}}}),
+    ] {
+        let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+        let config = FuzzConfig::default().with_n(20).with_seed(3);
+        let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+        assert_eq!(report.n_valid(), 20, "{schema}: {report}");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for inst in &report.instances {
+            let v: serde_json::Value = serde_json::from_str(&inst.text).unwrap();
+            assert!(validator.is_valid(&v), "{schema}: {}", inst.text);
+        }
+    }
+}
