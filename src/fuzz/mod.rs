@@ -609,14 +609,19 @@ impl<'c> Fuzzer<'c> {
                 Some(t) if self.accepts_bytes(&t) => t,
                 _ => text,
             };
-            let key = canonical(&text, self.json);
+            // Parsed once: the dedup key and the f64 check both read the value.
+            let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
+            let key = match &parsed {
+                Some(v) => canonical_of(v),
+                None => text.clone(),
+            };
             if !seen.insert(key) {
                 stats.duplicates += 1;
                 duplicate_run += 1;
                 continue;
             }
             duplicate_run = 0;
-            if self.json && !f64_exact_enough(&text) {
+            if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
                 stats.f64_unsafe += 1;
                 reserve.push(text);
                 continue;
@@ -825,25 +830,27 @@ fn property_hints(schema: &serde_json::Value) -> Vec<Vec<u8>> {
 /// `json` for floats, JavaScript) and validators (the `jsonschema` crate, Python `jsonschema`)
 /// read them as `f64`, so the fuzzer prefers documents without them.
 pub fn f64_exact_enough(text: &str) -> bool {
-    fn ok(v: &serde_json::Value) -> bool {
-        match v {
-            serde_json::Value::Number(n) => {
-                let s = n.to_string();
-                let Ok(f) = s.parse::<f64>() else { return false };
-                let nonzero = s
-                    .split(['e', 'E'])
-                    .next()
-                    .is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
-                f.is_finite()
-                    && (f != 0.0 || !nonzero)
-                    && (f.fract() != 0.0 || f.abs() < 9_007_199_254_740_992.0)
-            }
-            serde_json::Value::Array(a) => a.iter().all(ok),
-            serde_json::Value::Object(m) => m.values().all(ok),
-            _ => true,
+    serde_json::from_str::<serde_json::Value>(text).map_or(true, |v| f64_exact_value(&v))
+}
+
+/// [`f64_exact_enough`] of a parsed document.
+fn f64_exact_value(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Number(n) => {
+            let s = n.to_string();
+            let Ok(f) = s.parse::<f64>() else { return false };
+            let nonzero = s
+                .split(['e', 'E'])
+                .next()
+                .is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
+            f.is_finite()
+                && (f != 0.0 || !nonzero)
+                && (f.fract() != 0.0 || f.abs() < 9_007_199_254_740_992.0)
         }
+        serde_json::Value::Array(a) => a.iter().all(f64_exact_value),
+        serde_json::Value::Object(m) => m.values().all(f64_exact_value),
+        _ => true,
     }
-    serde_json::from_str::<serde_json::Value>(text).map_or(true, |v| ok(&v))
 }
 
 /// The dedup key: the parsed JSON value written compactly (so whitespace variants of one
@@ -901,9 +908,14 @@ fn without_leap_seconds(text: &str) -> Option<String> {
 /// parsed values), not equality of texts. Not JSON itself (numbers are written `2e0`).
 pub fn canonical_key(text: &str) -> Option<String> {
     let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
-    let mut out = String::with_capacity(text.len());
-    write_canonical(&v, &mut out);
-    Some(out)
+    Some(canonical_of(&v))
+}
+
+/// [`canonical_key`] of a parsed value.
+fn canonical_of(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
 }
 
 fn write_canonical(v: &serde_json::Value, out: &mut String) {

@@ -185,14 +185,13 @@ impl<'a> Compiler<'a> {
             let assert = self.opts.formats == FormatMode::Assert;
             if assert && string::UNSUPPORTED_FORMATS.contains(&f) {
                 let why = if f == "regex" {
-                    "format \"regex\": the language of ECMA-262 regexes is not regular (groups \
-                     and classes nest), so no automaton decides it; annotate formats to accept \
-                     any string"
+                    "the language of ECMA-262 regexes is not regular (groups and classes nest), \
+                     so no automaton decides it"
                 } else {
-                    "format {f:?}: IDNA2008 label rules (mappings, contextual rules) are not \
-                     implemented; annotate formats to accept any string"
+                    "IDNA2008 label rules (mappings, contextual rules) are not implemented"
                 };
-                self.unsupported_because("format", ptr, &why.replace("{f:?}", &format!("{f:?}")))?;
+                let why = format!("format {f:?}: {why}; annotate formats to accept any string");
+                self.unsupported_because("format", ptr, &why)?;
             }
             if let Some(re) = string::format_regex(f).filter(|_| assert) {
                 if let Some(n) = string::format_max_len(f) {
