@@ -6,6 +6,10 @@
 //! the embedded Qwen3 vocabulary). Each workload replays a fixed document token by token and
 //! times every `fill_mask`; it prints mean / p50 / p99 / max in microseconds, with the engine's
 //! mask cache on (as deployed) and off (every mask a trie walk).
+//!
+//! `ONLY=<part of a name>` runs only the matching workloads (for a profiler); `STEPS=<part of a
+//! name>` also prints, per step, the best and worst mask time over the replays, the token
+//! before it and how many tokens the mask allows (where the time goes).
 
 use grammask::{json::TopLevel, Whitespace};
 use grammask::{
@@ -52,27 +56,58 @@ fn replay(
     reps: usize,
     mut make: impl FnMut() -> Box<dyn ConstraintEngine>,
 ) {
+    // `ONLY=<part of a workload's name>`: run only the workloads that match (for a profiler).
+    if std::env::var("ONLY").is_ok_and(|s| !name.contains(s.as_str())) {
+        return;
+    }
     let toks = vocab.encode(doc).unwrap();
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut times = Vec::new();
     let mut checks = Vec::new();
+    // `STEPS=<part of a workload's name>`: also print each step's best time over the replays,
+    // the token it follows and how many tokens its mask allows (where the time goes).
+    let steps = std::env::var("STEPS").is_ok_and(|s| !s.is_empty() && name.contains(s.as_str()));
+    let mut best = vec![Duration::MAX; toks.len() + 1];
+    let mut worst = vec![Duration::ZERO; toks.len() + 1];
+    let mut allowed = vec![0usize; toks.len() + 1];
     for _ in 0..reps {
         let mut e = make();
-        for &t in &toks {
+        for (i, &t) in toks.iter().enumerate() {
             let start = Instant::now();
             let ok = e.allows(t);
             checks.push(start.elapsed());
             assert!(ok, "{name}: allows refused {}", vocab.describe(t));
             let start = Instant::now();
             e.fill_mask(&mut mask).unwrap();
-            times.push(start.elapsed());
+            let took = start.elapsed();
+            times.push(took);
+            best[i] = best[i].min(took);
+            worst[i] = worst[i].max(took);
+            allowed[i] = mask.count();
             assert!(mask.contains(t), "{name}: token {} refused", vocab.describe(t));
             e.advance(t).unwrap();
         }
         let start = Instant::now();
         e.fill_mask(&mut mask).unwrap();
-        times.push(start.elapsed());
+        let took = start.elapsed();
+        times.push(took);
+        best[toks.len()] = best[toks.len()].min(took);
+        worst[toks.len()] = worst[toks.len()].max(took);
+        allowed[toks.len()] = mask.count();
         assert!(e.is_accepting(), "{name}: document incomplete");
+    }
+    if steps {
+        let mut before = String::from("(start)");
+        for (i, (b, n)) in best.iter().zip(&allowed).enumerate() {
+            println!(
+                "  step {i:>3} after {before:<24} best {:>8.1} worst {:>8.1} µs  allows {n}",
+                b.as_secs_f64() * 1e6,
+                worst[i].as_secs_f64() * 1e6
+            );
+            if let Some(&t) = toks.get(i) {
+                before = vocab.describe(t);
+            }
+        }
     }
     stats(&format!("{name} ({} tokens)", toks.len()), times);
     stats("  └ allows(sampled token) only", checks);

@@ -194,3 +194,68 @@ fn long_rule_chains_compile_and_stay_exact() {
     e.advance_bytes(&doc).unwrap();
     assert!(e.is_accepting());
 }
+
+/// Walk `doc` token by token through `a` and `b`, comparing every mask (and the final one).
+fn compare_on_document(name: &str, a: &mut CfgConstraint, b: &mut CfgConstraint, doc: &str) {
+    let v = vocab();
+    let mut m1 = TokenMask::new(v.n_vocab());
+    let mut m2 = TokenMask::new(v.n_vocab());
+    let toks = v.encode(doc).unwrap();
+    for (i, &t) in toks.iter().enumerate() {
+        a.fill_mask(&mut m1).unwrap();
+        b.fill_mask(&mut m2).unwrap();
+        assert!(
+            m1 == m2,
+            "{name} step {i} after {:?}: {} vs {} tokens; only with slices {:?}, only without {:?}",
+            String::from_utf8_lossy(&a.output_bytes()),
+            m1.count(),
+            m2.count(),
+            m1.iter()
+                .filter(|t| !m2.contains(*t))
+                .take(5)
+                .map(|t| v.describe(t))
+                .collect::<Vec<_>>(),
+            m2.iter()
+                .filter(|t| !m1.contains(*t))
+                .take(5)
+                .map(|t| v.describe(t))
+                .collect::<Vec<_>>()
+        );
+        assert!(m1.contains(t), "{name} step {i}: the document's token {} refused", v.describe(t));
+        a.advance(t).unwrap();
+        b.advance(t).unwrap();
+    }
+    a.fill_mask(&mut m1).unwrap();
+    b.fill_mask(&mut m2).unwrap();
+    assert!(m1 == m2, "{name}: final masks differ");
+    assert!(a.is_accepting(), "{name}: document not accepted");
+}
+
+#[test]
+fn slices_and_pure_exits_keep_masks_on_documents_of_permissive_grammars() {
+    // The vocabulary slices (tokens that stay inside a lexeme state, allowed as a block; the
+    // other tokens walked as suffixes after the lexeme, `PureExits`) against the plain trie
+    // walk, on documents that pass through a string body, identifiers, keywords and
+    // whitespace runs: the states that get slices are chosen by how many tokens they keep,
+    // so a string body (`'…'` in SQL) gets one even after many identifier states.
+    let v = vocab();
+    let plain = CfgConfig::default().with_slice_min_tokens(usize::MAX);
+    for (name, doc) in [
+        (
+            "sql_select.gbnf",
+            "SELECT DISTINCT u.name, COUNT(*) AS orders FROM users AS u LEFT JOIN orders AS o ON u.id = o.user_id WHERE o.total > 100 AND (u.country = 'DE, \"Berlin\"' OR u.vip IS NOT NULL) GROUP BY u.name ORDER BY orders DESC LIMIT 20;",
+        ),
+        (
+            "c_expr.gbnf",
+            "int total = 0;\nwhile (i < n) {\n  total += values[i] * weight(i, n);\n  if (total > limit && !force) { return total - limit; }\n  i = i + 1;\n}\nreturn total;",
+        ),
+        ("json.gbnf", r#"{"id": 12345, "name": "Widget \"Pro\" \u00e9", "tags": ["a", "b"], "ok": true}"#),
+    ] {
+        let text = grammar(name);
+        let fast = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
+        assert!(fast.slice_count() > 0, "{name}: no slices");
+        let slow = CfgConstraint::from_gbnf(v, &text, &plain).unwrap();
+        assert_eq!(slow.slice_count(), 0);
+        compare_on_document(name, &mut fast.fork(), &mut slow.fork(), doc);
+    }
+}
