@@ -7,7 +7,9 @@
 //! (`Arc`) by every request forked from the same constraint.
 //!
 //! # Masks
-//! 1. Cache hit on the last set's signature: copy the cached mask.
+//! 1. Cache hit on the last set's signature: copy the cached mask — the engine's own, then
+//!    the one every engine of the compiled grammar shares (a later request meets the states
+//!    an earlier one paid for).
 //! 2. Else, if the last set holds a character-class loop item `R → R • x` or an item inside a
 //!    lexeme state with a slice (see [`crate::cfg::grammar`]), allow the slice's tokens as a
 //!    block (each of them only repeats the loop or stays inside the lexeme) and walk only the
@@ -38,7 +40,7 @@ use super::walk::{pure_lexeme, EarleyWalk};
 use super::{CfgConfig, CfgError, CfgErrorKind};
 use crate::automaton::DfaStateId;
 use crate::engine::history::History;
-use crate::engine::mask_cache::MaskCache;
+use crate::engine::mask_cache::{MaskCache, SharedMasks};
 use crate::engine::{
     allow_eos, allows_with, bool_view, mask_prelude, precheck, refused, BoolView, ConstraintEngine,
     EngineError, EngineErrorKind,
@@ -87,6 +89,10 @@ pub(crate) struct Shared {
     /// tokens it takes.
     tokens: Vec<(TokenId, Option<TokenMask>)>,
     config: CfgConfig,
+    /// Masks by chart signature, for every engine of this grammar
+    /// ([`EngineOptions::shared_masks`](crate::EngineOptions::shared_masks)): a state one
+    /// request met (a statement start, the right side of an operator) is a copy for the next.
+    masks: SharedMasks<u64>,
 }
 
 impl Shared {
@@ -397,6 +403,7 @@ impl CfgConstraint {
             lex_slice,
             tokens,
             config: config.clone(),
+            masks: SharedMasks::default(),
         });
         Ok(Self::with_shared(vocab, shared))
     }
@@ -632,7 +639,17 @@ impl ConstraintEngine for CfgConstraint {
         if self.cache.lookup(|s| *s == sig, mask) {
             return Ok(());
         }
+        // Then the masks every engine of this grammar has computed (off with the engine's own
+        // cache, so `mask_cache: 0` still measures walks). Keyed by the same 64-bit signature
+        // as the engine's own cache (see `earley`: equal signatures, equal futures).
+        let engine = &self.shared.config.engine;
+        let cap = if engine.mask_cache > 0 { engine.shared_masks } else { 0 };
+        if cap > 0 && self.shared.masks.lookup(&self.vocab, sig, |s| *s == sig, mask) {
+            self.cache.insert(sig, mask);
+            return Ok(());
+        }
         self.compute(mask)?;
+        self.shared.masks.insert(&self.vocab, sig, sig, mask, cap);
         self.cache.insert(sig, mask);
         Ok(())
     }
@@ -709,5 +726,50 @@ impl ConstraintEngine for CfgConstraint {
             self.finished = finished;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineOptions;
+
+    /// The masks all engines of a compiled grammar share: a second request on the same
+    /// document adds none and gets the walk's masks; `mask_cache: 0` keeps the shared cache
+    /// off too; `shared_masks` bounds it.
+    #[test]
+    fn shared_masks_serve_later_engines_and_obey_their_options() {
+        let vocab = Vocabulary::embedded().expect("vocab");
+        let gbnf = include_str!("../../grammars/c_expr.gbnf");
+        let doc = "int x = 1;\nwhile (x < n) { x = x + 1; }\nreturn x;";
+        let plain = CfgConfig::default().with_engine(EngineOptions::default().with_mask_cache(0));
+        let walk = |e: &mut CfgConstraint| {
+            let mut reference = CfgConstraint::from_gbnf(&vocab, gbnf, &plain).expect("compiles");
+            let mut m = TokenMask::new(vocab.n_vocab());
+            let mut r = TokenMask::new(vocab.n_vocab());
+            for t in vocab.encode(doc).expect("encodes") {
+                e.fill_mask(&mut m).expect("mask");
+                reference.fill_mask(&mut r).expect("reference");
+                assert_eq!(m, r, "mask differs from the walk");
+                e.advance(t).expect("allowed");
+                reference.advance(t).expect("allowed");
+            }
+        };
+        let compiled = |engine: EngineOptions| {
+            let cfg = CfgConfig::default().with_engine(engine);
+            CfgConstraint::from_gbnf(&vocab, gbnf, &cfg).expect("compiles")
+        };
+        let base = compiled(EngineOptions::default().with_mask_cache(32));
+        walk(&mut base.fork());
+        let n = base.shared.masks.len();
+        assert!(n > 5, "{n} shared masks");
+        walk(&mut base.fork());
+        assert_eq!(base.shared.masks.len(), n, "the second request's states were all shared");
+        let off = compiled(EngineOptions::default().with_mask_cache(0));
+        walk(&mut off.fork());
+        assert_eq!(off.shared.masks.len(), 0);
+        let small = compiled(EngineOptions::default().with_mask_cache(32).with_shared_masks(3));
+        walk(&mut small.fork());
+        assert!(small.shared.masks.len() <= 3);
     }
 }

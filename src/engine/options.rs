@@ -17,10 +17,11 @@ pub struct EngineOptions {
     /// Masks kept in the state-keyed cache (default 8; 0 disables caching, the shared cache
     /// too).
     pub mask_cache: usize,
-    /// Masks a compiled JSON Schema keeps for all its engines, keyed by exact state (default
-    /// 256, cleared when full: at most 4 MB at 128k tokens; 0 disables it). A state met by
-    /// one request (after `{"`, after `"price": `, inside a bounded number) is then a hit
-    /// for the next.
+    /// Masks a compiled JSON Schema or GBNF grammar keeps for all its engines (default 256,
+    /// cleared when full: at most 4 MB at 128k tokens; 0 disables it), keyed by exact state
+    /// (schema) or by the 64-bit signature of the chart's future (grammar, the key of its
+    /// own cache too). A state met by one request (after `{"`, after `"price": `, inside a
+    /// bounded number, a statement start) is then a hit for the next.
     pub shared_masks: usize,
 }
 
@@ -36,7 +37,8 @@ builder!(EngineOptions {
     /// Masks kept in the state-keyed cache (default 8; 0 disables caching, the shared cache
     /// too).
     with_mask_cache => mask_cache: usize,
-    /// Masks a compiled JSON Schema keeps for all its engines (default 256; 0 disables it).
+    /// Masks a compiled JSON Schema or grammar keeps for all its engines (default 256; 0
+    /// disables it).
     with_shared_masks => shared_masks: usize,
 });
 
