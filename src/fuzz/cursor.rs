@@ -10,8 +10,10 @@
 //! raised 64 → 256 → 1024 → … up to the byte budget, and a work budget in pushes) and says so when
 //! it cannot finish, rather than running on.
 
+use super::hints::KeyHints;
 use crate::constraint::tagged::InnerSlot;
 use crate::constraint::CompiledConstraint;
+use std::sync::Arc;
 
 /// Where a JSON text stands after some bytes: nesting depth (containers as bits, 1 = object),
 /// inside a string, after a backslash. Enough for the generator's policy and for a lower bound
@@ -231,15 +233,17 @@ pub(crate) fn complete(
     max_extra: usize,
     max_work: u64,
     json: bool,
-    hints: &[Vec<u8>],
+    hints: &KeyHints,
 ) -> Result<usize, Unfinished> {
     let end = cur.work + max_work;
     let mut limit = 64usize.min(max_extra);
     loop {
         // A limit that is too small must not spend the whole budget exhausting its tree: each
-        // but the last gets an eighth of it.
+        // but the last gets a 32nd of it. (An eighth each left 5/8 for a document that needs
+        // 2 KB to close its required keys, so every walk cost ~80k pushes, mostly in searches
+        // that could not succeed, and the run's budget ended after a few dozen documents.)
         let last = limit >= max_extra;
-        let level_end = if last { end } else { cur.work + max_work / 8 };
+        let level_end = if last { end } else { cur.work + max_work / 32 };
         match dfs(cur, limit, level_end.min(end), json, hints) {
             Ok(n) => return Ok(n),
             Err(Unfinished::Work) if last || cur.work >= end => return Err(Unfinished::Work),
@@ -264,7 +268,7 @@ fn dfs(
     limit: usize,
     work_end: u64,
     json: bool,
-    hints: &[Vec<u8>],
+    hints: &KeyHints,
 ) -> Result<usize, Unfinished> {
     let order = closing_order();
     // One frame per move: the index of the next move to try (hints first where they apply,
@@ -274,6 +278,8 @@ fn dfs(
     // the byte that ends it), and the bytes the move taken pushed.
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    // Per frame where a key was just opened: the hints for that object (looked up once).
+    let mut frame_hints: Vec<Option<Arc<[Vec<u8>]>>> = vec![None];
     let mut out_of_work = false;
     // Engine states reached (where the engine has a state key) and the fewest added bytes they
     // were reached with: a state met again no earlier has been searched already with at least
@@ -287,8 +293,13 @@ fn dfs(
         }
         let pos = cur.json();
         let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
-        let n_hints = if key_opened { hints.len() } else { 0 };
         let top = stack.len() - 1;
+        if key_opened && frame_hints[top].is_none() {
+            frame_hints[top] = Some(hints.at(cur.bytes()));
+        }
+        let here = frame_hints[top].clone();
+        let here: &[Vec<u8>] = here.as_deref().unwrap_or(&[]);
+        let n_hints = here.len();
         let mut pushed = 0;
         if added < limit && (!json || added + pos.closing_bytes() <= limit) {
             let bytes = &cur.bytes()[base..];
@@ -322,8 +333,8 @@ fn dfs(
                 let k = stack[top].0;
                 stack[top].0 += 1;
                 let n = if k < n_hints {
-                    if added + hints[k].len() <= limit && cur.push_all(&hints[k]) {
-                        hints[k].len()
+                    if added + here[k].len() <= limit && cur.push_all(&here[k]) {
+                        here[k].len()
                     } else {
                         continue;
                     }
@@ -373,10 +384,12 @@ fn dfs(
         if pushed > 0 {
             stack[top].1 = pushed;
             stack.push((0, 0));
+            frame_hints.push(None);
             continue;
         }
         // Exhausted here (or out of work): go back up.
         stack.pop();
+        frame_hints.pop();
         let Some(&(_, n)) = stack.last() else {
             return Err(if out_of_work { Unfinished::Work } else { Unfinished::Bytes });
         };

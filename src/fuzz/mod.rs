@@ -50,6 +50,7 @@
 
 mod cursor;
 mod finish;
+mod hints;
 mod mutate;
 mod schema_map;
 #[cfg(feature = "proptest")]
@@ -417,7 +418,9 @@ impl fmt::Display for FuzzError {
             FuzzErrorKind::RunBudget { max_total_work, unfinished } => write!(
                 f,
                 "no document finished within the run's work budget of {max_total_work} pushes \
-                 (--max-total-work): {unfinished} walks could not be completed"
+                 (--max-total-work): {unfinished} walks could not be completed within the \
+                 per-document --max-bytes and --max-work (a schema whose every document is long \
+                 needs more of both: the search ends each document within --max-bytes)"
             ),
             FuzzErrorKind::Refused { at } => {
                 write!(f, "the constraint refuses the output at byte {at}")
@@ -439,9 +442,9 @@ pub struct Fuzzer<'c> {
     compiled: &'c CompiledConstraint,
     config: FuzzConfig,
     json: bool,
-    /// Property names of the schema (required ones first), each with its closing quote: the
-    /// completion search's key moves.
-    hints: Vec<Vec<u8>>,
+    /// Property names, scoped to the object being written: the completion search's key moves
+    /// and the walk's key choices.
+    hints: hints::KeyHints,
     /// Pushes spent so far (every cursor's work, added when it is dropped).
     spent: std::sync::atomic::AtomicU64,
 }
@@ -459,7 +462,7 @@ impl<'c> Fuzzer<'c> {
             return Err(FuzzError::new(FuzzErrorKind::Unsupported(compiled.kind())));
         }
         let json = matches!(compiled.kind(), ConstraintKind::Json | ConstraintKind::JsonSchema);
-        let hints = compiled.schema().map(property_hints).unwrap_or_default();
+        let hints = hints::KeyHints::new(compiled.schema());
         Ok(Fuzzer { compiled, config, json, hints, spent: Default::default() })
     }
 

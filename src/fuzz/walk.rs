@@ -13,6 +13,7 @@
 //! empty and long strings, empty and full arrays, shallow and deep documents.
 
 use super::cursor::{complete, Cursor, Unfinished};
+use super::hints::KeyHints;
 use super::Rng as Pcg32;
 
 /// The bytes tried at each step before falling back to all 256: printable ASCII, the JSON
@@ -193,7 +194,7 @@ pub(crate) fn walk(
     style: &Style,
     budget: Budget,
     json: bool,
-    hints: &[Vec<u8>],
+    hints: &KeyHints,
 ) -> Result<Vec<u8>, WalkFailure> {
     let mut allowed = Vec::with_capacity(256);
     let all: Vec<u8> = (0..=255).collect();
@@ -223,10 +224,15 @@ pub(crate) fn walk(
         // A key just opened: most often one of the schema's property names (an open object
         // would otherwise nearly always get a random additional key).
         let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
-        if key_opened && !hints.is_empty() && rng.unit() < 0.8 {
-            let start = rng.below(hints.len() as u32) as usize;
-            if (0..hints.len().min(8)).any(|i| cur.push_all(&hints[(start + i) % hints.len()])) {
-                continue;
+        if key_opened && rng.unit() < 0.8 {
+            // One of the names of the object at hand (see `hints`), from a random start.
+            let hints = hints.at(cur.bytes());
+            if !hints.is_empty() {
+                let start = rng.below(hints.len() as u32) as usize;
+                let n = hints.len();
+                if (0..n.min(8)).any(|i| cur.push_all(&hints[(start + i) % n])) {
+                    continue;
+                }
             }
         }
         if json && pos.in_string && string_step(cur, style, rng) {

@@ -372,3 +372,33 @@ fn keys_named_only_by_property_names_or_dependencies_are_reached() {
         }
     }
 }
+
+#[test]
+fn large_objects_with_open_additional_properties_get_their_own_required_keys() {
+    // Twelve objects of twelve required keys each, additional properties allowed (as in the
+    // `Github_hard` configuration schemas): the shortest document is ~2.5 kB. With one list of
+    // every name in the schema, each object took the other objects' keys as additional
+    // properties first and filled the 4 kB budget before writing its own; no document finished.
+    let vocab = Vocabulary::embedded().unwrap();
+    let mut props = serde_json::Map::new();
+    let mut outer_required = Vec::new();
+    for i in 0..12 {
+        let mut inner = serde_json::Map::new();
+        let mut req = Vec::new();
+        for j in 0..12 {
+            let k = format!("setting{i}x{j}Enabled");
+            inner.insert(k.clone(), serde_json::json!({"type": "string", "minLength": 1}));
+            req.push(serde_json::Value::String(k));
+        }
+        let name = format!("panel{i}");
+        props.insert(
+            name.clone(),
+            serde_json::json!({"type": "object", "properties": inner, "required": req}),
+        );
+        outer_required.push(serde_json::Value::String(name));
+    }
+    let schema =
+        serde_json::json!({"type": "object", "properties": props, "required": outer_required});
+    let (valid, invalid) = judge(&schema, &vocab, 20, 5, 1);
+    assert_eq!((valid, invalid), (20, 5));
+}

@@ -1,0 +1,385 @@
+//! Property-name hints for the generator and the completion search, scoped to the object being
+//! written.
+//!
+//! Where a JSON object key has just been opened, the search tries whole property names before
+//! single bytes (without them an open object takes the shortest *additional* key, `""`, over and
+//! over and never spells a required one). A single list of every name in the schema is not
+//! enough when the object allows additional properties: the first names of that list — the
+//! *other* objects' required keys — are all accepted as additional keys, each with a value, and
+//! a large object (`Github_hard---o16058`: 131 required keys over nested objects) fills the byte
+//! budget with them before it writes its own required keys, so no document is ever finished.
+//! So the names are looked up for the object at hand: the document so far gives the path of the
+//! innermost open object and the keys it already has, the path gives the subschemas that can
+//! apply there (`properties`, `patternProperties`, `additionalProperties`, `items`,
+//! `prefixItems`, through local `$ref`s and `allOf`/`anyOf`/`oneOf`/`if`/`then`/`else`/`not`/
+//! `dependentSchemas`), and those give the names: their missing `required` keys first, then the
+//! keys `dependentRequired`/`dependencies` name, then their other `properties` and the strings
+//! inside `propertyNames`. Where the path cannot be resolved (a remote `$ref`, too many
+//! branches), the schema-wide list is used. The hints only order the search; the engine decides
+//! what is allowed.
+
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+/// Most subschemas gathered for one path (branches of branches multiply).
+const MAX_SCOPE: usize = 256;
+/// Most hints offered at one object.
+const MAX_HINTS: usize = 256;
+
+/// One step of a document path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Property-name hints for a schema (see the module docs).
+pub(crate) struct KeyHints {
+    schema: Option<Value>,
+    /// Every name in the schema (required ones first), JSON-escaped with the closing quote.
+    global: Arc<[Vec<u8>]>,
+    /// The names per object path, in hint order, before the keys present are taken out
+    /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
+    by_path: Mutex<HashMap<Vec<Step>, PathNames>>,
+}
+
+/// An object path's names in hint order; `None` where the path does not resolve.
+type PathNames = Option<Arc<[String]>>;
+
+/// Most object paths whose names are kept.
+const MAX_PATHS: usize = 4096;
+
+impl KeyHints {
+    /// Hints for `schema` (`None`: free-form JSON, no hints).
+    pub(crate) fn new(schema: Option<&Value>) -> KeyHints {
+        let global: Arc<[Vec<u8>]> = schema.map(super::property_hints).unwrap_or_default().into();
+        KeyHints { schema: schema.cloned(), global, by_path: Mutex::default() }
+    }
+
+    /// The schema-wide list (required names first).
+    #[cfg(test)]
+    pub(crate) fn global(&self) -> &Arc<[Vec<u8>]> {
+        &self.global
+    }
+
+    /// The hints for the object whose key `doc` has just opened (`doc` ends inside that
+    /// object, after the key's opening quote): scoped to it where its path resolves, else the
+    /// schema-wide list.
+    pub(crate) fn at(&self, doc: &[u8]) -> Arc<[Vec<u8>]> {
+        let Some(schema) = &self.schema else { return self.global.clone() };
+        let Some((path, present)) = open_object(doc) else { return self.global.clone() };
+        let names = {
+            let mut m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+            if m.len() >= MAX_PATHS {
+                m.clear();
+            }
+            m.entry(path).or_insert_with_key(|p| scope_names(schema, p).map(Into::into)).clone()
+        };
+        let Some(names) = names else { return self.global.clone() };
+        let mut seen: HashSet<&str> = present.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        for k in names.iter() {
+            if out.len() < MAX_HINTS && seen.insert(k) {
+                let quoted = Value::String(k.clone()).to_string();
+                out.push(quoted.as_bytes()[1..].to_vec());
+            }
+        }
+        if out.is_empty() {
+            return self.global.clone();
+        }
+        out.into()
+    }
+}
+
+/// The path of the innermost open object of the JSON prefix `doc` and the keys it already has;
+/// `None` when `doc` does not end inside an object.
+fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<String>)> {
+    // Per open container: for an object its keys so far and whether the next string is a key;
+    // for an array the index of the current element.
+    enum Frame {
+        Obj { keys: Vec<String>, want_key: bool },
+        Arr { index: usize },
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < doc.len() {
+        match doc[i] {
+            b'"' => {
+                // A whole string: its end, escapes skipped.
+                let start = i;
+                i += 1;
+                while i < doc.len() && doc[i] != b'"' {
+                    i += if doc[i] == b'\\' { 2 } else { 1 };
+                }
+                if i >= doc.len() {
+                    break; // the string still open: the key just opened
+                }
+                if let Some(Frame::Obj { keys, want_key }) = stack.last_mut() {
+                    if *want_key {
+                        let k: String = serde_json::from_slice(&doc[start..=i]).ok()?;
+                        keys.push(k);
+                        *want_key = false;
+                    }
+                }
+            }
+            b'{' => stack.push(Frame::Obj { keys: Vec::new(), want_key: true }),
+            b'[' => stack.push(Frame::Arr { index: 0 }),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Obj { want_key, .. }) => *want_key = true,
+                Some(Frame::Arr { index }) => *index += 1,
+                None => {}
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    let Some(Frame::Obj { keys, .. }) = stack.last() else { return None };
+    let present = keys.clone();
+    let mut path = Vec::new();
+    for f in &stack[..stack.len() - 1] {
+        path.push(match f {
+            Frame::Obj { keys, .. } => Step::Key(keys.last()?.clone()),
+            Frame::Arr { index } => Step::Index(*index),
+        });
+    }
+    Some((path, present))
+}
+
+/// Resolve a local `$ref` (`#`, `#/json/pointer`, `#anchor`) against `root`.
+fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+    let frag = r.strip_prefix('#')?;
+    if frag.is_empty() {
+        return Some(root);
+    }
+    if frag.starts_with('/') {
+        let decoded = percent_decode(frag);
+        return root.pointer(&decoded);
+    }
+    find_anchor(root, frag, 0)
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(x);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn find_anchor<'a>(v: &'a Value, name: &str, depth: usize) -> Option<&'a Value> {
+    if depth > 64 {
+        return None;
+    }
+    match v {
+        Value::Object(m) => {
+            if m.get("$anchor").and_then(Value::as_str) == Some(name) {
+                return Some(v);
+            }
+            m.values().find_map(|x| find_anchor(x, name, depth + 1))
+        }
+        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
+        _ => None,
+    }
+}
+
+/// `v` and every subschema that applies at the same place: local `$ref` targets and the
+/// branches of `allOf`/`anyOf`/`oneOf`/`if`/`then`/`else`/`not`/`dependentSchemas`. `None`
+/// past [`MAX_SCOPE`] or on a `$ref` that is not local.
+fn expand<'a>(root: &'a Value, v: &'a Value, out: &mut Vec<&'a Value>) -> Option<()> {
+    let mut work = vec![v];
+    while let Some(s) = work.pop() {
+        let Value::Object(m) = s else { continue };
+        if out.iter().any(|x| std::ptr::eq(*x, s)) {
+            continue;
+        }
+        if out.len() >= MAX_SCOPE {
+            return None;
+        }
+        out.push(s);
+        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+            work.push(resolve(root, r)?);
+        }
+        for kw in ["allOf", "anyOf", "oneOf"] {
+            if let Some(Value::Array(a)) = m.get(kw) {
+                work.extend(a.iter());
+            }
+        }
+        for kw in ["if", "then", "else", "not"] {
+            if let Some(x) = m.get(kw) {
+                work.push(x);
+            }
+        }
+        if let Some(Value::Object(d)) = m.get("dependentSchemas") {
+            work.extend(d.values());
+        }
+        if let Some(Value::Object(d)) = m.get("dependencies") {
+            work.extend(d.values().filter(|x| x.is_object()));
+        }
+    }
+    Some(())
+}
+
+/// The subschemas at `path` below `root` (see [`expand`]).
+fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
+    let mut here = Vec::new();
+    expand(root, root, &mut here)?;
+    for step in path {
+        let mut next: Vec<&Value> = Vec::new();
+        for s in &here {
+            let Value::Object(m) = s else { continue };
+            match step {
+                Step::Key(k) => {
+                    let mut named = false;
+                    if let Some(x) = m.get("properties").and_then(|p| p.get(k.as_str())) {
+                        expand(root, x, &mut next)?;
+                        named = true;
+                    }
+                    if let Some(Value::Object(pp)) = m.get("patternProperties") {
+                        for (pat, x) in pp {
+                            if regex_automata::meta::Regex::new(pat)
+                                .is_ok_and(|re| re.is_match(k.as_str()))
+                            {
+                                expand(root, x, &mut next)?;
+                                named = true;
+                            }
+                        }
+                    }
+                    if !named {
+                        if let Some(x @ Value::Object(_)) = m.get("additionalProperties") {
+                            expand(root, x, &mut next)?;
+                        }
+                    }
+                }
+                Step::Index(i) => {
+                    let prefix =
+                        m.get("prefixItems").or_else(|| m.get("items").filter(|x| x.is_array()));
+                    match prefix.and_then(Value::as_array) {
+                        Some(a) if *i < a.len() => expand(root, &a[*i], &mut next)?,
+                        Some(_) => {
+                            let rest = if m.contains_key("prefixItems") {
+                                m.get("items")
+                            } else {
+                                m.get("additionalItems")
+                            };
+                            if let Some(x @ Value::Object(_)) = rest {
+                                expand(root, x, &mut next)?;
+                            }
+                        }
+                        None => {
+                            if let Some(x @ Value::Object(_)) = m.get("items") {
+                                expand(root, x, &mut next)?;
+                            }
+                        }
+                    }
+                    if let Some(x @ Value::Object(_)) = m.get("contains") {
+                        expand(root, x, &mut next)?;
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return None;
+        }
+        here = next;
+    }
+    Some(here)
+}
+
+/// The names for an object at `path`, in hint order (see the module docs), duplicates
+/// removed; `None` when the path does not resolve.
+fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<String>> {
+    let scope = at_path(root, path)?;
+    let (mut required, mut dependent, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    for s in &scope {
+        let Value::Object(m) = s else { continue };
+        required.extend(strings(m.get("required")));
+        for kw in ["dependentRequired", "dependencies"] {
+            if let Some(Value::Object(d)) = m.get(kw) {
+                for names in d.values() {
+                    dependent.extend(strings(Some(names)));
+                }
+            }
+        }
+        if let Some(Value::Object(p)) = m.get("properties") {
+            other.extend(p.keys().cloned());
+        }
+        if let Some(names) = m.get("propertyNames") {
+            if let Some(c) = names.get("const").and_then(Value::as_str) {
+                other.push(c.to_string());
+            }
+            other.extend(strings(names.get("enum")));
+        }
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    Some(
+        required
+            .into_iter()
+            .chain(dependent)
+            .chain(other)
+            .filter(|k| seen.insert(k.clone()))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn names(h: &[Vec<u8>]) -> Vec<String> {
+        h.iter().map(|k| String::from_utf8_lossy(&k[..k.len() - 1]).into_owned()).collect()
+    }
+
+    #[test]
+    fn the_open_object_and_its_keys_are_read_from_the_prefix() {
+        let (path, present) = open_object(br#"{"a": [1, {"x": "}", "y": {"#).expect("open");
+        assert_eq!(path, vec![Step::Key("a".into()), Step::Index(1), Step::Key("y".into())]);
+        assert!(present.is_empty());
+        let (path, present) = open_object(br#"{"a": 1, "b\"c": {"k": [], ""#).expect("open");
+        assert_eq!(path, vec![Step::Key("b\"c".into())]);
+        assert_eq!(present, vec!["k".to_string()]);
+        assert!(open_object(br#"{"a": ["#).is_none());
+    }
+
+    #[test]
+    fn hints_are_the_missing_names_of_the_object_at_hand() {
+        let schema = json!({
+            "type": "object",
+            "required": ["top"],
+            "properties": {
+                "top": {"type": "string"},
+                "inner": {"$ref": "#/$defs/inner"},
+                "list": {"type": "array", "items": {"required": ["id"], "properties": {"id": {}, "note": {}}}}
+            },
+            "$defs": {"inner": {"allOf": [{"required": ["b"]}, {"properties": {"a": {}, "b": {}}}],
+                                "dependentRequired": {"a": ["c"]}}}
+        });
+        let h = KeyHints::new(Some(&schema));
+        assert_eq!(names(&h.at(br#"{""#)), ["top", "inner", "list"]);
+        assert_eq!(names(&h.at(br#"{"top": "x", ""#)), ["inner", "list"]);
+        assert_eq!(names(&h.at(br#"{"inner": {""#)), ["b", "c", "a"]);
+        assert_eq!(names(&h.at(br#"{"inner": {"b": 1, ""#)), ["c", "a"]);
+        assert_eq!(names(&h.at(br#"{"list": [{}, {""#)), ["id", "note"]);
+        // A path the schema does not describe: the schema-wide list.
+        assert_eq!(h.at(br#"{"zzz": {""#).len(), h.global().len());
+    }
+}
