@@ -321,6 +321,15 @@ fn dfs(
                 && bytes.iter().rev().take_while(|b| b.is_ascii_alphanumeric()).count()
                     >= DEFER_RUN;
             // (A backslash waits with them: `pb\u006a` is a poor way to spell `pbj`.)
+            // Right after `{`, the object's end before a key: closing-first puts `"` first
+            // (it closes strings), which here would open a key and, through the hints, fill
+            // every object that may be empty with its first property.
+            let obj_start = json && !pos.in_string && bytes.last() == Some(&b'{');
+            let order_at = |m: usize| match order[m] {
+                b'"' if obj_start => b'}',
+                b'}' if obj_start => b'"',
+                b => b,
+            };
             let deferred = |b: u8| {
                 (defer_digits && b.is_ascii_digit())
                     || (defer_alnum && (b.is_ascii_alphanumeric() || b == b'\\'))
@@ -341,7 +350,7 @@ fn dfs(
                 } else {
                     let m = k - n_hints;
                     let b = if m < 256 {
-                        let b = order[m];
+                        let b = order_at(m);
                         if repeat == Some(b) || deferred(b) {
                             continue;
                         }
@@ -349,7 +358,7 @@ fn dfs(
                     } else if m < 512 {
                         // The deferred bytes, but the repeated one still last: a search at
                         // `0.00` that needs a `2` must not spell `0.000…` to the limit first.
-                        let b = order[m - 256];
+                        let b = order_at(m - 256);
                         if !deferred(b) || repeat == Some(b) {
                             continue;
                         }

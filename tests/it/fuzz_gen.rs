@@ -402,3 +402,28 @@ fn large_objects_with_open_additional_properties_get_their_own_required_keys() {
     let (valid, invalid) = judge(&schema, &vocab, 20, 5, 1);
     assert_eq!((valid, invalid), (20, 5));
 }
+
+#[test]
+fn objects_that_may_be_empty_are_closed_before_their_first_key() {
+    // Sixty required objects whose only (optional) property is a 100-character enum: closed
+    // at once the document is ~700 bytes; the completion search, which tries `"` before `}`
+    // (it closes strings), opened a key in each and wrote the enum value, 6.6 kB, over the
+    // 4 kB budget (`Github_ultra---o62059`, `Github_hard---o48425`).
+    let vocab = Vocabulary::embedded().unwrap();
+    let long = "Independent validation of assertion by a qualified third party ".repeat(2);
+    let mut props = serde_json::Map::new();
+    let mut required = Vec::new();
+    for i in 0..60 {
+        let name = format!("p{i}");
+        props.insert(
+            name.clone(),
+            serde_json::json!({"type": "object", "additionalProperties": false,
+                               "properties": {"assurance": {"enum": [long]}}}),
+        );
+        required.push(serde_json::Value::String(name));
+    }
+    let schema = serde_json::json!({"type": "object", "additionalProperties": false,
+                                    "properties": props, "required": required});
+    let (valid, _) = judge(&schema, &vocab, 10, 0, 2);
+    assert_eq!(valid, 10);
+}
