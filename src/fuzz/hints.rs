@@ -156,28 +156,10 @@ fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
         return Some(root);
     }
     if frag.starts_with('/') {
-        let decoded = percent_decode(frag);
+        let decoded = crate::schema::percent_decode(frag);
         return root.pointer(&decoded);
     }
     find_anchor(root, frag, 0)
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(x);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn find_anchor<'a>(v: &'a Value, name: &str, depth: usize) -> Option<&'a Value> {

@@ -38,27 +38,6 @@ fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(v) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// The JSON type names `value` has (`integer` values are also `number`s).
 pub(crate) fn type_names(value: &Value) -> &'static [&'static str] {
     match value {
@@ -98,7 +77,7 @@ impl<'s> SchemaMap<'s> {
     /// The node a local `$ref` names, with its pointer.
     fn resolve(&self, reference: &str) -> Option<(&'s Value, Pointer)> {
         let fragment = reference.strip_prefix('#')?;
-        let pointer = percent_decode(fragment);
+        let pointer = crate::schema::percent_decode(fragment);
         if pointer.is_empty() {
             return Some((self.root, String::new()));
         }

@@ -83,6 +83,31 @@ pub enum FormatMode {
     Annotate,
 }
 
+/// Percent-decode a URI fragment (RFC 3986 §2.1) such as a `$ref`'s JSON pointer; a `%` not
+/// followed by two hex digits is kept as it is. One decoder for the compiler's `$ref`s and the
+/// fuzzer's schema maps (the compiler's own sliced the text by byte index and panicked on
+/// `#/%aé`).
+pub(crate) fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(v) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Parse a schema's JSON text, with errors a user can act on: where the text stops being JSON,
 /// and a schema nested deeper than the parser's depth limit (128, serde_json's) named as that
 /// limit instead of "not JSON". Numbers keep their exact decimal text (the crate builds

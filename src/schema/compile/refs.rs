@@ -8,6 +8,7 @@
 //! compiler memoises subschemas by (dynamic scope, pointer).
 
 use crate::schema::error::{SchemaError, SchemaErrorKind};
+use crate::schema::percent_decode;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -90,24 +91,6 @@ impl DynScopes {
 /// A JSON pointer token for key `s` (RFC 6901 §3: `~` → `~0`, `/` → `~1`).
 pub(super) fn esc_ptr(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn join_uri(base: &str, r: &str) -> String {
@@ -468,6 +451,8 @@ mod tests {
         assert_eq!(join_uri("http://a/b/c.json", "urn:x://y"), "urn:x://y");
         assert_eq!(join_uri("", "d.json"), "d.json");
         assert_eq!(percent_decode("a%25b%2Fc%zz"), "a%b/c%zz");
+        // A `%` before a multi-byte character is kept, not sliced through (was a panic).
+        assert_eq!(percent_decode("/%aé%é"), "/%aé%é");
         assert_eq!(esc_ptr("a/b~c"), "a~1b~0c");
     }
 
@@ -502,6 +487,9 @@ mod tests {
         );
         let anchor = r.resolve_ref("#nope", "").unwrap_err();
         assert!(matches!(anchor.kind(), SchemaErrorKind::DanglingRef { .. }));
+        // A `%` before a multi-byte character: a dangling reference, not a panic.
+        let odd = r.resolve_ref("#/%aé", "").unwrap_err();
+        assert!(matches!(odd.kind(), SchemaErrorKind::DanglingRef { .. }));
         // Nothing is ever fetched.
         let remote = r.resolve_ref("http://elsewhere.com/s.json", "").unwrap_err();
         assert!(matches!(remote.kind(), SchemaErrorKind::Unsupported { .. }));
