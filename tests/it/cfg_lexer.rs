@@ -206,20 +206,11 @@ fn compare_on_document(name: &str, a: &mut CfgConstraint, b: &mut CfgConstraint,
         b.fill_mask(&mut m2).unwrap();
         assert!(
             m1 == m2,
-            "{name} step {i} after {:?}: {} vs {} tokens; only with slices {:?}, only without {:?}",
+            "{name} step {i} after {:?}: {} tokens with slices, {} without; {}",
             String::from_utf8_lossy(&a.output_bytes()),
             m1.count(),
             m2.count(),
-            m1.iter()
-                .filter(|t| !m2.contains(*t))
-                .take(5)
-                .map(|t| v.describe(t))
-                .collect::<Vec<_>>(),
-            m2.iter()
-                .filter(|t| !m1.contains(*t))
-                .take(5)
-                .map(|t| v.describe(t))
-                .collect::<Vec<_>>()
+            crate::common::mask_diff(v, &m1, &m2)
         );
         assert!(m1.contains(t), "{name} step {i}: the document's token {} refused", v.describe(t));
         a.advance(t).unwrap();
@@ -227,7 +218,7 @@ fn compare_on_document(name: &str, a: &mut CfgConstraint, b: &mut CfgConstraint,
     }
     a.fill_mask(&mut m1).unwrap();
     b.fill_mask(&mut m2).unwrap();
-    assert!(m1 == m2, "{name}: final masks differ");
+    assert!(m1 == m2, "{name}: final masks differ; {}", crate::common::mask_diff(v, &m1, &m2));
     assert!(a.is_accepting(), "{name}: document not accepted");
 }
 
