@@ -157,8 +157,10 @@ fn resolve_tokens(
 }
 
 /// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
-/// vocabulary and a trie of the other tokens), and most [`PureExits`] built over them.
+/// vocabulary and a trie of the other tokens).
 const MAX_LEX_SLICES: usize = 8;
+/// Most [`PureExits`] built over those slices (each a pass over the vocabulary and a trie per
+/// exit state).
 const MAX_PURE_EXITS: usize = 16;
 
 /// The tokens outside a lexeme-state slice, grouped by the first accepting state on their way
@@ -270,10 +272,11 @@ fn build_lex_slices(
             }
             None => continue,
         };
-        let l = &g.lexemes[li];
         if exits_built < MAX_PURE_EXITS {
             let slice = &mut slices[k as usize];
-            if let Some(x) = pure_exits(l, li, DfaStateId::from_index(s), vocab, &slice.safe) {
+            if let Some(x) =
+                pure_exits(&g.lexemes[li], li, DfaStateId::from_index(s), vocab, &slice.safe)
+            {
                 exits_built += 1;
                 slice.pure_exits.push(x);
             }
@@ -639,11 +642,9 @@ impl ConstraintEngine for CfgConstraint {
         if self.cache.lookup(|s| *s == sig, mask) {
             return Ok(());
         }
-        // Then the masks every engine of this grammar has computed (off with the engine's own
-        // cache, so `mask_cache: 0` still measures walks). Keyed by the same 64-bit signature
-        // as the engine's own cache (see `earley`: equal signatures, equal futures).
-        let engine = &self.shared.config.engine;
-        let cap = if engine.mask_cache > 0 { engine.shared_masks } else { 0 };
+        // Then the masks every engine of this grammar has computed, keyed by the same 64-bit
+        // signature as the engine's own cache (see `earley`: equal signatures, equal futures).
+        let cap = self.shared.config.engine.shared_cap();
         if cap > 0 && self.shared.masks.lookup(&self.vocab, sig, |s| *s == sig, mask) {
             self.cache.insert(sig, mask);
             return Ok(());

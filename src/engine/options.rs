@@ -31,6 +31,18 @@ impl Default for EngineOptions {
     }
 }
 
+impl EngineOptions {
+    /// How many masks the shared cache may hold: [`EngineOptions::shared_masks`], or 0 (off)
+    /// when the engine's own cache is off, so that `mask_cache: 0` still measures walks.
+    pub(crate) fn shared_cap(&self) -> usize {
+        if self.mask_cache > 0 {
+            self.shared_masks
+        } else {
+            0
+        }
+    }
+}
+
 builder!(EngineOptions {
     /// How many advanced tokens `rollback` can undo (default 64).
     with_history => history: usize,

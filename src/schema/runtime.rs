@@ -894,10 +894,9 @@ impl ConstraintEngine for SchemaConstraint {
         if self.cache.lookup(|(hash, state)| *hash == h && state == st, mask) {
             return Ok(());
         }
-        // Then the masks every engine of this schema has computed (off with the engine's own
-        // cache, so `mask_cache: 0` still measures walks).
-        let cap = self.schema.engine.shared_masks;
-        let shared = self.schema.engine.mask_cache > 0 && cap > 0;
+        // Then the masks every engine of this schema has computed.
+        let cap = self.schema.engine.shared_cap();
+        let shared = cap > 0;
         if shared && self.schema.masks.lookup(&self.vocab, h, |s| s == st, mask) {
             self.cache.insert((h, st.clone()), mask);
             return Ok(());
