@@ -297,8 +297,7 @@ fn dfs(
         if key_opened && frame_hints[top].is_none() {
             frame_hints[top] = Some(hints.at(cur.bytes()));
         }
-        let here = frame_hints[top].clone();
-        let here: &[Vec<u8>] = here.as_deref().unwrap_or(&[]);
+        let here: &[Vec<u8>] = frame_hints[top].as_deref().unwrap_or(&[]);
         let n_hints = here.len();
         let mut pushed = 0;
         if added < limit && (!json || added + pos.closing_bytes() <= limit) {

@@ -44,8 +44,9 @@ pub(crate) struct KeyHints {
     by_path: Mutex<HashMap<Vec<Step>, PathNames>>,
 }
 
-/// An object path's names in hint order; `None` where the path does not resolve.
-type PathNames = Option<Arc<[String]>>;
+/// An object path's names in hint order, each with its hint bytes ([`quoted`]); `None` where
+/// the path does not resolve.
+type PathNames = Option<Arc<[(String, Vec<u8>)]>>;
 
 /// Most object paths whose names are kept.
 const MAX_PATHS: usize = 4096;
@@ -53,7 +54,7 @@ const MAX_PATHS: usize = 4096;
 impl KeyHints {
     /// Hints for `schema` (`None`: free-form JSON, no hints).
     pub(crate) fn new(schema: Option<&Value>) -> KeyHints {
-        let global: Arc<[Vec<u8>]> = schema.map(super::property_hints).unwrap_or_default().into();
+        let global: Arc<[Vec<u8>]> = schema.map(schema_names).unwrap_or_default().into();
         KeyHints { schema: schema.cloned(), global, by_path: Mutex::default() }
     }
 
@@ -74,17 +75,27 @@ impl KeyHints {
             if m.len() >= MAX_PATHS {
                 m.clear();
             }
-            m.entry(path).or_insert_with_key(|p| scope_names(schema, p).map(Into::into)).clone()
+            m.entry(path)
+                .or_insert_with_key(|p| {
+                    scope_names(schema, p).map(|names| {
+                        names
+                            .into_iter()
+                            .map(|k| {
+                                let q = quoted(&k);
+                                (k, q)
+                            })
+                            .collect()
+                    })
+                })
+                .clone()
         };
         let Some(names) = names else { return self.global.clone() };
-        let mut seen: HashSet<&str> = present.iter().map(String::as_str).collect();
-        let mut out = Vec::new();
-        for k in names.iter() {
-            if out.len() < MAX_HINTS && seen.insert(k) {
-                let quoted = Value::String(k.clone()).to_string();
-                out.push(quoted.as_bytes()[1..].to_vec());
-            }
-        }
+        let out: Vec<Vec<u8>> = names
+            .iter()
+            .filter(|(k, _)| !present.contains(k))
+            .take(MAX_HINTS)
+            .map(|(_, q)| q.clone())
+            .collect();
         if out.is_empty() {
             return self.global.clone();
         }
@@ -286,30 +297,16 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
 fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<String>> {
     let scope = at_path(root, path)?;
     let (mut required, mut dependent, mut other) = (Vec::new(), Vec::new(), Vec::new());
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|k| k.as_str().map(String::from)).collect())
-            .unwrap_or_default()
-    };
     for s in &scope {
         let Value::Object(m) = s else { continue };
-        required.extend(strings(m.get("required")));
-        for kw in ["dependentRequired", "dependencies"] {
-            if let Some(Value::Object(d)) = m.get(kw) {
-                for names in d.values() {
-                    dependent.extend(strings(Some(names)));
-                }
+        node_names(m, &mut |source, k| {
+            match source {
+                Source::Required => &mut required,
+                Source::Dependent => &mut dependent,
+                Source::Other => &mut other,
             }
-        }
-        if let Some(Value::Object(p)) = m.get("properties") {
-            other.extend(p.keys().cloned());
-        }
-        if let Some(names) = m.get("propertyNames") {
-            if let Some(c) = names.get("const").and_then(Value::as_str) {
-                other.push(c.to_string());
-            }
-            other.extend(strings(names.get("enum")));
-        }
+            .push(k.to_string())
+        });
     }
     let mut seen: HashSet<String> = HashSet::new();
     Some(
@@ -320,6 +317,100 @@ fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<String>> {
             .filter(|k| seen.insert(k.clone()))
             .collect(),
     )
+}
+
+/// Where a property name comes from in a schema node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Its `required`.
+    Required,
+    /// What its `dependentRequired` (or the array form of `dependencies`) requires: often
+    /// named nowhere else (Glaive's `calculate_area` schemas require `rectangle`, `circle`,
+    /// `triangle` that way).
+    Dependent,
+    /// Its `properties`, and the strings spelled inside its `propertyNames` (`const`/`enum` at
+    /// any depth: a `not` around them can require such a key to exist).
+    Other,
+}
+
+/// The property names one schema node spells itself (not its subschemas'), each with where it
+/// comes from: what both the scoped and the schema-wide hints are made of.
+fn node_names(m: &serde_json::Map<String, Value>, f: &mut impl FnMut(Source, &str)) {
+    fn strings(v: &Value) -> impl Iterator<Item = &str> {
+        v.as_array().into_iter().flatten().filter_map(Value::as_str)
+    }
+    /// The strings of every `const` and `enum` below `v`.
+    fn literal_strings(v: &Value, f: &mut impl FnMut(Source, &str), depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("const", Value::String(s)) => f(Source::Other, s),
+                        ("enum", Value::Array(a)) => {
+                            a.iter().filter_map(Value::as_str).for_each(|s| f(Source::Other, s))
+                        }
+                        _ => literal_strings(x, f, depth + 1),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| literal_strings(x, f, depth + 1)),
+            _ => {}
+        }
+    }
+    if let Some(r) = m.get("required") {
+        strings(r).for_each(|k| f(Source::Required, k));
+    }
+    for kw in ["dependentRequired", "dependencies"] {
+        if let Some(Value::Object(d)) = m.get(kw) {
+            d.values().flat_map(strings).for_each(|k| f(Source::Dependent, k));
+        }
+    }
+    if let Some(Value::Object(p)) = m.get("properties") {
+        p.keys().for_each(|k| f(Source::Other, k));
+    }
+    if let Some(names) = m.get("propertyNames") {
+        literal_strings(names, f, 1);
+    }
+}
+
+/// A property name as a hint: JSON-escaped, with the closing quote (the opening one is typed).
+fn quoted(k: &str) -> Vec<u8> {
+    let q = Value::String(k.to_string()).to_string();
+    q.as_bytes()[1..].to_vec()
+}
+
+/// Every property name of `schema` ([`node_names`] of every node; required and dependent ones
+/// first, at most [`MAX_HINTS`]), as hints: the list where a path does not resolve.
+fn schema_names(schema: &Value) -> Vec<Vec<u8>> {
+    fn walk(v: &Value, required: &mut Vec<String>, other: &mut Vec<String>, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match v {
+            Value::Object(m) => {
+                node_names(m, &mut |source, k| {
+                    if source == Source::Other { &mut *other } else { &mut *required }
+                        .push(k.to_string())
+                });
+                m.values().for_each(|x| walk(x, required, other, depth + 1));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, required, other, depth + 1)),
+            _ => {}
+        }
+    }
+    let (mut required, mut other) = (Vec::new(), Vec::new());
+    walk(schema, &mut required, &mut other, 0);
+    let mut seen = HashSet::new();
+    required
+        .into_iter()
+        .chain(other)
+        .filter(|k| seen.insert(k.clone()))
+        .take(MAX_HINTS)
+        .map(|k| quoted(&k))
+        .collect()
 }
 
 #[cfg(test)]
