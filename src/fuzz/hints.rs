@@ -243,9 +243,7 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
                     }
                     if let Some(Value::Object(pp)) = m.get("patternProperties") {
                         for (pat, x) in pp {
-                            if regex_automata::meta::Regex::new(pat)
-                                .is_ok_and(|re| re.is_match(k.as_str()))
-                            {
+                            if super::schema_map::pattern_matches(pat, k) {
                                 expand(root, x, &mut next)?;
                                 named = true;
                             }

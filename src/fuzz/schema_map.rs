@@ -330,11 +330,38 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Does the (ECMA 262, unanchored) `pattern` match `text`? Patterns the regex crate cannot
-/// read match nothing.
+/// Does the (ECMA 262, unanchored) `pattern` match `text`? Read with the schema compiler's ECMA
+/// translation (`\d`, `\w` ASCII, `\s` ECMA's spaces), the raw pattern where it has none; patterns
+/// neither reads match nothing.
+///
+/// Compiled regexes are kept per thread ([`PATTERN_CACHE`] of them, then the cache starts over):
+/// coverage and key hints ask about the same few patterns for every key of every document, and
+/// compiling `^.{1,255}$` (a 255-counter over UTF-8) each time was most of a run.
 pub(crate) fn pattern_matches(pattern: &str, text: &str) -> bool {
-    regex_automata::meta::Regex::new(pattern).is_ok_and(|r| r.is_match(text))
+    use regex_automata::meta::Regex;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Option<Regex>>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if !cache.contains_key(pattern) {
+            if cache.len() >= PATTERN_CACHE {
+                cache.clear();
+            }
+            let re = crate::schema::string::translate_ecma(pattern)
+                .ok()
+                .and_then(|t| Regex::new(&t).ok())
+                .or_else(|| Regex::new(pattern).ok());
+            cache.insert(pattern.to_owned(), re);
+        }
+        cache[pattern].as_ref().is_some_and(|r| r.is_match(text))
+    })
 }
+
+/// How many compiled patterns [`pattern_matches`] keeps per thread.
+const PATTERN_CACHE: usize = 256;
 
 /// The value at `path` in `root`, mutably.
 pub(crate) fn at_mut<'v>(root: &'v mut Value, path: &[Step]) -> Option<&'v mut Value> {

@@ -47,7 +47,7 @@ mod ids;
 mod number;
 mod numdfa;
 mod runtime;
-mod string;
+pub(crate) mod string;
 mod unique;
 mod vocabulary;
 
