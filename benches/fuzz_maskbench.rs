@@ -1,6 +1,6 @@
 //! `grammask fuzz` measured on a folder of MaskBench schemas (out of CI): for every schema that
 //! compiles, `--n` valid instances and `--invalid` near misses, each judged by an independent
-//! validator (the `jsonschema` crate, formats checked for valid ones); the share of valid
+//! validator (the `jsonschema` crate, formats checked as the engine checks them); the share of valid
 //! instances it accepts, of near misses it rejects, of distinct valid instances, the coverage
 //! of schema locations and the time per schema. Figures in `docs/schema-fuzzing.md`.
 //!
@@ -82,7 +82,6 @@ fn main() {
             validator_errors += 1;
             continue;
         };
-        let Ok(lenient) = jsonschema::validator_for(&schema) else { continue };
         let mut seen = std::collections::HashSet::new();
         for inst in &report.instances {
             let v: serde_json::Value = serde_json::from_str(&inst.text).expect("JSON");
@@ -99,7 +98,10 @@ fn main() {
                 }
             } else {
                 invalid_total += 1;
-                if !lenient.is_valid(&v) {
+                // With formats asserted, as for valid instances and as the engine does: a near
+                // miss may be one because a `format` branch of its `anyOf` fails too
+                // (`[""]` under `anyOf: [{format: email}, {minLength: 1}]`).
+                if !validator.is_valid(&v) {
                     invalid_rejected += 1;
                 } else if wrong.len() < 40 {
                     wrong.push(format!(

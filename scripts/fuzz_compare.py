@@ -8,8 +8,8 @@ the spec's test suite) tells validator quirks from generator bugs; and "99.9 % v
 little without the same figure for the generators people already use. So this script:
 
 1. re-judges a bench `--out` JSONL (one line per schema: `{"file", "instances": [{"instance",
-   "valid", "violates"?}], "seconds"}`): valid instances with the Draft's `FORMAT_CHECKER` (as the
-   bench checks formats), near misses without formats (as the bench does), each with the Draft validator the
+   "valid", "violates"?}], "seconds"}`): valid instances and near misses with the Draft's
+   `FORMAT_CHECKER` (formats asserted, as the engine and the bench assert them), with the Draft validator the
    schema asks for (`jsonschema.validators.validator_for`, 2020-12 when it says nothing);
    it counts valid accepted, near misses rejected, distinct valid, and lists every disagreement;
 2. runs hypothesis-jsonschema (`from_schema`, up to N distinct examples through a `@given` loop)
@@ -116,8 +116,8 @@ def canon(value):
 
 
 class Judge:
-    """Python jsonschema validators for one schema: with formats (valid instances) and
-    without (near misses), the Draft the schema's `$schema` names (2020-12 otherwise)."""
+    """Python jsonschema validators for one schema: with formats (what instances are judged
+    by) and without (`check(..., formats=False)`), the Draft the schema's `$schema` names (2020-12 otherwise)."""
 
     def __init__(self, schema):
         self.error = None
@@ -248,7 +248,9 @@ def grammask_row(name, judge, line, err, n, limit_list):
                               "python_says": r["why"]})
     rej = m_und = 0
     for i in miss_i:
-        verdict = judge.check(i["instance"], formats=False)
+        # formats asserted, as for valid instances and as the engine does (a near miss of an
+        # `anyOf` whose other branch is a `format` is one only where the format is asserted)
+        verdict = judge.check(i["instance"])
         if verdict is None:
             m_und += 1
         elif not verdict:

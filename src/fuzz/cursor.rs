@@ -11,6 +11,7 @@
 //! it cannot finish, rather than running on.
 
 use super::hints::KeyHints;
+use super::numbers::NumberHints;
 use crate::constraint::tagged::InnerSlot;
 use crate::constraint::CompiledConstraint;
 use std::sync::Arc;
@@ -234,6 +235,7 @@ pub(crate) fn complete(
     max_work: u64,
     json: bool,
     hints: &KeyHints,
+    numbers: &NumberHints,
 ) -> Result<usize, Unfinished> {
     let end = cur.work + max_work;
     let mut limit = 64usize.min(max_extra);
@@ -244,12 +246,22 @@ pub(crate) fn complete(
         // that could not succeed, and the run's budget ended after a few dozen documents.)
         let last = limit >= max_extra;
         let level_end = if last { end } else { cur.work + max_work / 32 };
-        match dfs(cur, limit, level_end.min(end), json, hints) {
+        match dfs(cur, limit, level_end.min(end), json, hints, numbers) {
             Ok(n) => return Ok(n),
             Err(Unfinished::Work) if last || cur.work >= end => return Err(Unfinished::Work),
             Err(Unfinished::Bytes) if last => return Err(Unfinished::Bytes),
             Err(_) => limit = limit.saturating_mul(4).min(max_extra),
         }
+    }
+}
+
+/// Do the bytes end where a JSON value may start (the document's start, or after `:`, `[` or
+/// `,`, whitespace aside)? After an object's `,` a key comes instead, which the engine refuses
+/// a number literal at after one push.
+fn value_start(bytes: &[u8]) -> bool {
+    match bytes.iter().rev().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        None => true,
+        Some(b) => matches!(b, b':' | b'[' | b','),
     }
 }
 
@@ -262,14 +274,19 @@ const DEFER_RUN: usize = 2;
 /// One depth-limited, closing-first depth-first search. Where a JSON object key has just been
 /// opened, the `hints` (the schema's property names, required ones first, each with its closing
 /// quote) are tried as single moves before single bytes: without them an open object takes the
-/// shortest *additional* key (`""`) over and over and never spells a required one.
+/// shortest *additional* key (`""`) over and over and never spells a required one. Where a
+/// value starts, the `numbers`' fixed literals are tried the same way (each kept only where
+/// the number may end after it).
 fn dfs(
     cur: &mut Cursor,
     limit: usize,
     work_end: u64,
     json: bool,
     hints: &KeyHints,
+    numbers: &NumberHints,
 ) -> Result<usize, Unfinished> {
+    let literals = numbers.fixed();
+    let mut scratch: Vec<u8> = Vec::new();
     let order = closing_order();
     // One frame per move: the index of the next move to try (hints first where they apply,
     // then the 256 bytes in `order`, then slots 256..512: the deferred bytes in `order`, see
@@ -278,8 +295,10 @@ fn dfs(
     // the byte that ends it), and the bytes the move taken pushed.
     let base = cur.len();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
-    // Per frame where a key was just opened: the hints for that object (looked up once).
+    // Per frame where a key was just opened: the hints for that object (looked up once); where
+    // a value starts, the number literals (`true` in `frame_numbers`).
     let mut frame_hints: Vec<Option<Arc<[Vec<u8>]>>> = vec![None];
+    let mut frame_numbers: Vec<bool> = vec![false];
     let mut out_of_work = false;
     // Engine states reached (where the engine has a state key) and the fewest added bytes they
     // were reached with: a state met again no earlier has been searched already with at least
@@ -296,6 +315,14 @@ fn dfs(
         let top = stack.len() - 1;
         if key_opened && frame_hints[top].is_none() {
             frame_hints[top] = Some(hints.at(cur.bytes()));
+        } else if json
+            && frame_hints[top].is_none()
+            && !literals.is_empty()
+            && !pos.in_string
+            && value_start(cur.bytes())
+        {
+            frame_hints[top] = Some(Arc::clone(&literals));
+            frame_numbers[top] = true;
         }
         let here: &[Vec<u8>] = frame_hints[top].as_deref().unwrap_or(&[]);
         let n_hints = here.len();
@@ -341,11 +368,17 @@ fn dfs(
                 let k = stack[top].0;
                 stack[top].0 += 1;
                 let n = if k < n_hints {
-                    if added + here[k].len() <= limit && cur.push_all(&here[k]) {
-                        here[k].len()
-                    } else {
+                    if added + here[k].len() > limit || !cur.push_all(&here[k]) {
                         continue;
                     }
+                    if frame_numbers[top] && !cur.accepting() {
+                        cur.allowed_of(b",]} \t\n\r", &mut scratch);
+                        if scratch.is_empty() {
+                            cur.pop_n(here[k].len());
+                            continue;
+                        }
+                    }
+                    here[k].len()
                 } else {
                     let m = k - n_hints;
                     let b = if m < 256 {
@@ -393,11 +426,13 @@ fn dfs(
             stack[top].1 = pushed;
             stack.push((0, 0));
             frame_hints.push(None);
+            frame_numbers.push(false);
             continue;
         }
         // Exhausted here (or out of work): go back up.
         stack.pop();
         frame_hints.pop();
+        frame_numbers.pop();
         let Some(&(_, n)) = stack.last() else {
             return Err(if out_of_work { Unfinished::Work } else { Unfinished::Bytes });
         };

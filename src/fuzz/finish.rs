@@ -140,7 +140,8 @@ impl Fuzzer<'_> {
         }
         let left = self.config.max_bytes;
         let start = cur.work;
-        match complete(&mut cur, left, self.config.max_work, self.json, &self.hints) {
+        match complete(&mut cur, left, self.config.max_work, self.json, &self.hints, &self.numbers)
+        {
             Ok(_) => Ok(cur.bytes().to_vec()),
             Err(_) => Err(FuzzError::new(FuzzErrorKind::Unfinished {
                 max_bytes: prefix.len() + left,

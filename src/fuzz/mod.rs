@@ -52,6 +52,7 @@ mod cursor;
 mod finish;
 mod hints;
 mod mutate;
+mod numbers;
 mod schema_map;
 #[cfg(feature = "proptest")]
 mod strategy;
@@ -445,6 +446,8 @@ pub struct Fuzzer<'c> {
     /// Property names, scoped to the object being written: the completion search's key moves
     /// and the walk's key choices.
     hints: hints::KeyHints,
+    /// Number literals the walk tries where a number starts.
+    numbers: numbers::NumberHints,
     /// Pushes spent so far (every cursor's work, added when it is dropped).
     spent: std::sync::atomic::AtomicU64,
 }
@@ -463,7 +466,8 @@ impl<'c> Fuzzer<'c> {
         }
         let json = matches!(compiled.kind(), ConstraintKind::Json | ConstraintKind::JsonSchema);
         let hints = hints::KeyHints::new(compiled.schema());
-        Ok(Fuzzer { compiled, config, json, hints, spent: Default::default() })
+        let numbers = numbers::NumberHints::new(compiled.schema());
+        Ok(Fuzzer { compiled, config, json, hints, numbers, spent: Default::default() })
     }
 
     fn cursor(&self) -> Cursor {
@@ -489,8 +493,28 @@ impl<'c> Fuzzer<'c> {
         let mut rng = Rng::new(seed);
         let mut style = Style::draw(&mut rng, self.config.max_bytes);
         style.target = style.target.min(cap);
+        // Number literals at number starts: most of the time where the schema has `multipleOf`
+        // (a byte walk rarely ends such a number), now and then elsewhere (bounds, magnitudes).
+        style.num_hint = match (self.numbers.has_multiples(), rng.below(3)) {
+            (true, 0) => 0.5,
+            (true, _) => 0.9,
+            (false, 0) => 0.0,
+            (false, 1) => 0.2,
+            (false, _) => 0.4,
+        };
+        if self.numbers.whole_multiples() {
+            style.punct = 0.0;
+        }
         let mut cur = self.cursor();
-        let walked = walk::walk(&mut cur, &mut rng, &style, self.budget(), self.json, &self.hints);
+        let walked = walk::walk(
+            &mut cur,
+            &mut rng,
+            &style,
+            self.budget(),
+            self.json,
+            &self.hints,
+            &self.numbers,
+        );
         self.charge(&cur);
         match walked {
             Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),

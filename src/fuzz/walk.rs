@@ -14,6 +14,7 @@
 
 use super::cursor::{complete, Cursor, Unfinished};
 use super::hints::KeyHints;
+use super::numbers::NumberHints;
 use super::Rng as Pcg32;
 
 /// The bytes tried at each step before falling back to all 256: printable ASCII, the JSON
@@ -97,6 +98,12 @@ pub(crate) struct Style {
     pub target: usize,
     /// Past this depth, no new container is opened unless nothing else is allowed.
     pub max_depth: u32,
+    /// Where a number starts, try a literal from [`NumberHints`] (set by the caller; 0 from
+    /// [`Style::draw`]).
+    pub num_hint: f64,
+    /// Weight of `.`, `e`, `E`, `+` in a number (0.05; 0 where every `multipleOf` is whole,
+    /// so a valid number is an integer and a fraction would need an exponent to end).
+    pub punct: f64,
 }
 
 impl Style {
@@ -117,6 +124,8 @@ impl Style {
             stop: pick(rng, &[0.1, 0.3, 0.7, 1.0]),
             target,
             max_depth: 2 + rng.below(8),
+            num_hint: 0.0,
+            punct: 0.05,
         }
     }
 }
@@ -195,15 +204,20 @@ pub(crate) fn walk(
     budget: Budget,
     json: bool,
     hints: &KeyHints,
+    numbers: &NumberHints,
 ) -> Result<Vec<u8>, WalkFailure> {
     let mut allowed = Vec::with_capacity(256);
     let all: Vec<u8> = (0..=255).collect();
+    let mut literals: Vec<String> = Vec::new();
+    // The length at which a number literal from `numbers` ended: that number grows no further.
+    let mut sealed_at = usize::MAX;
     let start_work = cur.work;
     loop {
         let pos = cur.json();
+        let sealed = sealed_at == cur.len();
         // A complete JSON value at the top level: only trailing whitespace could follow, or
         // more digits of a top-level number.
-        let in_number = cur.bytes().last().is_some_and(|b| b.is_ascii_digit());
+        let in_number = !sealed && cur.bytes().last().is_some_and(|b| b.is_ascii_digit());
         let done_json = json
             && pos.depth == 0
             && !pos.in_string
@@ -212,11 +226,28 @@ pub(crate) fn walk(
         if cur.accepting() && (done_json || (!json && rng.unit() < style.stop)) {
             return Ok(cur.bytes().to_vec());
         }
-        let over = cur.len() >= style.target || cur.work - start_work > budget.max_work / 2;
+        let number = number_len(cur.bytes());
+        // A number of `MAX_NUMBER` bytes that cannot end yet, under `multipleOf`: it would end
+        // only through more digits and an exponent (see below).
+        let long_number = json
+            && !pos.in_string
+            && number.0 >= MAX_NUMBER
+            && numbers.has_multiples()
+            && !cur.accepting();
+        let over =
+            long_number || cur.len() >= style.target || cur.work - start_work > budget.max_work / 2;
         if over {
             let left = budget.max_bytes.saturating_sub(cur.len());
             let work = budget.max_work.saturating_sub(cur.work - start_work);
-            return match complete(cur, left, work, json, hints) {
+            // Inside a number under `multipleOf` the number is taken back and the search
+            // starts where it started, with the number literals: a number like
+            // `4847645948449.15` under `multipleOf: 385` ends only through more digits and an
+            // exponent (past what an `f64` holds), and each push re-decides the whole number.
+            let taken_back =
+                if json && !pos.in_string && numbers.has_multiples() { number.0 } else { 0 };
+            cur.pop_n(taken_back);
+            let r = complete(cur, left + taken_back, work, json, hints, numbers);
+            return match r {
                 Ok(_) => Ok(cur.bytes().to_vec()),
                 Err(u) => Err(WalkFailure::Unfinished(u)),
             };
@@ -250,13 +281,43 @@ pub(crate) fn walk(
             return Err(WalkFailure::Stuck);
         }
         let b = if json {
-            choose_json(&allowed, pos, style, number_len(cur.bytes()), rng)
+            choose_json(&allowed, pos, style, number, sealed, rng)
         } else {
             pick(&allowed, rng)
         };
+        // A number starts: most often one of the literals of `numbers` instead of digits.
+        if json
+            && !pos.in_string
+            && number.0 == 0
+            && (b.is_ascii_digit() || b == b'-')
+            && rng.unit() < style.num_hint
+        {
+            numbers.draw(rng, &mut literals);
+            if literals.iter().any(|t| push_whole_number(cur, t.as_bytes(), &mut allowed)) {
+                sealed_at = cur.len();
+                continue;
+            }
+        }
         let pushed = cur.push(b);
         debug_assert!(pushed, "an allowed byte is pushed");
     }
+}
+
+/// Push the number literal `t` if the engine allows it and the number may end right after it
+/// (the document is complete, or a delimiter may follow); otherwise leave the cursor as it was.
+fn push_whole_number(cur: &mut Cursor, t: &[u8], scratch: &mut Vec<u8>) -> bool {
+    if !cur.push_all(t) {
+        return false;
+    }
+    if cur.accepting() {
+        return true;
+    }
+    cur.allowed_of(b",]} \t\n\r", scratch);
+    if scratch.is_empty() {
+        cur.pop_n(t.len());
+        return false;
+    }
+    true
 }
 
 fn pick(bytes: &[u8], rng: &mut Pcg32) -> u8 {
@@ -289,6 +350,7 @@ fn choose_json(
     pos: super::cursor::JsonPos,
     s: &Style,
     (number, exponent): (usize, usize),
+    sealed: bool,
     rng: &mut Pcg32,
 ) -> u8 {
     let mut classes: Vec<(Class, f64)> = Vec::with_capacity(16);
@@ -312,12 +374,12 @@ fn choose_json(
             // further must still give way to the comma.
             Class::Close => (1.0 - s.more).max(0.02),
             Class::Comma => s.more.max(0.02),
-            Class::Digit | Class::NumberPunct if number >= MAX_NUMBER => 0.0,
+            Class::Digit | Class::NumberPunct if sealed || number >= MAX_NUMBER => 0.0,
             Class::Digit if exponent >= 2 => 0.0,
             Class::Digit if allowed.iter().any(|&x| matches!(x, b',' | b']' | b'}')) => {
                 s.digit_more
             }
-            Class::NumberPunct => 0.05,
+            Class::NumberPunct => s.punct,
             Class::OpenArray | Class::OpenObject if deep => 0.0,
             _ => 1.0,
         };

@@ -427,3 +427,35 @@ fn objects_that_may_be_empty_are_closed_before_their_first_key() {
     let (valid, _) = judge(&schema, &vocab, 10, 0, 2);
     assert_eq!(valid, 10);
 }
+
+#[test]
+fn multiples_reached_through_any_of_and_not_are_written_as_plain_literals() {
+    // `Handwritten---allany1`: a multiple of 5, then of 7, then of 11, through `anyOf` and
+    // `not`. A byte walk ends such a number with probability 1/385; the completion search then
+    // added digits and an exponent (`4847645948449.15E+12`): valid, but past what an `f64`
+    // reader (the judge here) holds exactly, and so costly that the run's budget ended after
+    // 8 documents in 17 s. With the schema's multiples as literals every document is plain.
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({
+        "type": "number",
+        "allOf": [
+            {"minimum": 1},
+            {"anyOf": [{"multipleOf": 5}, {"multipleOf": 10}]},
+            {"anyOf": [{"not": {"multipleOf": 5}}, {"multipleOf": 7}]},
+            {"anyOf": [{"not": {"multipleOf": 7}}, {"multipleOf": 11}]}
+        ]
+    });
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).expect("compiles");
+    let config = FuzzConfig::default().with_n(30).with_invalid(5).with_seed(3);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    let valid: Vec<&str> =
+        report.instances.iter().filter(|i| i.valid).map(|i| i.text.as_str()).collect();
+    assert_eq!(valid.len(), 30, "{report}");
+    for t in valid {
+        assert!(grammask::fuzz::f64_exact_enough(t), "{t}");
+        let x: f64 = t.parse().expect("a number");
+        assert!(x >= 1.0 && x.fract() == 0.0 && (x as u64) % 385 == 0, "{t}");
+    }
+    let (valid, invalid) = judge(&schema, &vocab, 30, 5, 3);
+    assert_eq!((valid, invalid), (30, 5));
+}
