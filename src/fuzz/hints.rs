@@ -372,6 +372,81 @@ fn node_names(m: &serde_json::Map<String, Value>, f: &mut impl FnMut(Source, &st
     if let Some(names) = m.get("propertyNames") {
         literal_strings(names, f, 1);
     }
+    if let Some(Value::Object(p)) = m.get("patternProperties") {
+        for pat in p.keys() {
+            pattern_samples(pat, PATTERN_SAMPLES).iter().for_each(|k| f(Source::Other, k));
+        }
+    }
+}
+
+/// Names made per `patternProperties` pattern.
+const PATTERN_SAMPLES: usize = 4;
+
+/// Up to `n` distinct short strings that match the (ECMA 262) `pattern`, the shortest first:
+/// each repetition at its minimum (once where that is 0 and the pattern is otherwise empty),
+/// and the `i`-th sample takes the `i`-th member of each class and alternation (`A0`, `B1`,
+/// `C2` from `[A-Z]+[0-9]+`). Without them an object whose keys must match a pattern
+/// (`Github_hard---o12454`: wells named `[A-Z]+[0-9]+`, `minProperties: 1`, no other keys)
+/// has the completion search spell keys byte by byte, and no document finishes. Each sample
+/// is checked against the pattern (ECMA semantics); patterns `regex-syntax` cannot read give
+/// none.
+fn pattern_samples(pattern: &str, n: usize) -> Vec<String> {
+    use regex_syntax::hir::{Class, Hir, HirKind};
+    fn gen(h: &Hir, i: u32, out: &mut String, budget: &mut usize) -> Option<()> {
+        *budget = budget.checked_sub(1)?;
+        match h.kind() {
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Literal(l) => out.push_str(std::str::from_utf8(&l.0).ok()?),
+            HirKind::Class(Class::Unicode(c)) => {
+                // The `i`-th character of the class, printable ones preferred.
+                let printable = |ch: char| !ch.is_control() && ch != '"' && ch != '\\';
+                let chars = c.ranges().iter().flat_map(|r| r.start()..=r.end());
+                let mut pick = chars.clone().filter(|&ch| printable(ch)).nth(i as usize);
+                if pick.is_none() {
+                    pick = chars.clone().find(|&ch| printable(ch)).or_else(|| chars.clone().next());
+                }
+                out.push(pick?);
+            }
+            HirKind::Class(Class::Bytes(c)) => {
+                let r = c.ranges().first()?;
+                let b = r.start().saturating_add(i as u8).min(r.end());
+                out.push(char::from(b.min(0x7f)));
+            }
+            HirKind::Repetition(r) => {
+                let times = r.min.max(u32::from(r.min == 0 && i > 0)).min(64);
+                for _ in 0..times {
+                    gen(&r.sub, i, out, budget)?;
+                }
+            }
+            HirKind::Capture(c) => gen(&c.sub, i, out, budget)?,
+            HirKind::Concat(xs) => {
+                for x in xs {
+                    gen(x, i, out, budget)?;
+                }
+            }
+            HirKind::Alternation(xs) => gen(&xs[i as usize % xs.len()], i, out, budget)?,
+        }
+        Some(())
+    }
+    let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for i in 0..(2 * n as u32) {
+        let mut s = String::new();
+        let mut budget = 10_000;
+        if gen(&hir, i, &mut s, &mut budget).is_some()
+            && s.len() <= 256
+            && !out.contains(&s)
+            && super::schema_map::pattern_matches(pattern, &s)
+        {
+            out.push(s);
+            if out.len() >= n {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// A property name as a hint: JSON-escaped, with the closing quote (the opening one is typed).
@@ -415,6 +490,21 @@ fn schema_names(schema: &Value) -> Vec<Vec<u8>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn pattern_property_names_are_made_from_their_patterns() {
+        assert_eq!(pattern_samples("[A-Z]+[0-9]+", 3), ["A0", "B1", "C2"]);
+        assert_eq!(pattern_samples("^x-(foo|bar)$", 4), ["x-foo", "x-bar"]);
+        assert_eq!(pattern_samples(r"^\d{2}$", 2), ["00", "11"]);
+        assert!(pattern_samples("(?<=a)b", 2).is_empty());
+        let h = KeyHints::new(Some(&json!({
+            "type": "object",
+            "properties": {"wells": {"type": "object", "minProperties": 1,
+                "additionalProperties": false,
+                "patternProperties": {"[A-Z]+[0-9]+": {"type": "number"}}}}
+        })));
+        assert_eq!(names(&h.at(br#"{"wells": {""#))[..2], ["A0", "B1"]);
+    }
 
     fn names(h: &[Vec<u8>]) -> Vec<String> {
         h.iter().map(|k| String::from_utf8_lossy(&k[..k.len() - 1]).into_owned()).collect()
