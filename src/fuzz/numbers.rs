@@ -133,17 +133,16 @@ impl NumberHints {
     }
 
     /// The literals the completion search tries as single moves where a value starts, before
-    /// single bytes (empty without `multipleOf` and bounds: there `1` and `0` end a number
-    /// soonest): the first (least common) multiple and its double, each bound with its
+    /// single bytes (none without `multipleOf`: there `1` and `0` end a number soonest, and
+    /// every move tried costs a push at every value start): the first (least common) multiple and its double, each bound with its
     /// neighbours and the multiples next to it. Without them, the search at `{"b": ` under
     /// `multipleOf: 30` strings digits and exponents (`11.1111e+11`) where `30` would do.
     fn fixed_moves(&self) -> Vec<Vec<u8>> {
         let mut c: Vec<Dec> = Vec::new();
-        let first = self.multiples.first().copied();
-        if let Some(m) = first {
-            c.push(m);
-            c.push(Dec { mant: m.mant * 2, scale: m.scale });
-        }
+        let Some(m) = self.multiples.first().copied() else { return Vec::new() };
+        c.push(m);
+        c.push(Dec { mant: m.mant * 2, scale: m.scale });
+        let first = Some(m);
         for &b in self.bounds.iter().take(8) {
             c.push(b);
             let unit = 10i128.pow(b.scale);
@@ -219,12 +218,18 @@ impl NumberHints {
             i128::from(rng.below(10u32.pow(digits)))
         };
         if !self.multiples.is_empty() {
-            for _ in 0..5 {
-                // The least common multiple half the time (a value every location accepts).
-                let m = if rng.below(2) == 0 {
-                    self.multiples[0]
-                } else {
-                    self.multiples[rng.below(self.multiples.len() as u32) as usize]
+            for _ in 0..8 {
+                // The least common multiple of all (a value every location accepts), of a
+                // random subset (`allOf`/`anyOf`/`oneOf`/`not` combinations: multiples of 264
+                // but not of 5 under `Handwritten---allone2`), or one of them.
+                let m = match rng.below(4) {
+                    0 => self.multiples[0],
+                    1 | 2 => {
+                        let subset: Vec<Dec> =
+                            self.multiples.iter().copied().filter(|_| rng.below(2) == 0).collect();
+                        lcm(&subset).unwrap_or(self.multiples[0])
+                    }
+                    _ => self.multiples[rng.below(self.multiples.len() as u32) as usize],
                 };
                 if let Some(mant) = m.mant.checked_mul(small(rng)) {
                     cands.push(Dec { mant, scale: m.scale });

@@ -237,7 +237,6 @@ pub(crate) fn walk(
         let over =
             long_number || cur.len() >= style.target || cur.work - start_work > budget.max_work / 2;
         if over {
-            let left = budget.max_bytes.saturating_sub(cur.len());
             let work = budget.max_work.saturating_sub(cur.work - start_work);
             // Inside a number under `multipleOf` the number is taken back and the search
             // starts where it started, with the number literals: a number like
@@ -246,7 +245,14 @@ pub(crate) fn walk(
             let taken_back =
                 if json && !pos.in_string && numbers.has_multiples() { number.0 } else { 0 };
             cur.pop_n(taken_back);
-            let r = complete(cur, left + taken_back, work, json, hints, numbers);
+            if taken_back > 0 {
+                // One of the literals, drawn as in the walk (the search's own are the same few
+                // each time), then the search from after it.
+                numbers.draw(rng, &mut literals);
+                literals.iter().any(|t| push_whole_number(cur, t.as_bytes(), &mut allowed));
+            }
+            let left = budget.max_bytes.saturating_sub(cur.len());
+            let r = complete(cur, left, work, json, hints, numbers);
             return match r {
                 Ok(_) => Ok(cur.bytes().to_vec()),
                 Err(u) => Err(WalkFailure::Unfinished(u)),
