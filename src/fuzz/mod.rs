@@ -107,7 +107,8 @@ pub struct FuzzConfig {
     /// (default 4,000,000): past it the run stops with what it has and says so
     /// ([`FuzzStats::out_of_work`]). It bounds a run on a schema where documents are hard to
     /// finish (each unfinished one costs `max_work`) and keeps a run reproducible by seed,
-    /// as a wall-clock limit would not.
+    /// as a wall-clock limit would not. The valid instances may spend `n / (n + invalid)` of
+    /// it first; the near misses are made next, and the valid ones may spend the rest.
     pub max_total_work: u64,
     /// Attempts per wanted instance before giving up on more (duplicates, unfinished walks,
     /// mutants the engine accepts; default 4).
@@ -591,73 +592,100 @@ impl<'c> Fuzzer<'c> {
         // Documents with numbers an `f64` reader misreads, kept in case nothing better comes.
         let mut reserve: Vec<String> = Vec::new();
         self.spent.store(0, std::sync::atomic::Ordering::Relaxed);
-        while valid.len() < cfg.n && stats.attempts < max_attempts && !self.out_of_work() {
-            // Four times the instances found so far, at least: a large language whose walks
-            // favour a few short values (small integers) repeats often without being exhausted.
-            if duplicate_run >= cfg.max_duplicate_run.max(1).max(4 * valid.len()) {
-                stats.saturated = true;
-                break;
-            }
-            stats.attempts += 1;
-            let want_variant = map.is_some() && !valid.is_empty() && rng.unit() < cfg.variant_share;
-            if want_variant {
-                let base = &valid[rng.below(valid.len() as u32) as usize];
-                let Ok(value) = serde_json::from_str::<serde_json::Value>(base) else { continue };
-                let candidates =
-                    mutate::boundary_variants(map.as_ref().expect("schema"), &value, &mut rng);
-                if let Some(text) = candidates
-                    .into_iter()
-                    .take(4)
-                    .map(|m| m.value.to_string())
-                    .find(|t| !seen.contains(&canonical(t, true)) && self.accepts_bytes(t))
-                {
-                    seen.insert(canonical(&text, true));
-                    if !self.accepts(&text) {
-                        stats.disagreements += 1;
+        // The near misses' share of the run's work is kept for them: on a schema whose
+        // documents are costly the valid ones would otherwise spend it all and leave none
+        // (`Github_medium---o76440`: 100 valid, 0 near misses). So the valid ones get
+        // `n / (n + invalid)` of it, then the near misses are made, then the valid ones may
+        // spend what is left.
+        let near_miss_share =
+            cfg.max_total_work / (cfg.n + cfg.invalid).max(1) as u64 * cfg.invalid as u64;
+        let mut limit = cfg.max_total_work - near_miss_share.min(cfg.max_total_work);
+        let spent = || self.spent.load(std::sync::atomic::Ordering::Relaxed);
+        let mut valid_attempts = 0usize;
+        let mut misses: Option<Vec<Instance>> = None;
+        loop {
+            while valid.len() < cfg.n && valid_attempts < max_attempts && spent() < limit {
+                valid_attempts += 1;
+                // Four times the instances found so far, at least: a large language whose walks
+                // favour a few short values (small integers) repeats often without being exhausted.
+                if duplicate_run >= cfg.max_duplicate_run.max(1).max(4 * valid.len()) {
+                    stats.saturated = true;
+                    break;
+                }
+                stats.attempts += 1;
+                let want_variant =
+                    map.is_some() && !valid.is_empty() && rng.unit() < cfg.variant_share;
+                if want_variant {
+                    let base = &valid[rng.below(valid.len() as u32) as usize];
+                    let Ok(value) = serde_json::from_str::<serde_json::Value>(base) else {
+                        continue;
+                    };
+                    let candidates =
+                        mutate::boundary_variants(map.as_ref().expect("schema"), &value, &mut rng);
+                    if let Some(text) = candidates
+                        .into_iter()
+                        .take(4)
+                        .map(|m| m.value.to_string())
+                        .find(|t| !seen.contains(&canonical(t, true)) && self.accepts_bytes(t))
+                    {
+                        seen.insert(canonical(&text, true));
+                        if !self.accepts(&text) {
+                            stats.disagreements += 1;
+                            continue;
+                        }
+                        valid.push(text);
+                        stats.variants += 1;
                         continue;
                     }
-                    valid.push(text);
-                    stats.variants += 1;
+                }
+                let seed = self.seed_of(0, walks);
+                walks += 1;
+                let text = match self.generate(seed) {
+                    Ok(t) => t,
+                    Err(_) => {
+                        stats.unfinished += 1;
+                        continue;
+                    }
+                };
+                // A leap second where the constraint allows another second too: the validators
+                // users judge with refuse them (see `without_leap_seconds`).
+                let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
+                    Some(t) if self.accepts_bytes(&t) => t,
+                    _ => text,
+                };
+                // Parsed once: the dedup key and the f64 check both read the value.
+                let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
+                let key = match &parsed {
+                    Some(v) => canonical_of(v),
+                    None => text.clone(),
+                };
+                if !seen.insert(key) {
+                    stats.duplicates += 1;
+                    duplicate_run += 1;
                     continue;
                 }
-            }
-            let seed = self.seed_of(0, walks);
-            walks += 1;
-            let text = match self.generate(seed) {
-                Ok(t) => t,
-                Err(_) => {
-                    stats.unfinished += 1;
+                duplicate_run = 0;
+                if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
+                    stats.f64_unsafe += 1;
+                    reserve.push(text);
                     continue;
                 }
-            };
-            // A leap second where the constraint allows another second too: the validators
-            // users judge with refuse them (see `without_leap_seconds`).
-            let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
-                Some(t) if self.accepts_bytes(&t) => t,
-                _ => text,
-            };
-            // Parsed once: the dedup key and the f64 check both read the value.
-            let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
-            let key = match &parsed {
-                Some(v) => canonical_of(v),
-                None => text.clone(),
-            };
-            if !seen.insert(key) {
-                stats.duplicates += 1;
-                duplicate_run += 1;
-                continue;
+                if !self.accepts(&text) {
+                    stats.disagreements += 1;
+                    continue;
+                }
+                valid.push(text);
             }
-            duplicate_run = 0;
-            if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
-                stats.f64_unsafe += 1;
-                reserve.push(text);
-                continue;
+            if limit >= cfg.max_total_work {
+                break;
             }
-            if !self.accepts(&text) {
-                stats.disagreements += 1;
-                continue;
+            if cfg.invalid > 0 && !valid.is_empty() {
+                misses = Some(self.near_misses(map.as_ref(), &valid, &mut seen, &mut stats)?);
             }
-            valid.push(text);
+            if valid.len() >= cfg.n || stats.saturated || valid_attempts >= max_attempts {
+                break;
+            }
+            limit = cfg.max_total_work;
         }
         // Short of instances: the set-aside ones after all (still valid, and checked the same way).
         for text in reserve {
@@ -691,8 +719,10 @@ impl<'c> Fuzzer<'c> {
             .map(|t| Instance { text: t.clone(), valid: true, violates: None })
             .collect();
         let mut violations = BTreeMap::new();
-        if cfg.invalid > 0 && !valid.is_empty() {
-            let misses = self.near_misses(map.as_ref(), &valid, &mut seen, &mut stats)?;
+        if misses.is_none() && cfg.invalid > 0 && !valid.is_empty() {
+            misses = Some(self.near_misses(map.as_ref(), &valid, &mut seen, &mut stats)?);
+        }
+        if let Some(misses) = misses {
             for m in misses {
                 if let Some(v) = &m.violates {
                     *violations.entry(v.keyword.clone()).or_insert(0) += 1;

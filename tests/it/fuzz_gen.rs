@@ -459,3 +459,30 @@ fn multiples_reached_through_any_of_and_not_are_written_as_plain_literals() {
     let (valid, invalid) = judge(&schema, &vocab, 30, 5, 3);
     assert_eq!((valid, invalid), (30, 5));
 }
+
+#[test]
+fn near_misses_keep_their_share_of_the_run_budget() {
+    // Documents that cost many pushes (a 71-character hash pattern) and a run budget too small
+    // for every valid instance asked for: the valid ones used to spend all of it and leave no
+    // near miss (`Github_medium---o76440`: 100 valid, 0 near misses). Now they get
+    // n / (n + invalid) of it first, the near misses are made, and the rest goes to valid ones.
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"h": {"type": "string", "pattern": "^sha256:[a-f0-9]{64}$"},
+                       "n": {"type": "integer"}},
+        "required": ["h", "n"],
+        "additionalProperties": false
+    });
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).expect("compiles");
+    let config = FuzzConfig::default()
+        .with_n(200)
+        .with_invalid(40)
+        .with_seed(5)
+        .with_max_total_work(400_000);
+    let report = Fuzzer::new(&compiled, config).unwrap().run().unwrap();
+    let valid = report.instances.iter().filter(|i| i.valid).count();
+    assert!(report.stats.out_of_work, "{report}");
+    assert!(valid > 0 && valid < 200, "{report}");
+    assert_eq!(report.instances.len() - valid, 40, "{report}");
+}
