@@ -39,14 +39,16 @@ pub(crate) struct KeyHints {
     schema: Option<Value>,
     /// Every name in the schema (required ones first), JSON-escaped with the closing quote.
     global: Arc<[Vec<u8>]>,
+    /// The same without the names made from `patternProperties` patterns (the walk's list).
+    global_named: Arc<[Vec<u8>]>,
     /// The names per object path, in hint order, before the keys present are taken out
     /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
     by_path: Mutex<HashMap<Vec<Step>, PathNames>>,
 }
 
-/// An object path's names in hint order, each with its hint bytes ([`quoted`]); `None` where
-/// the path does not resolve.
-type PathNames = Option<Arc<[(String, Vec<u8>)]>>;
+/// An object path's names in hint order, each with its hint bytes ([`quoted`]) and whether it
+/// was made from a pattern; `None` where the path does not resolve.
+type PathNames = Option<Arc<[(String, Vec<u8>, bool)]>>;
 
 /// Most object paths whose names are kept.
 const MAX_PATHS: usize = 4096;
@@ -54,8 +56,11 @@ const MAX_PATHS: usize = 4096;
 impl KeyHints {
     /// Hints for `schema` (`None`: free-form JSON, no hints).
     pub(crate) fn new(schema: Option<&Value>) -> KeyHints {
-        let global: Arc<[Vec<u8>]> = schema.map(schema_names).unwrap_or_default().into();
-        KeyHints { schema: schema.cloned(), global, by_path: Mutex::default() }
+        let global: Arc<[Vec<u8>]> =
+            schema.map(|s| schema_names(s, true)).unwrap_or_default().into();
+        let global_named: Arc<[Vec<u8>]> =
+            schema.map(|s| schema_names(s, false)).unwrap_or_default().into();
+        KeyHints { schema: schema.cloned(), global, global_named, by_path: Mutex::default() }
     }
 
     /// The schema-wide list (required names first).
@@ -68,8 +73,21 @@ impl KeyHints {
     /// object, after the key's opening quote): scoped to it where its path resolves, else the
     /// schema-wide list.
     pub(crate) fn at(&self, doc: &[u8]) -> Arc<[Vec<u8>]> {
-        let Some(schema) = &self.schema else { return self.global.clone() };
-        let Some((path, present)) = open_object(doc) else { return self.global.clone() };
+        self.lookup(doc, true)
+    }
+
+    /// [`KeyHints::at`] without the names made from `patternProperties` patterns: the walk's
+    /// choices. Four names per pattern are good moves for the completion search, but taken
+    /// for 80% of a walk's keys they would make nearly every key of a pattern-keyed object
+    /// (`^[a-zA-Z_][a-zA-Z0-9_]*$` labels) one of the same four; the walk's own bytes vary.
+    pub(crate) fn named_at(&self, doc: &[u8]) -> Arc<[Vec<u8>]> {
+        self.lookup(doc, false)
+    }
+
+    fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Vec<u8>]> {
+        let global = if patterns { &self.global } else { &self.global_named };
+        let Some(schema) = &self.schema else { return global.clone() };
+        let Some((path, present)) = open_object(doc) else { return global.clone() };
         let names = {
             let mut m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
             if m.len() >= MAX_PATHS {
@@ -80,24 +98,24 @@ impl KeyHints {
                     scope_names(schema, p).map(|names| {
                         names
                             .into_iter()
-                            .map(|k| {
+                            .map(|(k, pattern)| {
                                 let q = quoted(&k);
-                                (k, q)
+                                (k, q, pattern)
                             })
                             .collect()
                     })
                 })
                 .clone()
         };
-        let Some(names) = names else { return self.global.clone() };
+        let Some(names) = names else { return global.clone() };
         let out: Vec<Vec<u8>> = names
             .iter()
-            .filter(|(k, _)| !present.contains(k))
+            .filter(|(k, _, pattern)| (patterns || !pattern) && !present.contains(k))
             .take(MAX_HINTS)
-            .map(|(_, q)| q.clone())
+            .map(|(_, q, _)| q.clone())
             .collect();
         if out.is_empty() {
-            return self.global.clone();
+            return global.clone();
         }
         out.into()
     }
@@ -292,9 +310,10 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
 
 /// The names for an object at `path`, in hint order (see the module docs), duplicates
 /// removed; `None` when the path does not resolve.
-fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<String>> {
+fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<(String, bool)>> {
     let scope = at_path(root, path)?;
-    let (mut required, mut dependent, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut required, mut dependent, mut other, mut pattern) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for s in &scope {
         let Value::Object(m) = s else { continue };
         node_names(m, &mut |source, k| {
@@ -302,17 +321,17 @@ fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<String>> {
                 Source::Required => &mut required,
                 Source::Dependent => &mut dependent,
                 Source::Other => &mut other,
+                Source::Pattern => &mut pattern,
             }
             .push(k.to_string())
         });
     }
     let mut seen: HashSet<String> = HashSet::new();
+    let named = required.into_iter().chain(dependent).chain(other).map(|k| (k, false));
     Some(
-        required
-            .into_iter()
-            .chain(dependent)
-            .chain(other)
-            .filter(|k| seen.insert(k.clone()))
+        named
+            .chain(pattern.into_iter().map(|k| (k, true)))
+            .filter(|(k, _)| seen.insert(k.clone()))
             .collect(),
     )
 }
@@ -329,6 +348,8 @@ enum Source {
     /// Its `properties`, and the strings spelled inside its `propertyNames` (`const`/`enum` at
     /// any depth: a `not` around them can require such a key to exist).
     Other,
+    /// Made from one of its `patternProperties` patterns ([`pattern_samples`]).
+    Pattern,
 }
 
 /// The property names one schema node spells itself (not its subschemas'), each with where it
@@ -374,7 +395,7 @@ fn node_names(m: &serde_json::Map<String, Value>, f: &mut impl FnMut(Source, &st
     }
     if let Some(Value::Object(p)) = m.get("patternProperties") {
         for pat in p.keys() {
-            pattern_samples(pat, PATTERN_SAMPLES).iter().for_each(|k| f(Source::Other, k));
+            pattern_samples(pat, PATTERN_SAMPLES).iter().for_each(|k| f(Source::Pattern, k));
         }
     }
 }
@@ -456,26 +477,31 @@ fn quoted(k: &str) -> Vec<u8> {
 }
 
 /// Every property name of `schema` ([`node_names`] of every node; required and dependent ones
-/// first, at most [`MAX_HINTS`]), as hints: the list where a path does not resolve.
-fn schema_names(schema: &Value) -> Vec<Vec<u8>> {
-    fn walk(v: &Value, required: &mut Vec<String>, other: &mut Vec<String>, depth: usize) {
+/// first, at most [`MAX_HINTS`]; those made from patterns only with `patterns`), as hints: the
+/// list where a path does not resolve.
+fn schema_names(schema: &Value, patterns: bool) -> Vec<Vec<u8>> {
+    type Lists = (Vec<String>, Vec<String>);
+    fn walk(v: &Value, lists: &mut Lists, patterns: bool, depth: usize) {
         if depth > 64 {
             return;
         }
         match v {
             Value::Object(m) => {
-                node_names(m, &mut |source, k| {
-                    if source == Source::Other { &mut *other } else { &mut *required }
-                        .push(k.to_string())
+                node_names(m, &mut |source, k| match source {
+                    Source::Required | Source::Dependent => lists.0.push(k.to_string()),
+                    Source::Other => lists.1.push(k.to_string()),
+                    Source::Pattern if patterns => lists.1.push(k.to_string()),
+                    Source::Pattern => {}
                 });
-                m.values().for_each(|x| walk(x, required, other, depth + 1));
+                m.values().for_each(|x| walk(x, lists, patterns, depth + 1));
             }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, required, other, depth + 1)),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, lists, patterns, depth + 1)),
             _ => {}
         }
     }
-    let (mut required, mut other) = (Vec::new(), Vec::new());
-    walk(schema, &mut required, &mut other, 0);
+    let mut lists = (Vec::new(), Vec::new());
+    walk(schema, &mut lists, patterns, 0);
+    let (required, other) = lists;
     let mut seen = HashSet::new();
     required
         .into_iter()

@@ -263,7 +263,7 @@ pub(crate) fn walk(
         let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
         if key_opened && rng.unit() < 0.8 {
             // One of the names of the object at hand (see `hints`), from a random start.
-            let hints = hints.at(cur.bytes());
+            let hints = hints.named_at(cur.bytes());
             if !hints.is_empty() {
                 let start = rng.below(hints.len() as u32) as usize;
                 let n = hints.len();
