@@ -317,6 +317,40 @@ def _hypothesis_child(schema, n, limit, conn):
     conn.close()
 
 
+def _judge_child(args, conn):
+    conn.send(grammask_row(*args))
+    conn.close()
+
+
+def grammask_row_capped(name, judge, line, err, n, limit):
+    """`grammask_row` in a forked child, killed after `limit` seconds: Python's `re`
+    backtracks exponentially on some schema patterns (`Github_medium---o82682`'s
+    `^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$` on a near miss ran
+    for minutes), which would stall the whole re-judging."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_judge_child, args=((name, judge, line, err, n, None), child))
+    p.start()
+    child.close()
+    res = None
+    if parent.poll(limit):
+        try:
+            res = parent.recv()
+        except EOFError:
+            res = None
+    p.join(5)
+    if p.is_alive():
+        p.kill()
+        p.join()
+    if res is None:
+        valid_i = [i for i in (line or {}).get("instances", []) if i.get("valid")]
+        row = {"tool": "grammask", "file": name, "generated": len(valid_i),
+               "seconds": (line or {}).get("seconds"), "error": None,
+               "judge_error": f"the judge gave no verdict within {limit:g} s (regex backtracking?)"}
+        return row, []
+    return res
+
+
 def hypothesis_run(schema, n, limit):
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
@@ -490,6 +524,9 @@ def main():
                     "default 120)")
     ap.add_argument("--save-out", metavar="FILE",
                     help="with --grammask-cli: also write the bench-style --out JSONL here")
+    ap.add_argument("--judge-seconds", type=float, default=60,
+                    help="seconds the judge may take over one schema's grammask instances "
+                    "(a forked child; default 60)")
     ap.add_argument("--tools", default="grammask,hypothesis,jsf",
                     help="comma list of grammask, hypothesis, jsf (default all; "
                     "`--tools grammask` only re-judges)")
@@ -557,7 +594,7 @@ def main():
                     if save and line is not None:
                         save.write(json.dumps({"file": name, "instances": line["instances"],
                                                "seconds": line["seconds"]}) + "\n")
-                row, dis = grammask_row(name, judge, line, gerr, a.n, None)
+                row, dis = grammask_row_capped(name, judge, line, gerr, a.n, a.judge_seconds)
                 disagreements.extend(dis)
             elif t == "hypothesis":
                 row, rej = judged_row(names[t], name, judge, hypothesis_run(schema, a.n,
