@@ -322,14 +322,12 @@ def _judge_child(args, conn):
     conn.close()
 
 
-def grammask_row_capped(name, judge, line, err, n, limit):
-    """`grammask_row` in a forked child, killed after `limit` seconds: Python's `re`
-    backtracks exponentially on some schema patterns (`Github_medium---o82682`'s
-    `^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$` on a near miss ran
-    for minutes), which would stall the whole re-judging."""
+def run_forked(target, args, limit):
+    """`target(*args, conn)` in a forked child that sends one answer through `conn`; the answer,
+    or `(None, exitcode)` when none came within `limit` seconds (the child is then killed)."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_judge_child, args=((name, judge, line, err, n, None), child))
+    p = ctx.Process(target=target, args=(*args, child))
     p.start()
     child.close()
     res = None
@@ -342,6 +340,15 @@ def grammask_row_capped(name, judge, line, err, n, limit):
     if p.is_alive():
         p.kill()
         p.join()
+    return res, p.exitcode
+
+
+def grammask_row_capped(name, judge, line, err, n, limit):
+    """`grammask_row` in a forked child, killed after `limit` seconds: Python's `re`
+    backtracks exponentially on some schema patterns (`Github_medium---o82682`'s
+    `^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$` on a near miss ran
+    for minutes), which would stall the whole re-judging."""
+    res, _ = run_forked(_judge_child, ((name, judge, line, err, n, None),), limit)
     if res is None:
         valid_i = [i for i in (line or {}).get("instances", []) if i.get("valid")]
         row = {"tool": "grammask", "file": name, "generated": len(valid_i),
@@ -352,26 +359,12 @@ def grammask_row_capped(name, judge, line, err, n, limit):
 
 
 def hypothesis_run(schema, n, limit):
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_hypothesis_child, args=(schema, n, limit, child))
     t0 = time.monotonic()
-    p.start()
-    child.close()
-    res = None
-    if parent.poll(limit + 15):
-        try:
-            res = parent.recv()
-        except EOFError:
-            res = None
-    p.join(5)
-    if p.is_alive():
-        p.kill()
-        p.join()
+    res, exitcode = run_forked(_hypothesis_child, (schema, n, limit), limit + 15)
     if res is None:
         res = {"instances": [], "draws": 0, "seconds": time.monotonic() - t0,
                "error": "killed: no answer within the time cap"
-               if p.exitcode in (None, -9) else f"child died (exit {p.exitcode})"}
+               if exitcode in (None, -9) else f"child died (exit {exitcode})"}
     return res
 
 
