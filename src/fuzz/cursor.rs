@@ -153,6 +153,24 @@ impl Cursor {
         true
     }
 
+    /// Push the number literal `t` if the engine allows it and the number may end right after
+    /// it (the document is complete, or a delimiter may follow); otherwise leave the cursor as
+    /// it was. `scratch` is a buffer for the delimiter probe.
+    pub fn push_number(&mut self, t: &[u8], scratch: &mut Vec<u8>) -> bool {
+        if !self.push_all(t) {
+            return false;
+        }
+        if self.accepting() {
+            return true;
+        }
+        self.allowed_of(b",]} \t\n\r", scratch);
+        if scratch.is_empty() {
+            self.pop_n(t.len());
+            return false;
+        }
+        true
+    }
+
     /// A key of the engine state after the bytes so far, where the engine has small hashable
     /// states (free-form JSON, regex); see `InnerSlot::state_key`.
     pub fn state_key(&self) -> Option<u64> {
@@ -368,15 +386,14 @@ fn dfs(
                 let k = stack[top].0;
                 stack[top].0 += 1;
                 let n = if k < n_hints {
-                    if added + here[k].len() > limit || !cur.push_all(&here[k]) {
+                    let pushed = added + here[k].len() <= limit
+                        && if frame_numbers[top] {
+                            cur.push_number(&here[k], &mut scratch)
+                        } else {
+                            cur.push_all(&here[k])
+                        };
+                    if !pushed {
                         continue;
-                    }
-                    if frame_numbers[top] && !cur.accepting() {
-                        cur.allowed_of(b",]} \t\n\r", &mut scratch);
-                        if scratch.is_empty() {
-                            cur.pop_n(here[k].len());
-                            continue;
-                        }
                     }
                     here[k].len()
                 } else {

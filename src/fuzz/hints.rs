@@ -56,11 +56,13 @@ const MAX_PATHS: usize = 4096;
 impl KeyHints {
     /// Hints for `schema` (`None`: free-form JSON, no hints).
     pub(crate) fn new(schema: Option<&Value>) -> KeyHints {
-        let global: Arc<[Vec<u8>]> =
-            schema.map(|s| schema_names(s, true)).unwrap_or_default().into();
-        let global_named: Arc<[Vec<u8>]> =
-            schema.map(|s| schema_names(s, false)).unwrap_or_default().into();
-        KeyHints { schema: schema.cloned(), global, global_named, by_path: Mutex::default() }
+        let (global, named) = schema.map(schema_names).unwrap_or_default();
+        KeyHints {
+            schema: schema.cloned(),
+            global: global.into(),
+            global_named: named.into(),
+            by_path: Mutex::default(),
+        }
     }
 
     /// The schema-wide list (required names first).
@@ -477,11 +479,13 @@ fn quoted(k: &str) -> Vec<u8> {
 }
 
 /// Every property name of `schema` ([`node_names`] of every node; required and dependent ones
-/// first, at most [`MAX_HINTS`]; those made from patterns only with `patterns`), as hints: the
-/// list where a path does not resolve.
-fn schema_names(schema: &Value, patterns: bool) -> Vec<Vec<u8>> {
-    type Lists = (Vec<String>, Vec<String>);
-    fn walk(v: &Value, lists: &mut Lists, patterns: bool, depth: usize) {
+/// first, at most [`MAX_HINTS`]), as hints: the list where a path does not resolve; and the
+/// same list without the names made from patterns (the walk's). One walk of the schema makes
+/// both.
+fn schema_names(schema: &Value) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    /// Required and dependent names; the others, each marked when made from a pattern.
+    type Lists = (Vec<String>, Vec<(String, bool)>);
+    fn walk(v: &Value, lists: &mut Lists, depth: usize) {
         if depth > 64 {
             return;
         }
@@ -489,27 +493,30 @@ fn schema_names(schema: &Value, patterns: bool) -> Vec<Vec<u8>> {
             Value::Object(m) => {
                 node_names(m, &mut |source, k| match source {
                     Source::Required | Source::Dependent => lists.0.push(k.to_string()),
-                    Source::Other => lists.1.push(k.to_string()),
-                    Source::Pattern if patterns => lists.1.push(k.to_string()),
-                    Source::Pattern => {}
+                    Source::Other => lists.1.push((k.to_string(), false)),
+                    Source::Pattern => lists.1.push((k.to_string(), true)),
                 });
-                m.values().for_each(|x| walk(x, lists, patterns, depth + 1));
+                m.values().for_each(|x| walk(x, lists, depth + 1));
             }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, lists, patterns, depth + 1)),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, lists, depth + 1)),
             _ => {}
         }
     }
     let mut lists = (Vec::new(), Vec::new());
-    walk(schema, &mut lists, patterns, 0);
+    walk(schema, &mut lists, 0);
     let (required, other) = lists;
-    let mut seen = HashSet::new();
-    required
-        .into_iter()
-        .chain(other)
-        .filter(|k| seen.insert(k.clone()))
-        .take(MAX_HINTS)
-        .map(|k| quoted(&k))
-        .collect()
+    let hints = |patterns: bool| -> Vec<Vec<u8>> {
+        let mut seen = HashSet::new();
+        let other = other.iter().filter(|(_, pattern)| patterns || !pattern).map(|(k, _)| k);
+        required
+            .iter()
+            .chain(other)
+            .filter(|k| seen.insert(k.as_str()))
+            .take(MAX_HINTS)
+            .map(|k| quoted(k))
+            .collect()
+    };
+    (hints(true), hints(false))
 }
 
 #[cfg(test)]

@@ -535,17 +535,11 @@ impl<'c> Fuzzer<'c> {
         let vocab = self.compiled.vocab();
         // A text the tokenizer cannot spell back (its normaliser maps U+0387 to U+00B7, say) is
         // still a byte string a model can emit token by token: spell it greedily instead.
-        let Some(tokens) = vocab.encode_exact(text).ok().or_else(|| greedy_tokens(vocab, text))
-        else {
-            return false;
-        };
-        let mut engine = self.compiled.engine();
-        for t in tokens {
-            if engine.advance(t).is_err() {
-                return false;
-            }
-        }
-        engine.is_accepting()
+        vocab
+            .encode_exact(text)
+            .ok()
+            .or_else(|| greedy_tokens(vocab, text))
+            .is_some_and(|tokens| self.accepts_tokens(tokens))
     }
 
     /// [`Fuzzer::accepts`] on the text spelled greedily, longest token first: the token-level
@@ -554,14 +548,13 @@ impl<'c> Fuzzer<'c> {
     /// tokenizer's pipeline (a third of a run on the 2 kB documents of the large
     /// configuration schemas).
     fn accepts_greedy(&self, text: &str) -> bool {
-        let Some(tokens) = greedy_tokens(self.compiled.vocab(), text) else { return false };
+        greedy_tokens(self.compiled.vocab(), text).is_some_and(|tokens| self.accepts_tokens(tokens))
+    }
+
+    /// Does a fresh token-level engine accept `tokens` as a complete document, EOS included?
+    fn accepts_tokens(&self, tokens: Vec<crate::TokenId>) -> bool {
         let mut engine = self.compiled.engine();
-        for t in tokens {
-            if engine.advance(t).is_err() {
-                return false;
-            }
-        }
-        engine.is_accepting()
+        tokens.into_iter().all(|t| engine.advance(t).is_ok()) && engine.is_accepting()
     }
 
     /// The byte-level verdict (cheaper than [`Fuzzer::accepts`]; used to sort mutants).
@@ -794,7 +787,7 @@ impl<'c> Fuzzer<'c> {
             // whole document, so it is asked of the chosen one, not of every candidate (it
             // was a sixth of a run on 2 kB documents).
             let mut candidates = candidates;
-            candidates.sort_by_key(|(_, v)| {
+            candidates.sort_by_cached_key(|(_, v)| {
                 per_label.get(&(v.keyword.clone(), v.pointer.clone())).copied().unwrap_or(0)
             });
             let best =

@@ -134,28 +134,18 @@ impl NumberHints {
 
     /// The literals the completion search tries as single moves where a value starts, before
     /// single bytes (none without `multipleOf`: there `1` and `0` end a number soonest, and
-    /// every move tried costs a push at every value start): the first (least common) multiple and its double, each bound with its
-    /// neighbours and the multiples next to it. Without them, the search at `{"b": ` under
-    /// `multipleOf: 30` strings digits and exponents (`11.1111e+11`) where `30` would do.
+    /// every move tried costs a push at every value start): the first (least common)
+    /// multiple and its double, each bound with its neighbours and the multiples next to it.
+    /// Without them, the search at `{"b": ` under `multipleOf: 30` strings digits and
+    /// exponents (`11.1111e+11`) where `30` would do.
     fn fixed_moves(&self) -> Vec<Vec<u8>> {
         let mut c: Vec<Dec> = Vec::new();
         let Some(m) = self.multiples.first().copied() else { return Vec::new() };
         c.push(m);
         c.push(Dec { mant: m.mant * 2, scale: m.scale });
-        let first = Some(m);
         for &b in self.bounds.iter().take(8) {
-            c.push(b);
-            let unit = 10i128.pow(b.scale);
-            c.push(Dec { mant: b.mant + unit, scale: b.scale });
-            c.push(Dec { mant: b.mant - unit, scale: b.scale });
-            if let Some(m) = first {
-                let s = b.scale.max(m.scale);
-                if let (Some(bm), Some(mm)) = (b.at(s), m.at(s)) {
-                    let below = bm.div_euclid(mm) * mm;
-                    c.push(Dec { mant: below, scale: s });
-                    c.push(Dec { mant: below + mm, scale: s });
-                }
-            }
+            c.extend(neighbours(b));
+            c.extend(multiples_around(b, m).into_iter().flatten());
         }
         let mut out: Vec<Vec<u8>> = Vec::new();
         for d in c {
@@ -238,23 +228,13 @@ impl NumberHints {
         }
         for _ in 0..self.bounds.len().min(4) {
             let b = self.bounds[rng.below(self.bounds.len() as u32) as usize];
-            let unit = 10i128.pow(b.scale);
-            let step = match self.multiples.first() {
+            match self.multiples.first() {
                 // The multiples of the first (least common) multiple next to the bound.
-                Some(m) if rng.below(2) == 0 => {
-                    let s = b.scale.max(m.scale);
-                    if let (Some(bm), Some(mm)) = (b.at(s), m.at(s)) {
-                        let below = bm.div_euclid(mm) * mm;
-                        cands.push(Dec { mant: below, scale: s });
-                        cands.push(Dec { mant: below + mm, scale: s });
-                    }
-                    continue;
+                Some(&m) if rng.below(2) == 0 => {
+                    cands.extend(multiples_around(b, m).into_iter().flatten())
                 }
-                _ => unit,
-            };
-            cands.push(b);
-            cands.push(Dec { mant: b.mant + step, scale: b.scale });
-            cands.push(Dec { mant: b.mant - step, scale: b.scale });
+                _ => cands.extend(neighbours(b)),
+            }
         }
         for _ in 0..4 {
             let magnitude = 10u64.pow(1 + rng.below(12));
@@ -284,6 +264,20 @@ impl NumberHints {
             }
         }
     }
+}
+
+/// A bound and the numbers one unit of its last digit away.
+fn neighbours(b: Dec) -> [Dec; 3] {
+    let unit = 10i128.pow(b.scale);
+    [b, Dec { mant: b.mant + unit, scale: b.scale }, Dec { mant: b.mant - unit, scale: b.scale }]
+}
+
+/// The multiples of `m` at or below the bound `b` and just above it (`None` past `i128`).
+fn multiples_around(b: Dec, m: Dec) -> Option<[Dec; 2]> {
+    let s = b.scale.max(m.scale);
+    let (bm, mm) = (b.at(s)?, m.at(s)?);
+    let below = bm.div_euclid(mm) * mm;
+    Some([Dec { mant: below, scale: s }, Dec { mant: below + mm, scale: s }])
 }
 
 fn push_new(xs: &mut Vec<Dec>, d: Dec) {

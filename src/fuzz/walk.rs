@@ -248,8 +248,7 @@ pub(crate) fn walk(
             if taken_back > 0 {
                 // One of the literals, drawn as in the walk (the search's own are the same few
                 // each time), then the search from after it.
-                numbers.draw(rng, &mut literals);
-                literals.iter().any(|t| push_whole_number(cur, t.as_bytes(), &mut allowed));
+                push_literal(cur, numbers, rng, &mut literals, &mut allowed);
             }
             let left = budget.max_bytes.saturating_sub(cur.len());
             let r = complete(cur, left, work, json, hints, numbers);
@@ -297,33 +296,27 @@ pub(crate) fn walk(
             && number.0 == 0
             && (b.is_ascii_digit() || b == b'-')
             && rng.unit() < style.num_hint
+            && push_literal(cur, numbers, rng, &mut literals, &mut allowed)
         {
-            numbers.draw(rng, &mut literals);
-            if literals.iter().any(|t| push_whole_number(cur, t.as_bytes(), &mut allowed)) {
-                sealed_at = cur.len();
-                continue;
-            }
+            sealed_at = cur.len();
+            continue;
         }
         let pushed = cur.push(b);
         debug_assert!(pushed, "an allowed byte is pushed");
     }
 }
 
-/// Push the number literal `t` if the engine allows it and the number may end right after it
-/// (the document is complete, or a delimiter may follow); otherwise leave the cursor as it was.
-fn push_whole_number(cur: &mut Cursor, t: &[u8], scratch: &mut Vec<u8>) -> bool {
-    if !cur.push_all(t) {
-        return false;
-    }
-    if cur.accepting() {
-        return true;
-    }
-    cur.allowed_of(b",]} \t\n\r", scratch);
-    if scratch.is_empty() {
-        cur.pop_n(t.len());
-        return false;
-    }
-    true
+/// Push the first of a fresh draw of `numbers`' literals that the engine allows whole
+/// ([`Cursor::push_number`]); `false` (nothing pushed) when none is.
+fn push_literal(
+    cur: &mut Cursor,
+    numbers: &NumberHints,
+    rng: &mut Pcg32,
+    literals: &mut Vec<String>,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    numbers.draw(rng, literals);
+    literals.iter().any(|t| cur.push_number(t.as_bytes(), scratch))
 }
 
 fn pick(bytes: &[u8], rng: &mut Pcg32) -> u8 {
