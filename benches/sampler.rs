@@ -39,7 +39,7 @@ fn mask(n: usize) -> TokenMask {
     let mut i = 0;
     while i < n {
         let run = 1 + (rng.next_u32() % 64) as usize;
-        if rng.next_u32() % 2 == 0 {
+        if rng.next_u32().is_multiple_of(2) {
             for t in i..(i + run).min(n) {
                 m.insert(TokenId::from_index(t));
             }

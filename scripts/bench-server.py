@@ -3,6 +3,7 @@ docs/performance.md). Starts the server itself on a free loopback port.
 
 usage: target/servervenv/bin/python scripts/bench-server.py [--bin target/server/grammask]
        [--model ../shared/models/smollm2-135m-instruct-q4_1.gguf] [--tokens 96] [--no-batch]
+       [--kernel avx2|avx-vnni|avx512-vnni] [--rounds 2] [--skip-ttft]
 """
 
 import argparse
@@ -23,6 +24,7 @@ p.add_argument("--rounds", type=int, default=2)
 p.add_argument("--no-batch", action="store_true")
 p.add_argument("--skip-ttft", action="store_true")
 p.add_argument("--batch-wait-ms", type=int, default=3)
+p.add_argument("--kernel", help="the server's --kernel (default: the best the CPU has)")
 args = p.parse_args()
 
 with socket.socket() as s:
@@ -32,6 +34,8 @@ cmd = [args.bin, "serve", "--model", args.model, "--port", str(port), "--max-con
 cmd += ["--batch-wait-ms", str(args.batch_wait_ms)]
 if args.no_batch:
     cmd.append("--no-batch")
+if args.kernel:
+    cmd += ["--kernel", args.kernel]
 proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
 url = f"http://127.0.0.1:{port}"
 for _ in range(300):
@@ -108,7 +112,8 @@ rows["mean sequences per forward step"] = (m["grammask_batch_sequences_sum"]
                                            / m["grammask_batch_sequences_count"])
 proc.terminate()
 proc.wait()
-print(json.dumps({"mode": "interleaved" if args.no_batch else "batched", "rows": rows,
+print(json.dumps({"mode": "interleaved" if args.no_batch else "batched",
+                  "kernel": args.kernel or "best", "rows": rows,
                   "scaling_8_vs_1": rows["8 streams, unconstrained"] / rows["1 stream, unconstrained"],
                   "constrained_vs_unconstrained_8": rows["8 streams, json_object"] / rows["8 streams, unconstrained"],
                   "ttft_prompt_tokens": prompt_tokens,

@@ -41,6 +41,10 @@ pub struct ModelArgs {
     /// Forward-pass threads (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The int8 dot kernels: scalar, avx2, avx-vnni or avx512-vnni (default: the best this
+    /// CPU has; with --model).
+    #[arg(long)]
+    pub kernel: Option<grammask::model::DotKernel>,
     /// Fill each mask while the forward pass runs (default: only when --threads leaves a core
     /// free; see docs/model.md).
     #[arg(long, conflicts_with = "no_overlap")]
@@ -111,6 +115,9 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
     let mut builder = ModelConfig::builder();
     if let Some(t) = m.threads {
         builder = builder.threads(t);
+    }
+    if let Some(k) = m.kernel {
+        builder = builder.kernel(k);
     }
     let config = builder.build().map_err(|e| e.to_string())?;
     let mut model = GgufModel::load_with_progress(path, &config, &mut progress(m.quiet))
@@ -191,8 +198,9 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
             say!("mask latency: {summary}");
             say!(
                 "prefill {:.1} ms, forward {forward_ms_mean:.2} ms/token, {tokens_per_s:.1} \
-                 tokens/s, constraint overhead {overhead_pct:.2}%",
-                prefill.as_secs_f64() * 1e3
+                 tokens/s, constraint overhead {overhead_pct:.2}% ({} kernels)",
+                prefill.as_secs_f64() * 1e3,
+                model.kernel().name()
             );
         }
     }

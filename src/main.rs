@@ -91,6 +91,10 @@ struct ServeArgs {
     /// Forward-pass threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
+    /// The int8 dot kernels: scalar, avx2, avx-vnni or avx512-vnni (default: the best this
+    /// CPU has).
+    #[arg(long)]
+    kernel: Option<grammask::model::DotKernel>,
     /// Run waiting sequences one after the other instead of as one batched pass (comparison).
     #[arg(long)]
     no_batch: bool,
@@ -118,6 +122,7 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .default_max_tokens(a.default_max_tokens)
         .context(a.context)
         .threads(a.threads)
+        .kernel(a.kernel)
         .batched(!a.no_batch)
         .batch_wait(std::time::Duration::from_millis(a.batch_wait_ms))
         .shutdown_grace(std::time::Duration::from_secs(a.shutdown_grace))

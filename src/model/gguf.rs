@@ -455,7 +455,7 @@ impl GgufWriter {
             offset = (offset + data.len() as u64).div_ceil(DEFAULT_ALIGNMENT) * DEFAULT_ALIGNMENT;
         }
         let pad = |out: &mut Vec<u8>| {
-            while out.len() as u64 % DEFAULT_ALIGNMENT != 0 {
+            while !(out.len() as u64).is_multiple_of(DEFAULT_ALIGNMENT) {
                 out.push(0);
             }
         };

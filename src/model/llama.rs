@@ -21,7 +21,7 @@ use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
     attend_head, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows,
-    pack8, packable, quantize_q8, unpack_row8, BlockQ8, QType, PACK, QK,
+    pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -125,7 +125,9 @@ pub(crate) struct Weights {
     out_norm: Vec<f32>,
     output: Option<Matrix>,
     inv_freq: Vec<f32>,
-    simd: bool,
+    /// The int8 dot kernels' instruction set ([`DotKernel::Scalar`]: the reference kernels
+    /// and the file's layout; any other: AVX2 and the packed layout).
+    kernel: DotKernel,
 }
 
 /// The keys and values of one sequence: per layer `[position][kv_dim]`.
@@ -242,9 +244,9 @@ impl Llama {
         f: &GgufFile,
         file: Vec<u8>,
         context: usize,
-        simd: bool,
+        kernel: DotKernel,
     ) -> Result<Llama, ModelError> {
-        let weights = std::sync::Arc::new(Weights::new(f, file, simd)?);
+        let weights = std::sync::Arc::new(Weights::new(f, file, kernel)?);
         Ok(Llama::over(weights, context))
     }
 
@@ -264,9 +266,9 @@ impl Llama {
         &self.weights
     }
 
-    /// True when the AVX2 kernels run.
-    pub fn simd(&self) -> bool {
-        self.weights.simd
+    /// The int8 dot kernels' instruction set.
+    pub fn kernel(&self) -> DotKernel {
+        self.weights.kernel
     }
 
     /// The context window (positions the cache may hold).
@@ -292,7 +294,7 @@ impl Llama {
 }
 
 impl Weights {
-    fn new(f: &GgufFile, file: Vec<u8>, simd: bool) -> Result<Weights, ModelError> {
+    fn new(f: &GgufFile, file: Vec<u8>, kernel: DotKernel) -> Result<Weights, ModelError> {
         let bytes = &file[..];
         let arch = f.get_str("general.architecture").unwrap_or("");
         if arch != "llama" {
@@ -319,8 +321,8 @@ impl Weights {
             || d_model % n_head != 0
             || n_head % p.n_kv_head != 0
             || d_model % QK != 0
-            || p.d_ff % QK != 0
-            || p.head_dim() % 2 != 0
+            || !p.d_ff.is_multiple_of(QK)
+            || !p.head_dim().is_multiple_of(2)
         {
             return Err(ModelError::new(ModelErrorKind::Malformed(format!(
                 "unusable llama shape: d_model {d_model}, heads {n_head}/{}, d_ff {}",
@@ -363,7 +365,7 @@ impl Weights {
         // a tied output projection runs on one token per sequence).
         let out_norm = vector(f, bytes, "output_norm.weight", d)?;
         let mut file = file;
-        if simd {
+        if kernel.simd() {
             for layer in &mut layers {
                 for m in [
                     &mut layer.wq,
@@ -378,7 +380,7 @@ impl Weights {
                 }
             }
         }
-        Ok(Weights { out_norm, bytes: file, params, tok_embd, layers, output, inv_freq, simd })
+        Ok(Weights { out_norm, bytes: file, params, tok_embd, layers, output, inv_freq, kernel })
     }
 
     fn ensure_scratch(&self, s: &mut Scratch, n: usize, n_seg: usize, context: usize) {
@@ -487,7 +489,7 @@ impl Weights {
             let (x, xn) = (&s.x, &mut s.xn);
             rms_norm(&x[last..last + d], &self.out_norm, eps, &mut xn[g * d..(g + 1) * d]);
         }
-        quantize_q8(&s.xn[..n_seg * d], &mut s.xq[..n_seg * d / QK], self.simd);
+        quantize_q8(&s.xn[..n_seg * d], &mut s.xq[..n_seg * d / QK], self.kernel.simd());
         let out = self.output.as_ref().unwrap_or(&self.tok_embd);
         out.matmul(
             bytes,
@@ -496,7 +498,7 @@ impl Weights {
             n_seg,
             &mut logits[..n_seg * nv],
             &mut s.tmp,
-            self.simd,
+            self.kernel,
         );
         Ok(())
     }
@@ -506,7 +508,8 @@ impl Weights {
         let (d, kvd, ff, hd) = (p.d_model, p.kv_dim(), p.d_ff, p.head_dim());
         let (n_head, group) = (p.n_head, p.n_head / p.n_kv_head);
         let eps = p.rms_eps;
-        let simd = self.simd;
+        let kernel = self.kernel;
+        let simd = kernel.simd();
         let layer = &self.layers[l];
         let bytes = &self.bytes[..];
         // Per-token work (norms, quantisation, rotations, SiLU, residuals) runs on the pool
@@ -515,9 +518,9 @@ impl Weights {
         // Attention block.
         norm_quantize(&s.x[..n * d], &layer.attn_norm, eps, &mut s.xn, &mut s.xq, d, simd, par);
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
-        layer.wq.matmul(bytes, xn, xq, n, &mut s.q[..n * d], &mut s.tmp, simd);
-        layer.wk.matmul(bytes, xn, xq, n, &mut s.k[..n * kvd], &mut s.tmp, simd);
-        layer.wv.matmul(bytes, xn, xq, n, &mut s.v[..n * kvd], &mut s.tmp, simd);
+        layer.wq.matmul(bytes, xn, xq, n, &mut s.q[..n * d], &mut s.tmp, kernel);
+        layer.wk.matmul(bytes, xn, xq, n, &mut s.k[..n * kvd], &mut s.tmp, kernel);
+        layer.wv.matmul(bytes, xn, xq, n, &mut s.v[..n * kvd], &mut s.tmp, kernel);
         let half = hd / 2;
         let rope = &s.rope[..n * half];
         type Rot<'a> = ((&'a mut [f32], &'a mut [f32]), &'a [(f32, f32)]);
@@ -582,7 +585,7 @@ impl Weights {
             n,
             &mut s.xn[..n * d],
             &mut s.tmp,
-            simd,
+            kernel,
         );
         // The residual, then the feed-forward block's norm of it (`xn` holds `wo`'s output
         // until the norm overwrites it, token by token).
@@ -604,8 +607,8 @@ impl Weights {
             x.chunks_mut(d).zip(o.chunks_mut(d)).zip(oq.chunks_mut(d / QK)).for_each(resid_norm);
         }
         let (xn, xq) = (&s.xn[..n * d], &s.xq[..n * d / QK]);
-        layer.w_gate.matmul(bytes, xn, xq, n, &mut s.gate[..n * ff], &mut s.tmp, simd);
-        layer.w_up.matmul(bytes, xn, xq, n, &mut s.up[..n * ff], &mut s.tmp, simd);
+        layer.w_gate.matmul(bytes, xn, xq, n, &mut s.gate[..n * ff], &mut s.tmp, kernel);
+        layer.w_up.matmul(bytes, xn, xq, n, &mut s.up[..n * ff], &mut s.tmp, kernel);
         let swiglu = |((g, u), gq): ((&mut [f32], &[f32]), &mut [BlockQ8])| {
             for (g, &u) in g.iter_mut().zip(u) {
                 // SiLU(g) · u, with the branch-free `exp` that vectorises (libm's `expf` was
@@ -631,7 +634,7 @@ impl Weights {
             n,
             &mut s.xn[..n * d],
             &mut s.tmp,
-            simd,
+            kernel,
         );
         let (x, o) = (&mut s.x[..n * d], &s.xn[..n * d]);
         let add = |(x, o): (&mut [f32], &[f32])| {
@@ -682,12 +685,16 @@ fn norm_quantize(
 /// rebalance when one of them is descheduled on a busy machine.
 const ROWS_PER_TASK: usize = 32;
 
+/// Tokens per parallel task of a packed product over many tokens (a prompt): one tile of the
+/// AVX-512 kernel, two of the AVX2 ones.
+const TOKENS_PER_TASK: usize = 8;
+
 impl Matrix {
     /// Repack a Q4_0/Q4_1 matrix whose rows come in eights into [`pack8`]'s layout, in place
     /// in the file's bytes; other matrices stay as they are.
     fn pack(&mut self, bytes: &mut [u8]) {
         if let Weight::Quant { ty, range, row_bytes } = &self.w {
-            if packable(*ty) && self.rows % PACK == 0 {
+            if packable(*ty) && self.rows.is_multiple_of(PACK) {
                 pack8(*ty, &mut bytes[range.clone()], self.rows, self.cols / QK);
                 self.w = Weight::Packed { ty: *ty, range: range.clone(), row_bytes: *row_bytes };
             }
@@ -720,9 +727,10 @@ impl Matrix {
         n: usize,
         out: &mut [f32],
         tmp: &mut [f32],
-        simd: bool,
+        kernel: DotKernel,
     ) {
         let (rows, cols) = (self.rows, self.cols);
+        let simd = kernel.simd();
         debug_assert_eq!(out.len(), n * rows);
         match &self.w {
             Weight::Quant { ty, range, row_bytes } => {
@@ -747,12 +755,22 @@ impl Matrix {
             Weight::Packed { ty, range, .. } => {
                 let data = &bytes[range.clone()];
                 let nb = cols / QK;
+                if n >= 4 * TOKENS_PER_TASK {
+                    // A prompt: each task runs every row for its own tokens, whose outputs
+                    // are one contiguous `[tokens][rows]` slice of `out` (no copy after), and
+                    // the matrix (≤ 0.6 MB here) streams from each core's cache.
+                    out.par_chunks_mut(TOKENS_PER_TASK * rows).enumerate().for_each(|(c, o)| {
+                        let (t0, m) = (c * TOKENS_PER_TASK, o.len() / rows);
+                        matmul_packed(*ty, data, nb, 0, &xq[t0 * nb..(t0 + m) * nb], m, o, kernel)
+                    });
+                    return;
+                }
                 // Each task writes its rows for every token, `[n][its rows]`, into its own
                 // part of `tmp`; the rows then go to their places, 32 floats a copy (for one
                 // token, one copy of the whole output).
                 let tmp = &mut tmp[..n * rows];
                 tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
-                    matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, simd)
+                    matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, kernel)
                 });
                 let tmp = &*tmp;
                 let gather = |(t, o): (usize, &mut [f32])| {

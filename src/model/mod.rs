@@ -6,7 +6,8 @@
 //!
 //! # Pieces
 //! - `gguf`: the container ([`GgufFile`], and [`GgufWriter`] for tests and tools).
-//! - `quant`: the block formats and dot kernels (AVX2 picked at run time, scalar reference).
+//! - `quant`: the block formats and dot kernels ([`DotKernel`]: AVX-512 VNNI, AVX-VNNI or AVX2
+//!   picked at run time, scalar reference).
 //! - `llama`: the forward pass and KV cache.
 //! - `vocab`: [`Vocabulary::from_gguf`] (`gpt2` byte-level BPE and `llama` SentencePiece).
 //! - `template`: [`ChatTemplate`] (the model's Jinja chat template through minijinja).
@@ -45,6 +46,7 @@ pub use batch::{BatchStats, BatchedModel, SeqId, StepRequest};
 pub use error::{ModelError, ModelErrorKind};
 pub use gguf::{GgufFile, GgufValue, GgufWriter, TensorInfo};
 pub use llama::LlamaParams;
+pub use quant::DotKernel;
 pub use template::{ChatMessage, ChatTemplate};
 
 use crate::decode::LogitsSource;
@@ -65,7 +67,7 @@ pub const DEFAULT_CONTEXT: usize = 4096;
 pub struct ModelConfig {
     threads: Option<usize>,
     context: Option<usize>,
-    scalar: bool,
+    kernel: Option<DotKernel>,
 }
 
 /// Builder of [`ModelConfig`].
@@ -100,9 +102,17 @@ impl ModelConfigBuilder {
         self
     }
 
-    /// Use the scalar kernels even where AVX2 is available (default: false; for tests).
+    /// Use the scalar kernels even where AVX2 is available (default: false; for tests):
+    /// `kernel(DotKernel::Scalar)`.
     pub fn scalar_kernels(mut self, yes: bool) -> Self {
-        self.config.scalar = yes;
+        self.config.kernel = if yes { Some(DotKernel::Scalar) } else { None };
+        self
+    }
+
+    /// The int8 dot kernels' instruction set (default: [`DotKernel::best`] for this CPU).
+    /// Loading fails with [`ModelErrorKind::Config`] where the CPU lacks it.
+    pub fn kernel(mut self, kernel: DotKernel) -> Self {
+        self.config.kernel = Some(kernel);
         self
     }
 
@@ -248,10 +258,25 @@ impl GgufModel {
         }
         progress(LoadProgress::Vocabulary);
         let tok = vocab::GgufTokenizer::from_file(&file)?;
-        let simd = !config.scalar && quant::has_avx2();
+        let kernel = match config.kernel {
+            None => DotKernel::best(),
+            Some(k) if k.is_available() => k,
+            Some(k) => {
+                return Err(ModelError::new(ModelErrorKind::Config(format!(
+                    "the {} kernel needs instructions this CPU does not have (it runs: {})",
+                    k.name(),
+                    DotKernel::ALL
+                        .iter()
+                        .filter(|k| k.is_available())
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))))
+            }
+        };
         let train_ctx = file.get_u64("llama.context_length").unwrap_or(DEFAULT_CONTEXT as u64);
         let context = config.context.unwrap_or((train_ctx as usize).min(DEFAULT_CONTEXT));
-        let llama = Llama::new(&file, bytes, context, simd)?;
+        let llama = Llama::new(&file, bytes, context, kernel)?;
         let n_vocab = llama.params.n_vocab;
         let vocab = tok.vocabulary(Some(n_vocab))?;
         let template = match &tok.chat_template {
@@ -313,7 +338,12 @@ impl GgufModel {
 
     /// True when the AVX2 kernels run (false: the scalar ones).
     pub fn uses_simd(&self) -> bool {
-        self.llama.simd()
+        self.llama.kernel() != DotKernel::Scalar
+    }
+
+    /// The int8 dot kernels' instruction set this model runs with.
+    pub fn kernel(&self) -> DotKernel {
+        self.llama.kernel()
     }
 
     /// Encode `text` as a prompt: BOS first when the tokenizer asks for it

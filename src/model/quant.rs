@@ -262,7 +262,7 @@ fn packed_quant_at(ty: QType, r: usize, j: usize) -> usize {
 /// Q4_1 the eight `m`, then for `k` in 0..4 a 32-byte word whose bytes `4r..4r + 4` are quant
 /// bytes `4k..4k + 4` of row `r` (low nibbles: weights `4k..4k + 4`, high: `16 + 4k..`).
 pub(crate) fn pack8(ty: QType, data: &mut [u8], rows: usize, nb: usize) {
-    assert!(packable(ty) && rows % PACK == 0, "pack8: {ty:?} with {rows} rows");
+    assert!(packable(ty) && rows.is_multiple_of(PACK), "pack8: {ty:?} with {rows} rows");
     let bb = ty.block_bytes();
     assert_eq!(data.len(), rows * nb * bb);
     let src = data.to_vec();
@@ -316,20 +316,30 @@ pub(crate) fn matmul_packed(
     xs: &[BlockQ8],
     n: usize,
     out: &mut [f32],
-    simd: bool,
+    kernel: DotKernel,
 ) {
-    assert!(packable(ty) && first % PACK == 0 && n > 0 && out.len() % (n * PACK) == 0);
+    assert!(
+        packable(ty) && first.is_multiple_of(PACK) && n > 0 && out.len().is_multiple_of(n * PACK)
+    );
     let w = out.len() / n;
     let bb = ty.block_bytes();
     assert!(xs.len() >= n * nb && data.len() >= (first + w) * nb * bb);
     #[cfg(target_arch = "x86_64")]
-    if simd && has_avx2() {
-        // SAFETY: AVX2, FMA and F16C are present (checked just above), and the asserts above
-        // keep every group block and activation block the kernel reads inside its slice.
-        unsafe { avx2::matmul_packed(ty, data, nb, first, xs, n, out) };
+    if kernel.simd() {
+        assert!(kernel.is_available(), "{kernel:?} kernel on a CPU without it");
+        // SAFETY: the kernel's instructions are present (asserted just above; the checks are
+        // cached loads), and the asserts above keep every group block and activation block
+        // the kernels read inside their slices.
+        unsafe {
+            match kernel {
+                DotKernel::Avx512Vnni => vnni::matmul_packed_512(ty, data, nb, first, xs, n, out),
+                DotKernel::AvxVnni => vnni::matmul_packed_256(ty, data, nb, first, xs, n, out),
+                _ => avx2::matmul_packed(ty, data, nb, first, xs, n, out),
+            }
+        }
         return;
     }
-    let _ = simd;
+    let _ = kernel;
     let mut row = vec![0u8; nb * bb];
     for i in 0..w {
         unpack_row8(ty, data, nb, first + i, &mut row);
@@ -383,6 +393,92 @@ pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+/// The instruction set the model's int8 dot kernels run with: the best this CPU has by
+/// default ([`DotKernel::best`]), or the one named in
+/// [`ModelConfigBuilder::kernel`](super::ModelConfigBuilder::kernel) (to compare them, or to
+/// rule one out). Every SIMD kernel computes the same 32-bit integer block sums as the scalar
+/// reference, so they differ from it only in the order of the f32 additions after them, and
+/// the three x86 ones agree with each other bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DotKernel {
+    /// Portable Rust, the reference the others are tested against (any CPU).
+    Scalar,
+    /// AVX2 + FMA + F16C: `vpmaddubsw` and `vpmaddwd` (x86-64 since Haswell / Zen 1).
+    Avx2,
+    /// [`Avx2`](Self::Avx2) with AVX-VNNI: one 256-bit `vpdpbusd` per four-byte product sum
+    /// (Alder Lake, Sapphire Rapids, Zen 5).
+    AvxVnni,
+    /// AVX-512 VNNI: 512-bit `vpdpbusd` over two packed groups (sixteen rows) and tiles of
+    /// eight tokens in the 32 vector registers (Ice Lake and later Xeons, Zen 4).
+    Avx512Vnni,
+}
+
+impl DotKernel {
+    /// Every kernel, from the reference up.
+    pub const ALL: [DotKernel; 4] =
+        [DotKernel::Scalar, DotKernel::Avx2, DotKernel::AvxVnni, DotKernel::Avx512Vnni];
+
+    /// The fastest kernel this CPU runs (checked at run time; the crate builds for the
+    /// default x86-64 target and needs no `target-cpu` flag).
+    pub fn best() -> DotKernel {
+        [DotKernel::Avx512Vnni, DotKernel::AvxVnni, DotKernel::Avx2]
+            .into_iter()
+            .find(|k| k.is_available())
+            .unwrap_or(DotKernel::Scalar)
+    }
+
+    /// Whether this CPU has the instructions the kernel needs.
+    pub fn is_available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                DotKernel::Scalar => true,
+                DotKernel::Avx2 => has_avx2(),
+                DotKernel::AvxVnni => has_avx2() && is_x86_feature_detected!("avxvnni"),
+                DotKernel::Avx512Vnni => {
+                    has_avx2()
+                        && is_x86_feature_detected!("avx512f")
+                        && is_x86_feature_detected!("avx512bw")
+                        && is_x86_feature_detected!("avx512vl")
+                        && is_x86_feature_detected!("avx512vnni")
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == DotKernel::Scalar
+        }
+    }
+
+    /// A short name (`scalar`, `avx2`, `avx-vnni`, `avx512-vnni`), as the CLI prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DotKernel::Scalar => "scalar",
+            DotKernel::Avx2 => "avx2",
+            DotKernel::AvxVnni => "avx-vnni",
+            DotKernel::Avx512Vnni => "avx512-vnni",
+        }
+    }
+
+    /// Whether the AVX2 kernels (and the packed layout) are in use: every kernel but the
+    /// scalar one.
+    pub(crate) fn simd(self) -> bool {
+        self != DotKernel::Scalar
+    }
+}
+
+impl std::str::FromStr for DotKernel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DotKernel, String> {
+        DotKernel::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<_> = DotKernel::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown kernel `{s}` (one of: {})", names.join(", "))
+        })
+    }
 }
 
 /// True when the AVX2 kernels can run here (checked once by the caller and kept).
@@ -451,6 +547,16 @@ pub(crate) fn matmul_rows(
         for (t, v) in o.iter_mut().enumerate() {
             *v = dot_scalar(ty, row, &xs[t * nb..(t + 1) * nb]);
         }
+    }
+}
+
+/// Bytes of one packed group block (eight rows' blocks) and the offset of its quant words.
+#[cfg(target_arch = "x86_64")]
+const fn group_block<const Q41: bool>() -> (usize, usize) {
+    if Q41 {
+        (160, 32)
+    } else {
+        (144, 16)
     }
 }
 
@@ -750,14 +856,7 @@ mod avx2 {
         }
     }
 
-    /// Bytes of one packed group block (eight rows' blocks) and the offset of its quant words.
-    const fn group_block<const Q41: bool>() -> (usize, usize) {
-        if Q41 {
-            (160, 32)
-        } else {
-            (144, 16)
-        }
-    }
+    use super::group_block;
 
     /// Eight packed rows × `T` tokens over all `nb` blocks: lane `r` of result `t` is
     /// `row_r · x_t`. `grp` is the group's first block, `x[t]` token `t`'s first block.
@@ -855,9 +954,23 @@ mod avx2 {
         n: usize,
         out: &mut [f32],
     ) {
+        rows_from::<Q41>(data, nb, first, xs, n, out, 0);
+    }
+
+    /// The groups of eight rows of `out` from row `from` on (a multiple of eight).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn rows_from<const Q41: bool>(
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+        from: usize,
+    ) {
         let w = out.len() / n;
         let gb = nb * group_block::<Q41>().0;
-        for c in (0..w).step_by(8) {
+        for c in (from..w).step_by(8) {
             let grp = data.as_ptr().add((first + c) / 8 * gb);
             let mut t0 = 0;
             while t0 + 4 <= n {
@@ -870,6 +983,249 @@ mod avx2 {
                 1 => group::<Q41, 1>(grp, nb, xs, t0, out, w, c),
                 _ => {}
             }
+        }
+    }
+}
+
+/// The VNNI kernels of the packed layout: `vpdpbusd` sums four `u8 × i8` products into each
+/// 32-bit lane in one instruction, where AVX2 needs `vpmaddubsw`, a 16-bit add and, per block,
+/// `vpmaddwd`. The integer block sums are the AVX2 kernel's exactly, so the results are too.
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use super::{avx2, group_block, BlockQ8, QType};
+    use std::arch::x86_64::*;
+
+    /// Eight packed rows × `T` tokens with AVX-VNNI (VEX, sixteen registers: `T` ≤ 4): lane `r`
+    /// of result `t` is `row_r · x_t`, as [`avx2`]'s tile.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    unsafe fn tile8<const Q41: bool, const T: usize>(
+        grp: *const u8,
+        nb: usize,
+        x: [*const BlockQ8; T],
+    ) -> [__m256; T] {
+        let (bpb, qoff) = group_block::<Q41>();
+        let low = _mm256_set1_epi8(0x0F);
+        let mut acc = [_mm256_setzero_ps(); T];
+        for i in 0..nb {
+            let b = grp.add(i * bpb);
+            let mut sum = [_mm256_setzero_si256(); T];
+            for k in 0..4 {
+                let w = _mm256_loadu_si256(b.add(qoff + 32 * k) as *const __m256i);
+                let lo = _mm256_and_si256(w, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+                for t in 0..T {
+                    let q = (*x[t].add(i)).qs.as_ptr();
+                    let xl = _mm256_set1_epi32((q.add(4 * k) as *const i32).read_unaligned());
+                    let xh = _mm256_set1_epi32((q.add(16 + 4 * k) as *const i32).read_unaligned());
+                    sum[t] = _mm256_dpbusd_avx_epi32(sum[t], lo, xl);
+                    sum[t] = _mm256_dpbusd_avx_epi32(sum[t], hi, xh);
+                }
+            }
+            let d = _mm256_cvtph_ps(_mm_loadu_si128(b as *const __m128i));
+            let m = if Q41 {
+                _mm256_cvtph_ps(_mm_loadu_si128(b.add(16) as *const __m128i))
+            } else {
+                _mm256_mul_ps(d, _mm256_set1_ps(-8.0))
+            };
+            for t in 0..T {
+                let xb = &*x[t].add(i);
+                let f = _mm256_cvtepi32_ps(sum[t]);
+                acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(xb.d)), acc[t]);
+                acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(xb.s), acc[t]);
+            }
+        }
+        acc
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group8<const Q41: bool, const T: usize>(
+        grp: *const u8,
+        nb: usize,
+        xs: &[BlockQ8],
+        t0: usize,
+        out: &mut [f32],
+        w: usize,
+        c: usize,
+    ) {
+        let x: [*const BlockQ8; T] = std::array::from_fn(|t| xs.as_ptr().add((t0 + t) * nb));
+        let acc = tile8::<Q41, T>(grp, nb, x);
+        for (t, a) in acc.iter().enumerate() {
+            let o = &mut out[(t0 + t) * w + c..(t0 + t) * w + c + 8];
+            _mm256_storeu_ps(o.as_mut_ptr(), *a);
+        }
+    }
+
+    /// [`super::matmul_packed`] with AVX-VNNI (its asserts hold).
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub(super) unsafe fn matmul_packed_256(
+        ty: QType,
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        if ty == QType::Q4_1 {
+            rows_256::<true>(data, nb, first, xs, n, out);
+        } else {
+            rows_256::<false>(data, nb, first, xs, n, out);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    unsafe fn rows_256<const Q41: bool>(
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        let w = out.len() / n;
+        let gb = nb * group_block::<Q41>().0;
+        for c in (0..w).step_by(8) {
+            let grp = data.as_ptr().add((first + c) / 8 * gb);
+            let mut t0 = 0;
+            while t0 + 4 <= n {
+                group8::<Q41, 4>(grp, nb, xs, t0, out, w, c);
+                t0 += 4;
+            }
+            match n - t0 {
+                3 => group8::<Q41, 3>(grp, nb, xs, t0, out, w, c),
+                2 => group8::<Q41, 2>(grp, nb, xs, t0, out, w, c),
+                1 => group8::<Q41, 1>(grp, nb, xs, t0, out, w, c),
+                _ => {}
+            }
+        }
+    }
+
+    /// Two neighbouring packed groups (sixteen rows: `a`, then `a + gb`) × `T` tokens with
+    /// 512-bit VNNI: lane `r` of result `t` is `row_r · x_t`. Each 512-bit weight word is the
+    /// two groups' 256-bit words side by side, so the layout is [`super::pack8`]'s.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn tile16<const Q41: bool, const T: usize>(
+        a: *const u8,
+        gb: usize,
+        nb: usize,
+        x: [*const BlockQ8; T],
+    ) -> [__m512; T] {
+        let (bpb, qoff) = group_block::<Q41>();
+        let low = _mm512_set1_epi8(0x0F);
+        let mut acc = [_mm512_setzero_ps(); T];
+        for i in 0..nb {
+            let ba = a.add(i * bpb);
+            let bb = ba.add(gb);
+            let mut sum = [_mm512_setzero_si512(); T];
+            for k in 0..4 {
+                let wa = _mm256_loadu_si256(ba.add(qoff + 32 * k) as *const __m256i);
+                let wb = _mm256_loadu_si256(bb.add(qoff + 32 * k) as *const __m256i);
+                let w = _mm512_inserti64x4(_mm512_castsi256_si512(wa), wb, 1);
+                let lo = _mm512_and_si512(w, low);
+                let hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+                for t in 0..T {
+                    let q = (*x[t].add(i)).qs.as_ptr();
+                    let xl = _mm512_set1_epi32((q.add(4 * k) as *const i32).read_unaligned());
+                    let xh = _mm512_set1_epi32((q.add(16 + 4 * k) as *const i32).read_unaligned());
+                    sum[t] = _mm512_dpbusd_epi32(sum[t], lo, xl);
+                    sum[t] = _mm512_dpbusd_epi32(sum[t], hi, xh);
+                }
+            }
+            let halves = |off: usize| {
+                let l = _mm_loadu_si128(ba.add(off) as *const __m128i);
+                let h = _mm_loadu_si128(bb.add(off) as *const __m128i);
+                _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(l), h, 1))
+            };
+            let d = halves(0);
+            let m = if Q41 { halves(16) } else { _mm512_mul_ps(d, _mm512_set1_ps(-8.0)) };
+            for t in 0..T {
+                let xb = &*x[t].add(i);
+                let f = _mm512_cvtepi32_ps(sum[t]);
+                acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(d, _mm512_set1_ps(xb.d)), acc[t]);
+                acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xb.s), acc[t]);
+            }
+        }
+        acc
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group16<const Q41: bool, const T: usize>(
+        a: *const u8,
+        gb: usize,
+        nb: usize,
+        xs: &[BlockQ8],
+        t0: usize,
+        out: &mut [f32],
+        w: usize,
+        c: usize,
+    ) {
+        let x: [*const BlockQ8; T] = std::array::from_fn(|t| xs.as_ptr().add((t0 + t) * nb));
+        let acc = tile16::<Q41, T>(a, gb, nb, x);
+        for (t, v) in acc.iter().enumerate() {
+            let o = &mut out[(t0 + t) * w + c..(t0 + t) * w + c + 16];
+            _mm512_storeu_ps(o.as_mut_ptr(), *v);
+        }
+    }
+
+    /// [`super::matmul_packed`] with AVX-512 VNNI (its asserts hold).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn matmul_packed_512(
+        ty: QType,
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        if ty == QType::Q4_1 {
+            rows_512::<true>(data, nb, first, xs, n, out);
+        } else {
+            rows_512::<false>(data, nb, first, xs, n, out);
+        }
+    }
+
+    /// Pairs of groups in tiles of eight tokens and one of the rest; a last odd group of
+    /// eight rows goes to the AVX2 kernel (AVX-512 VNNI does not imply AVX-VNNI).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn rows_512<const Q41: bool>(
+        data: &[u8],
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        let w = out.len() / n;
+        let gb = nb * group_block::<Q41>().0;
+        let mut c = 0;
+        while c + 16 <= w {
+            let a = data.as_ptr().add((first + c) / 8 * gb);
+            let mut t0 = 0;
+            while t0 + 8 <= n {
+                group16::<Q41, 8>(a, gb, nb, xs, t0, out, w, c);
+                t0 += 8;
+            }
+            match n - t0 {
+                7 => group16::<Q41, 7>(a, gb, nb, xs, t0, out, w, c),
+                6 => group16::<Q41, 6>(a, gb, nb, xs, t0, out, w, c),
+                5 => group16::<Q41, 5>(a, gb, nb, xs, t0, out, w, c),
+                4 => group16::<Q41, 4>(a, gb, nb, xs, t0, out, w, c),
+                3 => group16::<Q41, 3>(a, gb, nb, xs, t0, out, w, c),
+                2 => group16::<Q41, 2>(a, gb, nb, xs, t0, out, w, c),
+                1 => group16::<Q41, 1>(a, gb, nb, xs, t0, out, w, c),
+                _ => {}
+            }
+            c += 16;
+        }
+        if c < w {
+            avx2::rows_from::<Q41>(data, nb, first, xs, n, out, c);
         }
     }
 }
@@ -991,17 +1347,17 @@ mod tests {
 
     #[test]
     fn packed_layout_round_trips_and_its_kernels_agree_with_the_scalar_dot() {
-        let (nb, rows) = (5, 24);
+        let (nb, rows) = (5, 40);
         // Tokens 0 and 1 are all +1 and all −1 (quantised to ±127 everywhere), and row 8 is
         // all 15s: the 16-bit lanes' extreme sums, ±16·15·127.
-        let x: Vec<f32> = (0..9 * nb * QK)
+        let x: Vec<f32> = (0..17 * nb * QK)
             .map(|i| match i / (nb * QK) {
                 0 => 1.0,
                 1 => -1.0,
                 _ => ((i * 53 % 97) as f32 - 48.0) / 11.0,
             })
             .collect();
-        let mut xq = vec![BlockQ8::default(); 9 * nb];
+        let mut xq = vec![BlockQ8::default(); 17 * nb];
         quantize_q8(&x, &mut xq, false);
         for ty in [QType::Q4_0, QType::Q4_1] {
             let rb = nb * ty.block_bytes();
@@ -1019,25 +1375,40 @@ mod tests {
                 unpack_row8(ty, &packed, nb, r, &mut row);
                 assert_eq!(row, orig[r * rb..(r + 1) * rb], "{ty:?} row {r}");
             }
-            // Every tile width (1..4 and a remainder) and a group offset.
-            for n in 1..=9 {
-                for simd in [false, true] {
-                    let (first, w) = (8, 16);
-                    let mut out = vec![f32::NAN; n * w];
-                    matmul_packed(ty, &packed, nb, first, &xq, n, &mut out, simd);
-                    for t in 0..n {
-                        for i in 0..w {
-                            let r = first + i;
-                            let want = dot_scalar(
-                                ty,
-                                &orig[r * rb..(r + 1) * rb],
-                                &xq[t * nb..(t + 1) * nb],
-                            );
-                            let got = out[t * w + i];
-                            assert!(
-                                (got - want).abs() <= 1e-4 * want.abs().max(1.0),
-                                "{ty:?} simd {simd} n {n} t {t} row {r}: {got} vs {want}"
-                            );
+            // Every tile width (1..8 and a remainder), a group offset, and row counts that
+            // leave an odd group of eight beside the 512-bit kernel's pairs.
+            for n in 1..=17 {
+                for (first, w) in [(8, 16), (0, 24), (8, 32)] {
+                    let mut first_simd: Option<Vec<f32>> = None;
+                    for simd in DotKernel::ALL.into_iter().filter(|k| k.is_available()) {
+                        let mut out = vec![f32::NAN; n * w];
+                        matmul_packed(ty, &packed, nb, first, &xq, n, &mut out, simd);
+                        // The SIMD kernels sum the same integers and add the same floats in the
+                        // same order, lane by lane: their results agree bit for bit.
+                        if simd.simd() {
+                            let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                            match &first_simd {
+                                None => first_simd = Some(out.clone()),
+                                Some(o) => {
+                                    let want: Vec<u32> = o.iter().map(|v| v.to_bits()).collect();
+                                    assert_eq!(bits, want, "{ty:?} {simd:?} n {n} w {w}");
+                                }
+                            }
+                        }
+                        for t in 0..n {
+                            for i in 0..w {
+                                let r = first + i;
+                                let want = dot_scalar(
+                                    ty,
+                                    &orig[r * rb..(r + 1) * rb],
+                                    &xq[t * nb..(t + 1) * nb],
+                                );
+                                let got = out[t * w + i];
+                                assert!(
+                                    (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                                    "{ty:?} {simd:?} n {n} t {t} row {r}: {got} vs {want}"
+                                );
+                            }
                         }
                     }
                 }

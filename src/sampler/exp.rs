@@ -126,7 +126,7 @@ mod tests {
         }
         let mut xs: Vec<f32> = (-2_000_000..2_000_000).map(|i| i as f32 * 6.0e-5).collect();
         xs.extend([f32::NEG_INFINITY, -1e30, -104.5, -103.97, 88.0, 88.7, 0.0, -0.0, f32::NAN]);
-        while xs.len() % 8 != 0 {
+        while !xs.len().is_multiple_of(8) {
             xs.push(1.0);
         }
         for c in xs.chunks_exact(8) {

@@ -37,6 +37,7 @@ pub struct ServerConfig {
     pub(crate) batch_wait: Duration,
     pub(crate) batched: bool,
     pub(crate) threads: Option<usize>,
+    pub(crate) kernel: Option<crate::model::DotKernel>,
     pub(crate) context: usize,
     pub(crate) model_name: Option<String>,
 }
@@ -65,6 +66,7 @@ impl ServerConfig {
                 batch_wait: Duration::from_millis(3),
                 batched: true,
                 threads: None,
+                kernel: None,
                 context: DEFAULT_CONTEXT,
                 model_name: None,
             },
@@ -155,6 +157,12 @@ impl ServerConfigBuilder {
     /// Forward-pass threads (default: the available cores).
     pub fn threads(mut self, n: Option<usize>) -> Self {
         self.config.threads = n;
+        self
+    }
+
+    /// The model's int8 dot kernels (default: [`DotKernel::best`](crate::model::DotKernel::best)).
+    pub fn kernel(mut self, kernel: Option<crate::model::DotKernel>) -> Self {
+        self.config.kernel = kernel;
         self
     }
 

@@ -45,6 +45,9 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     if let Some(t) = config.threads {
         mc = mc.threads(t);
     }
+    if let Some(k) = config.kernel {
+        mc = mc.kernel(k);
+    }
     let mc = mc.build().map_err(ServerError::Model)?;
     let model = GgufModel::load(&config.model, &mc).map_err(ServerError::Model)?;
     let rt = tokio::runtime::Builder::new_multi_thread()

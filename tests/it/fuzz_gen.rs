@@ -454,7 +454,7 @@ fn multiples_reached_through_any_of_and_not_are_written_as_plain_literals() {
     for t in valid {
         assert!(grammask::fuzz::f64_exact_enough(t), "{t}");
         let x: f64 = t.parse().expect("a number");
-        assert!(x >= 1.0 && x.fract() == 0.0 && (x as u64) % 385 == 0, "{t}");
+        assert!(x >= 1.0 && x.fract() == 0.0 && (x as u64).is_multiple_of(385), "{t}");
     }
     let (valid, invalid) = judge(&schema, &vocab, 30, 5, 3);
     assert_eq!((valid, invalid), (30, 5));

@@ -149,7 +149,7 @@ fn masked_argmax_equals_argmax_of_biased_logits() {
         let logits: Vec<f32> = (0..n).map(|_| (rng.next_u32() % 16) as f32).collect();
         let mut mask = TokenMask::new(n);
         for i in 0..n {
-            if rng.next_u32() % 3 != 0 {
+            if !rng.next_u32().is_multiple_of(3) {
                 mask.insert(TokenId::from_index(i));
             }
         }

@@ -40,7 +40,7 @@ fn oracle(probs: &[f32], cfg: &SamplerConfig) -> Vec<f32> {
 fn random_row(rng: &mut Pcg32, n: usize) -> Vec<f32> {
     let mut x: Vec<f32> = (0..n)
         .map(|_| {
-            if rng.next_u32() % 7 == 0 {
+            if rng.next_u32().is_multiple_of(7) {
                 f32::NEG_INFINITY
             } else {
                 (rng.next_u32() % 9) as f32 * 0.5 - 2.0

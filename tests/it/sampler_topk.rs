@@ -49,7 +49,7 @@ fn random_rows_match_a_full_sort() {
             let x: Vec<f32> = (0..n)
                 .map(|_| {
                     let r = rng.next_u32();
-                    if r % 9 == 0 {
+                    if r.is_multiple_of(9) {
                         f32::NEG_INFINITY
                     } else if coarse {
                         (r % 13) as f32 - 6.0

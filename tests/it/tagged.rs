@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 fn pick(vocab: &Vocabulary, allowed: &[TokenId], p: usize) -> TokenId {
     let busy: Vec<TokenId> =
         allowed.iter().copied().filter(|&t| !vocab.token_bytes(t).contains(&b'a')).collect();
-    if p % 2 == 0 && !busy.is_empty() {
+    if p.is_multiple_of(2) && !busy.is_empty() {
         busy[(p / 2) % busy.len()]
     } else {
         allowed[p % allowed.len()]

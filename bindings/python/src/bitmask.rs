@@ -51,7 +51,7 @@ impl Rows {
         dst[words.len()..].fill(0);
         let full = mask.len() / 32;
         words[..full].iter().any(|&w| w != u32::MAX)
-            || mask.len() % 32 != 0 && {
+            || !mask.len().is_multiple_of(32) && {
                 let tail = words[full];
                 tail != (1u32 << (mask.len() % 32)) - 1
             }
