@@ -20,8 +20,8 @@
 use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
-    attend_head, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows,
-    pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType, PACK, QK,
+    attend_heads, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows,
+    pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType, HEADS_PER_PASS, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -105,7 +105,7 @@ pub(crate) struct Scratch {
     up: Vec<f32>,
     hq: Vec<BlockQ8>,
     tmp: Vec<f32>,
-    /// Attention scores, one row of `context` per token of the batch.
+    /// Attention scores of a single-token step: `HEADS_PER_PASS` rows of `context`.
     scores: Vec<f32>,
     /// `cos, sin` per position of the batch and rotation pair.
     rope: Vec<(f32, f32)>,
@@ -389,7 +389,7 @@ impl Weights {
         if s.tmp.len() < out {
             s.tmp.resize(out, 0.0);
         }
-        if s.cap >= n && s.scores.len() >= n * context {
+        if s.cap >= n && s.scores.len() >= HEADS_PER_PASS * context {
             return;
         }
         let (d, kvd, ff) = (p.d_model, p.kv_dim(), p.d_ff);
@@ -405,7 +405,7 @@ impl Weights {
         s.up.resize(n * ff, 0.0);
         s.hq.resize(n * ff / QK, BlockQ8::default());
         s.tmp.resize((n * ff.max(d)).max(out), 0.0);
-        s.scores.resize(n * context, 0.0);
+        s.scores.resize(HEADS_PER_PASS * context, 0.0);
         s.rope.resize(n * p.head_dim() / 2, (0.0, 0.0));
         s.at.resize(n, (0, 0));
     }
@@ -551,32 +551,33 @@ impl Weights {
         let scale = 1.0 / (hd as f32).sqrt();
         let q = &s.q[..n * d];
         let at = &s.at[..n];
+        // The query heads of one key/value head go together (`attend_heads`).
         let attend = |i: usize, out: &mut [f32], scores: &mut [f32]| {
             let (g, pos) = at[i];
             let (kc, vc) = views[g];
             let len = pos + 1;
-            for h in 0..n_head {
-                let qh = &q[i * d + h * hd..i * d + (h + 1) * hd];
-                let kvh = (h / group) * hd;
-                let o = &mut out[h * hd..(h + 1) * hd];
-                attend_head(qh, &kc[kvh..], &vc[kvh..], kvd, len, scale, scores, o, simd);
+            for kh in 0..n_head / group {
+                let (a, b) = (i * d + kh * group * hd, i * d + (kh + 1) * group * hd);
+                let o = &mut out[kh * group * hd..(kh + 1) * group * hd];
+                let (kc, vc) = (&kc[kh * hd..], &vc[kh * hd..]);
+                attend_heads(&q[a..b], hd, kc, vc, kvd, len, scale, scores, o, kernel);
             }
         };
         // Each token's attention output is quantised for `wo` where it is made.
-        let attend_q = |i: usize, ((out, sc), oq): ((&mut [f32], &mut [f32]), &mut [BlockQ8])| {
+        let attend_q = |i: usize, (out, oq): (&mut [f32], &mut [BlockQ8]), sc: &mut [f32]| {
             attend(i, out, sc);
             quantize_q8(out, oq, simd);
         };
-        let (att, scores, xq) =
-            (&mut s.att[..n * d], &mut s.scores[..n * ctx], &mut s.xq[..n * d / QK]);
+        let (att, xq) = (&mut s.att[..n * d], &mut s.xq[..n * d / QK]);
         if n == 1 {
-            attend_q(0, ((att, scores), xq));
+            attend_q(0, (att, xq), &mut s.scores[..HEADS_PER_PASS * ctx]);
         } else {
-            att.par_chunks_mut(d)
-                .zip(scores.par_chunks_mut(ctx))
-                .zip(xq.par_chunks_mut(d / QK))
-                .enumerate()
-                .for_each(|(i, c)| attend_q(i, c));
+            // Scores are scratch of the task, not of the token (a prompt of 1,500 tokens
+            // would otherwise hold 1,500 rows of the context).
+            att.par_chunks_mut(d).zip(xq.par_chunks_mut(d / QK)).enumerate().for_each_init(
+                || vec![0.0f32; HEADS_PER_PASS * ctx],
+                |sc, (i, c)| attend_q(i, c, sc),
+            );
         }
         layer.wo.matmul(
             bytes,

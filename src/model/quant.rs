@@ -192,6 +192,62 @@ pub(crate) fn attend_head(
     }
 }
 
+/// Query heads that share one key/value head (grouped-query attention): `q` and `out` hold
+/// `q.len() / hd` heads of `hd` side by side, each attended as by [`attend_head`] over the same
+/// keys and values. `scores` is scratch of at least `HEADS_PER_PASS · len` floats. With the
+/// AVX-512 kernel and 64-wide heads, up to three heads go through the keys and values in one
+/// pass (each key and value row loaded once for all of them, 16-wide); otherwise one head at
+/// a time.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attend_heads(
+    q: &[f32],
+    hd: usize,
+    keys: &[f32],
+    values: &[f32],
+    stride: usize,
+    len: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+    kernel: DotKernel,
+) {
+    let heads = q.len() / hd;
+    assert!(len >= 1 && hd >= 1 && q.len() == heads * hd && out.len() == q.len());
+    #[cfg(target_arch = "x86_64")]
+    if kernel == DotKernel::Avx512Vnni && hd == 64 {
+        assert!(stride >= hd && scores.len() >= HEADS_PER_PASS.min(heads) * len);
+        assert!(keys.len() >= (len - 1) * stride + hd && values.len() >= (len - 1) * stride + hd);
+        assert!(kernel.is_available());
+        let mut h = 0;
+        while h < heads {
+            let g = (heads - h).min(HEADS_PER_PASS);
+            let (qp, op) = (q[h * hd..].as_ptr(), out[h * hd..(h + g) * hd].as_mut_ptr());
+            let (kp, vp, sp) = (keys.as_ptr(), values.as_ptr(), scores.as_mut_ptr());
+            // SAFETY: AVX-512F is present (asserted); the kernel reads `g` heads of `q` from
+            // `qp` and writes `g` heads of `out` from `op` (in bounds: `h + g ≤ heads`), keys
+            // and values at `j · stride + 0..64` for `j < len` (asserted above), and scores
+            // `0..g · len` (asserted above).
+            unsafe {
+                match g {
+                    3 => avx512::attend64::<3>(qp, kp, vp, stride, len, scale, sp, op),
+                    2 => avx512::attend64::<2>(qp, kp, vp, stride, len, scale, sp, op),
+                    _ => avx512::attend64::<1>(qp, kp, vp, stride, len, scale, sp, op),
+                }
+            }
+            h += g;
+        }
+        return;
+    }
+    let simd = kernel.simd();
+    for (qh, o) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)) {
+        attend_head(qh, keys, values, stride, len, scale, scores, o, simd);
+    }
+}
+
+/// Heads of one key/value group that [`attend_heads`]' AVX-512 kernel takes in one pass (its
+/// queries and accumulators fill 24 of the 32 vector registers).
+pub(crate) const HEADS_PER_PASS: usize = 3;
+
 /// `o += w · v` (the attention's weighted values), with AVX2/FMA when `simd`.
 #[inline]
 pub(crate) fn axpy(o: &mut [f32], w: f32, v: &[f32], simd: bool) {
@@ -400,7 +456,8 @@ pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
 /// [`ModelConfigBuilder::kernel`](super::ModelConfigBuilder::kernel) (to compare them, or to
 /// rule one out). Every SIMD kernel computes the same 32-bit integer block sums as the scalar
 /// reference, so they differ from it only in the order of the f32 additions after them, and
-/// the three x86 ones agree with each other bit for bit.
+/// the three x86 matrix products agree with each other bit for bit (AVX-512 also brings its
+/// own attention kernel, whose 16-wide sums round differently).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DotKernel {
@@ -412,7 +469,8 @@ pub enum DotKernel {
     /// (Alder Lake, Sapphire Rapids, Zen 5).
     AvxVnni,
     /// AVX-512 VNNI: 512-bit `vpdpbusd` over two packed groups (sixteen rows) and tiles of
-    /// eight tokens in the 32 vector registers (Ice Lake and later Xeons, Zen 4).
+    /// eight tokens in the 32 vector registers, and attention of up to three query heads of
+    /// a key/value group per pass (Ice Lake and later Xeons, Zen 4).
     Avx512Vnni,
 }
 
@@ -1230,6 +1288,109 @@ mod vnni {
     }
 }
 
+/// AVX-512F kernels that are not dot products of quantised blocks: the attention of a group of
+/// query heads.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// 16 lanes summed into 8.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    unsafe fn halves(v: __m512) -> __m256 {
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+        _mm256_add_ps(_mm512_castps512_ps256(v), hi)
+    }
+
+    /// [`super::attend_heads`] for `G` 64-wide heads (`q`, `out`: `G · 64` floats; keys and
+    /// values `j · stride + 0..64` for `j < len`; `scores`: `G · len` floats).
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    pub(super) unsafe fn attend64<const G: usize>(
+        q: *const f32,
+        keys: *const f32,
+        values: *const f32,
+        stride: usize,
+        len: usize,
+        scale: f32,
+        scores: *mut f32,
+        out: *mut f32,
+    ) {
+        let qv: [[__m512; 4]; G] = std::array::from_fn(|g| {
+            std::array::from_fn(|c| _mm512_loadu_ps(q.add(64 * g + 16 * c)))
+        });
+        // Scores, four keys at a time: each 16-float piece of a key is loaded once for the
+        // G heads.
+        let mut j = 0;
+        while j + 4 <= len {
+            let mut a = [[_mm512_setzero_ps(); 4]; G];
+            for c in 0..4 {
+                for r in 0..4 {
+                    let k = _mm512_loadu_ps(keys.add((j + r) * stride + 16 * c));
+                    for g in 0..G {
+                        a[g][r] = _mm512_fmadd_ps(qv[g][c], k, a[g][r]);
+                    }
+                }
+            }
+            for (g, ag) in a.iter().enumerate() {
+                let h = [halves(ag[0]), halves(ag[1]), halves(ag[2]), halves(ag[3])];
+                // Lane r of `s` is key j + r's dot: pairwise sums, then the two 128-bit halves.
+                let t = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+                let s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+                _mm_storeu_ps(scores.add(g * len + j), _mm_mul_ps(s, _mm_set1_ps(scale)));
+            }
+            j += 4;
+        }
+        while j < len {
+            for (g, qg) in qv.iter().enumerate() {
+                let mut a = _mm512_setzero_ps();
+                for (c, qc) in qg.iter().enumerate() {
+                    a = _mm512_fmadd_ps(*qc, _mm512_loadu_ps(keys.add(j * stride + 16 * c)), a);
+                }
+                *scores.add(g * len + j) = _mm512_reduce_add_ps(a) * scale;
+            }
+            j += 1;
+        }
+        // Softmax of each head's row, as the AVX2 kernel does it.
+        let mut inv = [0.0f32; G];
+        for (g, ig) in inv.iter_mut().enumerate() {
+            let sc = std::slice::from_raw_parts_mut(scores.add(g * len), len);
+            let max = sc.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let mut lanes = [0.0f32; 8];
+            let mut chunks = sc.chunks_exact_mut(8);
+            for ch in &mut chunks {
+                for (v, l) in ch.iter_mut().zip(lanes.iter_mut()) {
+                    *v = crate::sampler::exp::exp(*v - max);
+                    *l += *v;
+                }
+            }
+            for v in chunks.into_remainder() {
+                *v = crate::sampler::exp::exp(*v - max);
+                lanes[0] += *v;
+            }
+            *ig = 1.0 / lanes.iter().sum::<f32>();
+        }
+        // The weighted values: each value row loaded once for the G heads.
+        let mut o = [[_mm512_setzero_ps(); 4]; G];
+        for j in 0..len {
+            let v: [__m512; 4] =
+                std::array::from_fn(|c| _mm512_loadu_ps(values.add(j * stride + 16 * c)));
+            for (g, og) in o.iter_mut().enumerate() {
+                let w = _mm512_set1_ps(*scores.add(g * len + j));
+                for (oc, vc) in og.iter_mut().zip(v.iter()) {
+                    *oc = _mm512_fmadd_ps(w, *vc, *oc);
+                }
+            }
+        }
+        for (g, og) in o.iter().enumerate() {
+            let k = _mm512_set1_ps(inv[g]);
+            for (c, oc) in og.iter().enumerate() {
+                _mm512_storeu_ps(out.add(64 * g + 16 * c), _mm512_mul_ps(*oc, k));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1302,6 +1463,39 @@ mod tests {
     /// The 64-wide AVX2 attention against the dot/axpy path, written out here: every length
     /// through one and two steps of four keys plus each remainder, a cache stride wider than a
     /// head (three KV heads), and a key far above the rest (the softmax's maximum shift).
+    #[test]
+    fn grouped_attention_agrees_with_one_head_at_a_time() {
+        // 1..7 query heads over one KV head (passes of three, two and one), keys on both
+        // sides of the four-key steps, a key far above the others (softmax's max).
+        let (hd, stride, kv) = (64, 192, 64);
+        let val = |i: usize, k: usize| ((i * 31 + k * 17) % 97) as f32 / 48.5 - 1.0;
+        for heads in 1..=7 {
+            for len in [1, 2, 3, 4, 5, 8, 9, 37] {
+                let q: Vec<f32> = (0..heads * hd).map(|i| val(i, 3)).collect();
+                let mut keys: Vec<f32> = (0..len * stride).map(|i| val(i, 5)).collect();
+                let values: Vec<f32> = (0..len * stride).map(|i| val(i, 7)).collect();
+                keys[(len - 1) * stride + kv] = 40.0;
+                let mut want = vec![0.0f32; heads * hd];
+                let mut scores = vec![0.0f32; HEADS_PER_PASS * len];
+                for (qh, o) in q.chunks(hd).zip(want.chunks_mut(hd)) {
+                    let (k, v) = (&keys[kv..], &values[kv..]);
+                    attend_head(qh, k, v, stride, len, 0.125, &mut scores, o, false);
+                }
+                for kernel in DotKernel::ALL.into_iter().filter(|k| k.is_available()) {
+                    let mut out = vec![f32::NAN; heads * hd];
+                    let (k, v) = (&keys[kv..], &values[kv..]);
+                    attend_heads(&q, hd, k, v, stride, len, 0.125, &mut scores, &mut out, kernel);
+                    for (i, (o, w)) in out.iter().zip(&want).enumerate() {
+                        assert!(
+                            (o - w).abs() <= 1e-5 * w.abs().max(1.0),
+                            "{kernel:?} heads {heads} len {len} [{i}]: {o} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn attention_kernel_agrees_with_the_reference() {
         let (hd, stride) = (64, 192);

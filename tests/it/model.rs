@@ -93,9 +93,10 @@ fn real_model_predicts_english_text() {
 #[test]
 fn every_dot_kernel_here_gives_the_same_logits() {
     // A 60-token prompt (the packed products split by tokens) and then one token (split by
-    // rows): the SIMD kernels sum the same integers in the same order, so their logits agree
-    // bit for bit; the scalar reference adds its floats in another order, so within 3% of the
-    // logits' range, with the same most likely token.
+    // rows): the x86 int8 kernels sum the same integers in the same order, so AVX2 and
+    // AVX-VNNI logits agree bit for bit; the scalar reference (and AVX-512's attention) add
+    // floats in another order, so within 3% of the logits' range, with the same most likely
+    // token.
     let Some(bytes) = model_bytes() else { return };
     let text = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, \
         France. It is named after the engineer Gustave Eiffel, whose company designed and built \
@@ -128,8 +129,11 @@ fn every_dot_kernel_here_gives_the_same_logits() {
             assert_eq!(argmax(x), argmax(y), "{kernel:?}");
         }
     }
-    let simd: Vec<_> = runs.iter().filter(|r| r.0 != DotKernel::Scalar).collect();
-    for (kernel, a, b) in &simd[1..] {
+    // AVX2 and AVX-VNNI share every kernel but the integer dot; AVX-512 also has its own
+    // attention (16-wide partial sums), so it is held to the scalar bound above only.
+    let simd: Vec<_> =
+        runs.iter().filter(|r| matches!(r.0, DotKernel::Avx2 | DotKernel::AvxVnni)).collect();
+    for (kernel, a, b) in simd.iter().skip(1) {
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert!(bits(a) == bits(&simd[0].1), "{kernel:?} vs {:?} after the prompt", simd[0].0);
         assert!(bits(b) == bits(&simd[0].2), "{kernel:?} vs {:?} after one token", simd[0].0);
