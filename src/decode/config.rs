@@ -4,9 +4,25 @@
 use super::error::{DecodeError, DecodeErrorKind};
 use super::forward::FastForward;
 use super::think::ThinkMarkers;
-use crate::sampler::{PenaltyConfig, SamplerConfig};
+use crate::sampler::{PenaltyConfig, SamplerConfig, TokenLogprobs};
 use crate::token::TokenId;
 use std::sync::Arc;
+
+/// A callback the loop calls for every token it appends, as it appends it (before the next
+/// model call): the token's index in the generation, the token, and its log-probabilities
+/// when they were asked for and the token was sampled (`None` for forced tokens). For
+/// streaming what the loop computes, e.g. a server's per-chunk logprobs.
+#[derive(Clone)]
+pub struct TokenHook(pub Arc<TokenHookFn>);
+
+/// The function behind a [`TokenHook`]: (index, token, logprobs).
+pub type TokenHookFn = dyn Fn(usize, TokenId, Option<&TokenLogprobs>) + Send + Sync;
+
+impl std::fmt::Debug for TokenHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenHook(..)")
+    }
+}
 
 /// Thinking-model options: where the think block is and how long it may be.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +78,8 @@ pub struct DecodeConfig {
     /// Fast-forward: append the tokens of bytes the grammar forces without calling the model
     /// (see [`super::forward`]). `None` (the default): off.
     pub fast_forward: Option<Arc<FastForward>>,
+    /// Called for every appended token ([`TokenHook`]). `None` (the default): nothing.
+    pub on_token: Option<TokenHook>,
 }
 
 impl Default for DecodeConfig {
@@ -75,6 +93,7 @@ impl Default for DecodeConfig {
             think: None,
             eos_ids: None,
             fast_forward: None,
+            on_token: None,
         }
     }
 }
@@ -194,6 +213,14 @@ impl DecodeConfigBuilder {
     /// EOS ids overriding the vocabulary's.
     pub fn eos_ids(mut self, ids: Vec<TokenId>) -> Self {
         self.config.eos_ids = Some(ids);
+        self
+    }
+    /// Call `hook` for every appended token ([`TokenHook`]).
+    pub fn on_token(
+        mut self,
+        hook: impl Fn(usize, TokenId, Option<&TokenLogprobs>) + Send + Sync + 'static,
+    ) -> Self {
+        self.config.on_token = Some(TokenHook(Arc::new(hook)));
         self
     }
 

@@ -52,7 +52,7 @@ pub mod speculative;
 pub mod think;
 
 pub use batch::BatchMasker;
-pub use config::{DecodeConfig, DecodeConfigBuilder, ThinkConfig};
+pub use config::{DecodeConfig, DecodeConfigBuilder, ThinkConfig, TokenHook, TokenHookFn};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use forward::FastForward;
 pub use models::{LogitsSource, RandomLogits, ReplayModel};

@@ -418,6 +418,10 @@ fn decode_with(
             e.advance(token)?;
         }
         out.tokens.push(token);
+        if let Some(hook) = &config.on_token {
+            let lp = if lp_k > 0 { out.logprobs.last().and_then(Option::as_ref) } else { None };
+            (hook.0)(out.tokens.len() - 1, token, lp);
+        }
         out.timings.push(timing);
         out.counters.steps += 1;
         if eos.contains(&token) {

@@ -7,7 +7,7 @@
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::worker::{Halt, RemoteModel};
-use crate::decode::{decode, DecodeConfig, DecodeErrorKind};
+use crate::decode::{decode, DecodeConfig, DecodeErrorKind, TokenHook};
 use crate::engine::ConstraintEngine;
 use crate::sampler::TokenLogprobs;
 use crate::token::TokenId;
@@ -19,8 +19,14 @@ use tokio::sync::mpsc::UnboundedSender;
 /// What a request's thread sends back.
 #[derive(Debug)]
 pub enum Event {
-    /// New content text (streaming only).
-    Delta(String),
+    /// New content text (streaming only), with the logprobs of the tokens whose bytes it
+    /// completes (when they were asked for).
+    Delta {
+        /// The text.
+        text: String,
+        /// Logprobs of the sampled tokens among those whose last byte is in `text`.
+        logprobs: Vec<TokenLogprobs>,
+    },
     /// The end: the outcome or the error.
     Done(Result<Outcome, ApiError>),
 }
@@ -70,6 +76,11 @@ struct Seen {
     /// The tokens seen so far (what a stop string's answer is made of).
     ids: Vec<TokenId>,
     bytes: Vec<u8>,
+    /// Where each token's bytes end in `bytes`.
+    ends: Vec<usize>,
+    /// Logprobs not streamed yet, with their tokens' indices (the decode loop's hook adds them
+    /// as it samples, before the observer sees the token).
+    logprobs: Vec<(usize, TokenLogprobs)>,
     sent: usize,
     /// Where a stop string starts, once one has appeared.
     stop_at: Option<usize>,
@@ -114,11 +125,14 @@ pub fn run(mut job: Job) {
             let from = s.bytes.len();
             let new = s.tokens.min(tokens.len());
             s.ids.truncate(new);
+            s.ends.truncate(new);
             for &t in &tokens[new..] {
                 s.ids.push(t);
                 if !vocab.is_eos(t) {
                     s.bytes.extend_from_slice(vocab.token_bytes(t));
                 }
+                let end = s.bytes.len();
+                s.ends.push(end);
             }
             s.tokens = tokens.len();
             if !stop.is_empty() {
@@ -134,13 +148,28 @@ pub fn run(mut job: Job) {
                 if end > s.sent {
                     let text = String::from_utf8_lossy(&s.bytes[s.sent..end]).into_owned();
                     s.sent = end;
-                    if events.send(Event::Delta(text)).is_err() {
+                    let done = s
+                        .logprobs
+                        .iter()
+                        .take_while(|(i, _)| s.ends.get(*i).is_some_and(|&e| e <= end))
+                        .count();
+                    let logprobs = s.logprobs.drain(..done).map(|(_, lp)| lp).collect();
+                    if events.send(Event::Delta { text, logprobs }).is_err() {
                         return Err(Halt::Cancelled);
                     }
                 }
             }
             Ok(())
         }));
+    }
+    if job.stream_text && job.config.sampler.top_logprobs_k > 0 {
+        // Streamed logprobs: the loop hands each sampled token's logprobs over as it samples.
+        let seen = seen.clone();
+        job.config.on_token = Some(TokenHook(Arc::new(move |i, _, lp| {
+            if let Some(lp) = lp {
+                seen.lock().unwrap_or_else(|p| p.into_inner()).logprobs.push((i, lp.clone()));
+            }
+        })));
     }
     let mut engine = job.engine.take();
     let engine_ref: Option<&mut dyn ConstraintEngine> = match engine.as_mut() {
@@ -194,10 +223,12 @@ pub fn run(mut job: Job) {
     };
     if let Ok(o) = &outcome {
         // The rest of the content that was held back (or never streamed).
-        if job.stream_text && o.text.len() > o.streamed {
+        if job.stream_text {
             let rest = o.text.get(o.streamed..).unwrap_or("").to_owned();
-            if !rest.is_empty() {
-                let _ = job.events.send(Event::Delta(rest));
+            // The logprobs not sent yet: the last tokens' (seen by no model call after them).
+            let logprobs: Vec<_> = s.logprobs.into_iter().map(|(_, lp)| lp).collect();
+            if !rest.is_empty() || !logprobs.is_empty() {
+                let _ = job.events.send(Event::Delta { text: rest, logprobs });
             }
         }
     }

@@ -16,6 +16,7 @@ use crate::constraint::{CompiledConstraint, Constraint};
 use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
 use crate::engine::Whitespace;
 use crate::model::{BatchedModel, ChatMessage, ChatTemplate};
+use crate::sampler::TokenLogprobs;
 use crate::schema::SchemaOptions;
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -367,11 +368,13 @@ fn token_text(vocab: &Vocabulary, t: TokenId) -> (String, Vec<u8>) {
     (s, b)
 }
 
-fn chat_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
-    let content: Vec<Value> = o
-        .logprobs
-        .iter()
-        .flatten()
+fn chat_logprobs<'a>(
+    vocab: &Vocabulary,
+    lps: impl IntoIterator<Item = &'a TokenLogprobs>,
+    k: usize,
+) -> Value {
+    let content: Vec<Value> = lps
+        .into_iter()
         .map(|lp| {
             let (tok, bytes) = token_text(vocab, lp.token);
             let top: Vec<Value> = lp
@@ -389,13 +392,19 @@ fn chat_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
     json!({"content": content})
 }
 
-fn completion_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
-    let (mut tokens, mut lps, mut tops, mut offsets) = (vec![], vec![], vec![], vec![]);
-    let mut offset = 0;
-    for lp in o.logprobs.iter().flatten() {
+/// The completions endpoint's (legacy) logprobs of `lps`, the first starting at byte `offset`
+/// of the completion; also the offset after the last.
+fn completion_logprobs<'a>(
+    vocab: &Vocabulary,
+    lps: impl IntoIterator<Item = &'a TokenLogprobs>,
+    k: usize,
+    mut offset: usize,
+) -> (Value, usize) {
+    let (mut tokens, mut values, mut tops, mut offsets) = (vec![], vec![], vec![], vec![]);
+    for lp in lps {
         let (s, b) = token_text(vocab, lp.token);
         tokens.push(Value::String(s));
-        lps.push(json!(lp.logprob));
+        values.push(json!(lp.logprob));
         let mut top = serde_json::Map::new();
         for &(t, l) in lp.top.iter().take(k) {
             top.insert(token_text(vocab, t).0, json!(l));
@@ -404,7 +413,9 @@ fn completion_logprobs(vocab: &Vocabulary, o: &Outcome, k: usize) -> Value {
         offsets.push(json!(offset));
         offset += b.len();
     }
-    json!({"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets})
+    let v = json!({"tokens": tokens, "token_logprobs": values, "top_logprobs": tops,
+        "text_offset": offsets});
+    (v, offset)
 }
 
 struct Prepared {
@@ -567,7 +578,7 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
     if !p.params.stream {
         loop {
             match rx.recv().await {
-                Some(Event::Delta(_)) => continue,
+                Some(Event::Delta { .. }) => continue,
                 Some(Event::Done(Ok(o))) => return Ok(Json(shape.full(&o)).into_response()),
                 Some(Event::Done(Err(e))) => return Err(e),
                 None => {
@@ -577,21 +588,23 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
         }
     }
     let include_usage = p.params.include_usage;
-    let stream =
-        futures_util::stream::unfold((rx, shape, 0u8), move |(mut rx, shape, state)| async move {
-            // state 0: the role chunk not sent yet; 1: streaming; 2: done.
+    // The state: the receiver, the shape, 0 (the role chunk not sent yet) / 1 (streaming) / 2
+    // (done), and the byte offset of the next streamed text in the completion.
+    let stream = futures_util::stream::unfold(
+        (rx, shape, 0u8, 0usize),
+        move |(mut rx, shape, state, mut offset)| async move {
             if state == 0 {
                 let first = shape.chunk(json!({"role": "assistant", "content": ""}), None);
-                return Some((Ok::<_, std::convert::Infallible>(sse(&first)), (rx, shape, 1)));
+                let next = (rx, shape, 1, offset);
+                return Some((Ok::<_, std::convert::Infallible>(sse(&first)), next));
             }
             if state == 2 {
                 return None;
             }
             match rx.recv().await {
-                Some(Event::Delta(text)) => {
-                    let delta = if shape.chat { json!({"content": text}) } else { json!(text) };
-                    let c = shape.chunk(delta, None);
-                    Some((Ok(sse(&c)), (rx, shape, 1)))
+                Some(Event::Delta { text, logprobs }) => {
+                    let c = shape.delta_chunk(text, &logprobs, &mut offset);
+                    Some((Ok(sse(&c)), (rx, shape, 1, offset)))
                 }
                 Some(Event::Done(r)) => {
                     let mut out = String::new();
@@ -604,11 +617,12 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
                         Err(e) => out.push_str(&sse(&e.body())),
                     }
                     out.push_str("data: [DONE]\n\n");
-                    Some((Ok(out), (rx, shape, 2)))
+                    Some((Ok(out), (rx, shape, 2, offset)))
                 }
                 None => None,
             }
-        });
+        },
+    );
     Ok((
         [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
         Body::from_stream(stream),
@@ -673,7 +687,9 @@ impl Shape {
         self.app.metrics.completion_tokens.inc_by(o.tokens.len() as u64);
         let vocab = &self.app.vocab;
         if !self.chat {
-            let lp = self.logprobs.map(|k| completion_logprobs(vocab, o, k));
+            let lp = self
+                .logprobs
+                .map(|k| completion_logprobs(vocab, o.logprobs.iter().flatten(), k, 0).0);
             return json!({
                 "id": self.id, "object": "text_completion", "created": self.created,
                 "model": self.app.name,
@@ -689,7 +705,7 @@ impl Shape {
         if !reasoning.is_empty() {
             message["reasoning_content"] = Value::from(reasoning);
         }
-        let lp = self.logprobs.map(|k| chat_logprobs(vocab, o, k));
+        let lp = self.logprobs.map(|k| chat_logprobs(vocab, o.logprobs.iter().flatten(), k));
         json!({
             "id": self.id, "object": "chat.completion", "created": self.created,
             "model": self.app.name,
@@ -699,20 +715,43 @@ impl Shape {
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        self.chunk_with(delta, finish, Value::Null)
+    }
+
+    /// A chunk carrying the logprobs of its text's tokens (`null`: none asked for).
+    fn chunk_with(&self, delta: Value, finish: Option<&str>, logprobs: Value) -> Value {
         if self.chat {
             json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": self.created,
                 "model": self.app.name,
-                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+                "choices": [{"index": 0, "delta": delta, "logprobs": logprobs,
+                    "finish_reason": finish}],
             })
         } else {
             json!({
                 "id": self.id, "object": "text_completion", "created": self.created,
                 "model": self.app.name,
-                "choices": [{"index": 0, "text": delta.as_str().unwrap_or(""), "logprobs": null,
-                    "finish_reason": finish}],
+                "choices": [{"index": 0, "text": delta.as_str().unwrap_or(""),
+                    "logprobs": logprobs, "finish_reason": finish}],
             })
         }
+    }
+
+    /// A streamed text delta and the logprobs of the tokens it completes; `offset` is the
+    /// completion's byte offset of the first (the completions endpoint's `text_offset`).
+    fn delta_chunk(&self, text: String, lps: &[TokenLogprobs], offset: &mut usize) -> Value {
+        let vocab = &self.app.vocab;
+        let logprobs = match self.logprobs {
+            None => Value::Null,
+            Some(k) if self.chat => chat_logprobs(vocab, lps, k),
+            Some(k) => {
+                let (v, end) = completion_logprobs(vocab, lps, k, *offset);
+                *offset = end;
+                v
+            }
+        };
+        let delta = if self.chat { json!({"content": text}) } else { json!(text) };
+        self.chunk_with(delta, None, logprobs)
     }
 
     fn final_chunks(&self, o: &Outcome, include_usage: bool) -> Vec<Value> {
@@ -727,7 +766,10 @@ impl Shape {
             // Content not sent as deltas (tools, a thinking model) comes now.
             if !self.text_streamed {
                 if let Some(c) = content.filter(|c| !c.is_empty()) {
-                    out.push(self.chunk(json!({"content": c}), None));
+                    let lp = self.logprobs.map_or(Value::Null, |k| {
+                        chat_logprobs(&self.app.vocab, o.logprobs.iter().flatten(), k)
+                    });
+                    out.push(self.chunk_with(json!({"content": c}), None, lp));
                 }
                 if !calls.is_empty() {
                     let calls: Vec<Value> = calls

@@ -365,6 +365,49 @@ fn logprobs_are_per_step_from_raw_logits() {
 }
 
 #[test]
+fn the_token_hook_sees_every_token_as_it_is_appended_with_its_logprobs() {
+    // A sampled run with logprobs, then a document whose EOS is forced (logprobs `None`).
+    let vocab = tiny();
+    let logits = vec![2.0, 1.0, 0.5, 0.0, -0.5, 1.5, 0.3, 0.8, 0.1, -1.0, -2.0];
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let cfg = DecodeConfig::builder()
+        .max_tokens(3)
+        .logprobs(2)
+        .on_token(move |i, t, lp| sink.lock().unwrap().push((i, t, lp.map(|l| l.logprob))))
+        .build()
+        .unwrap();
+    let mut engine = FixedSet::new(&vocab, &[1, 3]);
+    let out = decode(&mut Fixed(logits), &vocab, Some(&mut engine), &cfg).unwrap();
+    let want: Vec<_> = out
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (i, t, out.logprobs[i].as_ref().map(|l| l.logprob)))
+        .collect();
+    assert_eq!(*seen.lock().unwrap(), want);
+    assert!(want.iter().all(|w| w.2.is_some()));
+    let vocab = common::qwen3();
+    let doc = vocab.encode("{\"a\":1}").unwrap();
+    let mut model = grammask::decode::ReplayModel::new(vocab, doc);
+    let js = JsonConfig::default().with_whitespace(grammask::Whitespace::Compact);
+    let mut engine = JsonObjectConstraint::new(vocab, &js).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let cfg = DecodeConfig::builder()
+        .max_tokens(20)
+        .logprobs(1)
+        .on_token(move |i, t, lp| sink.lock().unwrap().push((i, t, lp.is_some())))
+        .build()
+        .unwrap();
+    let out = decode(&mut model, vocab, Some(&mut engine), &cfg).unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), out.tokens.len());
+    assert!(!seen.last().unwrap().2, "the forced EOS has no logprobs");
+    assert!(seen[..seen.len() - 1].iter().all(|s| s.2));
+}
+
+#[test]
 fn eos_ids_from_config_files() {
     assert_eq!(eos_ids_from_config(br#"{"eos_token_id": 7}"#, "c").unwrap(), vec![TokenId(7)]);
     assert_eq!(

@@ -275,6 +275,41 @@ def test_stop_sampling_seed_and_logprobs(server):
     assert "".join(t.token for t in lp) in r.choices[0].message.content + "<|im_end|>"
 
 
+def test_streamed_logprobs_come_with_their_text_and_equal_the_whole_answers(server):
+    # Each chunk carries the logprobs of the tokens whose text it completes; over the stream
+    # they are the whole answer's (same seed), for chat and for the completions endpoint.
+    kw = dict(temperature=0.8, seed=11, max_tokens=24, logprobs=True, top_logprobs=2)
+    msgs = [{"role": "user", "content": "Describe the sea in two sentences."}]
+    whole = server.client.chat.completions.create(model="m", messages=msgs, **kw)
+    chunks = list(server.client.chat.completions.create(
+        model="m", messages=msgs, stream=True, **kw))
+    text, tokens, carrying = "", "", 0
+    streamed = []
+    for ch in chunks:
+        if not ch.choices:
+            continue
+        text += ch.choices[0].delta.content or ""
+        lp = ch.choices[0].logprobs
+        if lp and lp.content:
+            carrying += 1
+            streamed += lp.content
+            tokens += "".join(t.token for t in lp.content)
+            assert (text + "<|im_end|>").startswith(tokens), (text, tokens)
+    assert text == whole.choices[0].message.content
+    assert carrying > 3, "logprobs arrive with the text, not all at the end"
+    want = whole.choices[0].logprobs.content
+    assert [(t.token, [x.token for x in t.top_logprobs]) for t in streamed] == \
+        [(t.token, [x.token for x in t.top_logprobs]) for t in want]
+    assert all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(streamed, want))
+    ckw = dict(model="m", prompt="The sea is", max_tokens=12, temperature=0.8, seed=5, logprobs=2)
+    w = server.client.completions.create(**ckw).choices[0]
+    cs = [c.choices[0] for c in server.client.completions.create(stream=True, **ckw) if c.choices]
+    assert "".join(c.text for c in cs) == w.text
+    got = [(t, o) for c in cs if c.logprobs
+           for t, o in zip(c.logprobs.tokens, c.logprobs.text_offset)]
+    assert got == list(zip(w.logprobs.tokens, w.logprobs.text_offset))
+
+
 def test_completions_endpoint(server):
     r = server.client.completions.create(model="m", prompt="The capital of France is",
                                          max_tokens=8, temperature=0, logprobs=2)
