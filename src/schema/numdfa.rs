@@ -24,7 +24,7 @@
 use super::compile::{CoreRt, Program, RtCoreId};
 use super::number::{self, NumCore};
 use rustc_hash::FxHashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Most states one numeric constraint keeps (each ~120 bytes with its key; dead classes are
 /// remembered up to twice as many keys).
@@ -125,30 +125,64 @@ impl Dfa {
     }
 }
 
-/// The automata of one compiled schema's number cores (identical constraints share one),
-/// built as they are walked, shared by all its engines.
+/// Automata shared by every compiled schema of the process, by constraint: a number state's
+/// transitions and liveness are decided once for `{"type": "integer", "minimum": 0}` however
+/// many schemas (or compilations of one schema) say it. An automaton depends on its
+/// constraint alone (each state is a class of texts with the same completions), so sharing
+/// changes no answer, only who pays for the first visits.
+static SHARED: std::sync::OnceLock<Mutex<FxHashMap<NumCore, Arc<Mutex<Dfa>>>>> =
+    std::sync::OnceLock::new();
+
+/// Most constraints [`SHARED`] keeps (each automaton is bounded by [`NUM_STATES_LIMIT`]).
+/// When full, those no compiled schema holds any more are dropped; if all are held, a new
+/// constraint gets an automaton of its own.
+const SHARED_LIMIT: usize = 256;
+
+fn shared_dfa(core: &NumCore) -> Option<Arc<Mutex<Dfa>>> {
+    let mut reg = SHARED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = reg.get(core) {
+        return Some(d.clone());
+    }
+    let d = Arc::new(Mutex::new(Dfa::new(core.clone())?));
+    if reg.len() >= SHARED_LIMIT {
+        reg.retain(|_, d| Arc::strong_count(d) > 1);
+    }
+    if reg.len() < SHARED_LIMIT {
+        reg.insert(core.clone(), d.clone());
+    }
+    Some(d)
+}
+
+fn lock(d: &Mutex<Dfa>) -> std::sync::MutexGuard<'_, Dfa> {
+    d.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The automata of one compiled schema's number cores (identical constraints share one, and
+/// so do other schemas with the same constraint: [`SHARED`]), built as they are walked.
 pub(crate) struct NumStates {
     /// Per runtime core: its automaton, if it is a number core with a class key.
     of_core: Vec<Option<u32>>,
-    dfas: Mutex<Vec<Dfa>>,
+    dfas: Vec<Arc<Mutex<Dfa>>>,
 }
 
 impl std::fmt::Debug for NumStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.dfas.lock().map_or(0, |d| d.iter().map(|d| d.states.len()).sum());
+        let n: usize = self.dfas.iter().map(|d| lock(d).states.len()).sum();
         f.debug_struct("NumStates").field("states", &n).finish()
     }
 }
 
 impl NumStates {
     pub(crate) fn new(p: &Program) -> NumStates {
-        let mut dfas: Vec<Dfa> = Vec::new();
+        let mut cores: Vec<NumCore> = Vec::new();
+        let mut dfas: Vec<Arc<Mutex<Dfa>>> = Vec::new();
         let mut of_core = Vec::with_capacity(p.cores.len());
         for c in &p.cores {
             let id = match c {
-                CoreRt::Number(n) => match dfas.iter().position(|d| d.core == *n) {
+                CoreRt::Number(n) => match cores.iter().position(|d| d == n) {
                     Some(i) => Some(i as u32),
-                    None => Dfa::new(n.clone()).map(|d| {
+                    None => shared_dfa(n).map(|d| {
+                        cores.push(n.clone());
                         dfas.push(d);
                         dfas.len() as u32 - 1
                     }),
@@ -157,7 +191,7 @@ impl NumStates {
             };
             of_core.push(id);
         }
-        NumStates { of_core, dfas: Mutex::new(dfas) }
+        NumStates { of_core, dfas }
     }
 
     /// The automaton of `core`, if it has one.
@@ -166,19 +200,15 @@ impl NumStates {
         self.of_core.get(core.index()).copied().flatten()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Dfa>> {
-        self.dfas.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The state after byte `b` from state `s` of automaton `dfa`: an id, [`NUM_DEAD`] (no
     /// completion) or [`NUM_OVER`] (decide on the text from here on).
     pub(crate) fn step(&self, dfa: u32, s: u32, b: u8) -> u32 {
-        self.lock()[dfa as usize].step(s, b)
+        lock(&self.dfas[dfa as usize]).step(s, b)
     }
 
     /// Is state `s` a complete number the constraint accepts?
     pub(crate) fn accepts(&self, dfa: u32, s: u32) -> bool {
-        self.lock()[dfa as usize].states[s as usize].accept
+        lock(&self.dfas[dfa as usize]).states[s as usize].accept
     }
 
     /// Walks `trie` (number-only tokens) from states `start` (one per automaton in `dfas`,
@@ -193,18 +223,26 @@ impl NumStates {
         trie: &crate::vocab::TokTrie,
         mask: &mut crate::mask::TokenMask,
     ) -> bool {
-        let mut all = self.lock();
+        // Each automaton locked once (the same one may be asked for twice), in the order of
+        // their addresses: two walks on other threads never wait on each other in a cycle.
+        let mut order: smallvec::SmallVec<[u32; 4]> = dfas.iter().copied().collect();
+        order.sort_unstable_by_key(|&d| Arc::as_ptr(&self.dfas[d as usize]) as usize);
+        order.dedup();
+        let mut guards: smallvec::SmallVec<[std::sync::MutexGuard<'_, Dfa>; 4]> =
+            order.iter().map(|&d| lock(&self.dfas[d as usize])).collect();
+        let slot: smallvec::SmallVec<[usize; 4]> =
+            dfas.iter().map(|d| order.iter().position(|o| o == d).unwrap_or(0)).collect();
         let mut over = false;
         trie.walk_states(
             start,
             |s, b| {
                 let mut n = [NUM_DEAD; 4];
                 let mut any = false;
-                for (k, &d) in dfas.iter().enumerate() {
+                for k in 0..dfas.len() {
                     if s[k] == NUM_DEAD {
                         continue;
                     }
-                    let t = all[d as usize].step(s[k], b);
+                    let t = guards[slot[k]].step(s[k], b);
                     if t == NUM_OVER {
                         over = true;
                     } else if t != NUM_DEAD {
@@ -217,5 +255,65 @@ impl NumStates {
             mask,
         );
         !over
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mask::TokenMask;
+    use crate::schema::{CompiledSchema, SchemaOptions};
+    use crate::token::TokenId;
+    use crate::vocab::TokTrie;
+
+    fn compile(v: serde_json::Value) -> Arc<CompiledSchema> {
+        CompiledSchema::compile(&v, &SchemaOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn schemas_share_the_automata_of_equal_constraints_and_walk_them_side_by_side() {
+        let x = serde_json::json!({"type": "integer", "minimum": 3, "maximum": 977});
+        let y = serde_json::json!({"type": "number", "multipleOf": 0.25, "maximum": 1e4});
+        let a = compile(serde_json::json!({"type": "array", "items": {"anyOf": [x, y]}}));
+        let b = compile(serde_json::json!({"type": "array", "items": {"anyOf": [y, x]}}));
+        let c = compile(serde_json::json!({"type": "integer", "minimum": 4, "maximum": 977}));
+        let shared = |p: &NumStates, q: &NumStates| {
+            p.dfas.iter().filter(|d| q.dfas.iter().any(|e| Arc::ptr_eq(d, e))).count()
+        };
+        assert_eq!((a.numbers.dfas.len(), b.numbers.dfas.len()), (2, 2));
+        assert_eq!(
+            shared(&a.numbers, &b.numbers),
+            2,
+            "the same two constraints, one automaton each"
+        );
+        assert_eq!(shared(&a.numbers, &c.numbers), 0, "another bound, another automaton");
+        // What one schema decides the other reads: a state built through `a` is there for `b`.
+        let pa = a.numbers.dfas.iter().position(|d| Arc::ptr_eq(d, &b.numbers.dfas[0])).unwrap();
+        let s = a.numbers.step(pa as u32, NUM_START, b'5');
+        assert_eq!(b.numbers.step(0, NUM_START, b'5'), s);
+        // Walks lock both automata, in opposite index orders on two threads: no deadlock, and
+        // the same tokens as a walk alone.
+        let toks: Vec<(TokenId, Vec<u8>)> = (0..2000u32)
+            .map(|i| {
+                // Every third token leaves the number (dead); the others are digit strings.
+                let tail = if i % 3 == 0 { "x" } else { "" };
+                (TokenId(i), format!("{}{tail}", i * 7 % 1999).into_bytes())
+            })
+            .collect();
+        let trie = TokTrie::build(toks.iter().map(|(t, b)| (*t, &b[..])));
+        let walk = |n: &NumStates, order: [u32; 2]| {
+            let mut m = TokenMask::new(2000);
+            let start = [NUM_START, NUM_START, NUM_DEAD, NUM_DEAD];
+            assert!(n.walk(&order, start, &trie, &mut m));
+            m
+        };
+        let alone = walk(&a.numbers, [0, 1]);
+        assert!(alone.count() > 1000 && alone.count() < 1400, "{}", alone.count());
+        std::thread::scope(|sc| {
+            let (a, b, alone) = (&a, &b, &alone);
+            let one = sc.spawn(move || (0..200).all(|_| walk(&a.numbers, [0, 1]) == *alone));
+            let two = sc.spawn(move || (0..200).all(|_| walk(&b.numbers, [1, 0]) == *alone));
+            assert!(one.join().unwrap() && two.join().unwrap());
+        });
     }
 }
