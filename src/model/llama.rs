@@ -20,8 +20,9 @@
 use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
-    attend_heads, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_rows, matvec_rows,
-    pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType, HEADS_PER_PASS, PACK, QK,
+    attend_heads, bias_q8, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_q8_biased,
+    matmul_rows, matvec_rows, pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType,
+    HEADS_PER_PASS, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -65,8 +66,22 @@ impl LlamaParams {
 /// in place into groups of eight rows, [`pack8`]), or widened to f32.
 #[derive(Debug)]
 enum Weight {
-    Quant { ty: QType, range: Range<usize>, row_bytes: usize },
-    Packed { ty: QType, range: Range<usize>, row_bytes: usize },
+    Quant {
+        ty: QType,
+        range: Range<usize>,
+        row_bytes: usize,
+    },
+    Packed {
+        ty: QType,
+        range: Range<usize>,
+        row_bytes: usize,
+    },
+    /// Q8_0 with every quant byte's sign bit flipped (`quant::bias_q8`), for the AVX-512 VNNI
+    /// output projection (`quant::matmul_q8_biased`).
+    Q8Biased {
+        range: Range<usize>,
+        row_bytes: usize,
+    },
     F32(Vec<f32>),
 }
 
@@ -379,6 +394,12 @@ impl Weights {
                     m.pack(&mut file);
                 }
             }
+        }
+        // The output projection (often the embedding table, tied) in the biased Q8_0 layout of
+        // the AVX-512 VNNI kernel: it is a fifth of a decode step's arithmetic for SmolLM2.
+        let (mut tok_embd, mut output) = (tok_embd, output);
+        if kernel == DotKernel::Avx512Vnni {
+            output.as_mut().unwrap_or(&mut tok_embd).bias(&mut file);
         }
         Ok(Weights { out_norm, bytes: file, params, tok_embd, layers, output, inv_freq, kernel })
     }
@@ -702,6 +723,14 @@ impl Matrix {
         }
     }
 
+    /// A Q8_0 matrix into the [`Weight::Q8Biased`] layout, in place; others stay.
+    fn bias(&mut self, bytes: &mut [u8]) {
+        if let Weight::Quant { ty: QType::Q8_0, range, row_bytes } = &self.w {
+            bias_q8(&mut bytes[range.clone()]);
+            self.w = Weight::Q8Biased { range: range.clone(), row_bytes: *row_bytes };
+        }
+    }
+
     /// Row `r` as f32 (embedding lookup).
     fn row(&self, bytes: &[u8], r: usize, out: &mut [f32]) {
         match &self.w {
@@ -713,6 +742,11 @@ impl Matrix {
                 let mut row = vec![0u8; *row_bytes];
                 unpack_row8(*ty, &bytes[range.clone()], self.cols / QK, r, &mut row);
                 dequantize_row(*ty, &row, out);
+            }
+            Weight::Q8Biased { range, row_bytes } => {
+                let mut row = bytes[range.clone()][r * row_bytes..(r + 1) * row_bytes].to_vec();
+                bias_q8(&mut row);
+                dequantize_row(QType::Q8_0, &row, out);
             }
             Weight::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
         }
@@ -785,6 +819,30 @@ impl Matrix {
                     out.par_chunks_mut(rows).enumerate().for_each(gather);
                 } else {
                     out.chunks_mut(rows).enumerate().for_each(gather);
+                }
+            }
+            Weight::Q8Biased { range, row_bytes } => {
+                let data = &bytes[range.clone()];
+                let nb = cols / QK;
+                let rb = *row_bytes;
+                if n == 1 {
+                    out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| {
+                        matmul_q8_biased(data, rb, nb, c * ROWS_PER_TASK, xq, 1, o)
+                    });
+                    return;
+                }
+                // As the packed row split: each task's `[n][its rows]`, then the rows placed.
+                let tmp = &mut tmp[..n * rows];
+                tmp.par_chunks_mut(ROWS_PER_TASK * n)
+                    .enumerate()
+                    .for_each(|(c, o)| matmul_q8_biased(data, rb, nb, c * ROWS_PER_TASK, xq, n, o));
+                for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
+                    let w = chunk.len() / n;
+                    let at = c * ROWS_PER_TASK;
+                    for t in 0..n {
+                        out[t * rows + at..t * rows + at + w]
+                            .copy_from_slice(&chunk[t * w..(t + 1) * w]);
+                    }
                 }
             }
             Weight::F32(w) => {

@@ -405,6 +405,48 @@ pub(crate) fn matmul_packed(
     }
 }
 
+/// Flip the sign bit of every quant byte of a Q8_0 matrix in place (`q + 128` as an unsigned
+/// byte: [`matmul_q8_biased`]'s layout, whose `vpdpbusd` wants the weights unsigned); the same
+/// call flips it back. Scales are untouched.
+pub(crate) fn bias_q8(data: &mut [u8]) {
+    let bb = QType::Q8_0.block_bytes();
+    assert_eq!(data.len() % bb, 0);
+    for b in data.chunks_exact_mut(bb) {
+        for q in &mut b[2..] {
+            *q ^= 0x80;
+        }
+    }
+}
+
+/// `out[t · w + i] = row_(first + i) · x_t` for a Q8_0 matrix whose quant bytes were
+/// [`bias_q8`]ed, with AVX-512 VNNI (asserted available): two blocks per 512-bit `vpdpbusd`,
+/// `Σ (q + 128) x = Σ q x + 128 Σ x`, and the activations' block sums (`BlockQ8::s`) take the
+/// `128 Σ x` back out, as Q4_1's minimum is. Rows are `row_bytes` long (`nb` blocks), `xs`
+/// holds `n` vectors of `nb` blocks, `out` is `[n][w]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_q8_biased(
+    data: &[u8],
+    row_bytes: usize,
+    nb: usize,
+    first: usize,
+    xs: &[BlockQ8],
+    n: usize,
+    out: &mut [f32],
+) {
+    assert!(n > 0 && out.len().is_multiple_of(n) && row_bytes == nb * QType::Q8_0.block_bytes());
+    let w = out.len() / n;
+    assert!(xs.len() >= n * nb && data.len() >= (first + w) * row_bytes);
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert!(DotKernel::Avx512Vnni.is_available());
+        // SAFETY: AVX-512 VNNI is present (asserted); every row and activation block the
+        // kernel reads is inside the slices (asserted above).
+        unsafe { vnni::matmul_q8_biased(data, row_bytes, nb, first, xs, n, out) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the biased Q8_0 layout is only made for the AVX-512 VNNI kernel");
+}
+
 /// The scalar dot of one weight row with quantised activations (the reference kernel).
 pub(crate) fn dot_scalar(ty: QType, row: &[u8], x: &[BlockQ8]) -> f32 {
     let bb = ty.block_bytes();
@@ -1286,6 +1328,110 @@ mod vnni {
             avx2::rows_from::<Q41>(data, nb, first, xs, n, out, c);
         }
     }
+
+    /// One token's activations laid out for [`q8_row`]: per pair of blocks, the 64 quant
+    /// bytes, then `d_x` of each block in eight lanes, then `s_x` likewise (zeros for the
+    /// missing half of an odd last pair).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy)]
+    pub(super) struct Pair {
+        q: [i8; 64],
+        d: [f32; 16],
+        s: [f32; 16],
+    }
+
+    /// The [`Pair`]s of `n` tokens of `nb` blocks (`n · ⌈nb/2⌉` of them).
+    pub(super) fn pairs(xs: &[BlockQ8], nb: usize, n: usize) -> Vec<Pair> {
+        let np = nb.div_ceil(2);
+        let mut out = vec![Pair { q: [0; 64], d: [0.0; 16], s: [0.0; 16] }; n * np];
+        for t in 0..n {
+            for (i, b) in xs[t * nb..(t + 1) * nb].iter().enumerate() {
+                let p = &mut out[t * np + i / 2];
+                let h = i % 2;
+                p.q[32 * h..32 * h + 32].copy_from_slice(&b.qs);
+                p.d[8 * h..8 * h + 8].fill(b.d);
+                p.s[8 * h..8 * h + 8].fill(b.s);
+            }
+        }
+        out
+    }
+
+    /// One biased Q8_0 row against `T` tokens: per pair of blocks one 512-bit `vpdpbusd` per
+    /// token (lanes 0..8: block `2p`, 8..16: block `2p + 1`), scaled by `d_w d_x` per half, and
+    /// the `−128 d_w · s_x / 8` correction in each of a block's eight lanes (the row's sum of
+    /// lanes then counts it once per block).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn q8_row<const T: usize>(row: *const u8, nb: usize, x: [*const Pair; T]) -> [f32; T] {
+        let mut acc = [_mm512_setzero_ps(); T];
+        let f16 = |p: *const u8| {
+            let h = u16::from_le_bytes([*p, *p.add(1)]);
+            _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
+        };
+        for p in 0..nb.div_ceil(2) {
+            let i = 2 * p;
+            let two = i + 1 < nb;
+            let (ba, bb) = (row.add(34 * i), row.add(34 * (i + 1)));
+            let wa = _mm256_loadu_si256(ba.add(2) as *const __m256i);
+            let (w, db) = if two {
+                let wb = _mm256_loadu_si256(bb.add(2) as *const __m256i);
+                (_mm512_inserti64x4(_mm512_castsi256_si512(wa), wb, 1), f16(bb))
+            } else {
+                (_mm512_zextsi256_si512(wa), 0.0)
+            };
+            let dw = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f16(ba)), _mm512_set1_ps(db));
+            let mw = _mm512_mul_ps(dw, _mm512_set1_ps(-16.0)); // −128 d_w over eight lanes
+            for t in 0..T {
+                let xp = &*x[t].add(p);
+                let q = _mm512_load_si512(xp.q.as_ptr() as *const __m512i);
+                let sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q);
+                let d = _mm512_mul_ps(dw, _mm512_load_ps(xp.d.as_ptr()));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[t]);
+                acc[t] = _mm512_fmadd_ps(mw, _mm512_load_ps(xp.s.as_ptr()), acc[t]);
+            }
+        }
+        std::array::from_fn(|t| _mm512_reduce_add_ps(acc[t]))
+    }
+
+    /// [`super::matmul_q8_biased`] (its asserts hold): every row against tiles of eight tokens,
+    /// the activations laid out once per call ([`pairs`]).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn matmul_q8_biased(
+        data: &[u8],
+        row_bytes: usize,
+        nb: usize,
+        first: usize,
+        xs: &[BlockQ8],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        let w = out.len() / n;
+        let px = pairs(xs, nb, n);
+        let np = nb.div_ceil(2);
+        let x = |t: usize| px.as_ptr().add(t * np);
+        for i in 0..w {
+            let row = data.as_ptr().add((first + i) * row_bytes);
+            let mut t = 0;
+            while t + 8 <= n {
+                let r = q8_row::<8>(row, nb, std::array::from_fn(|k| x(t + k)));
+                for (k, v) in r.iter().enumerate() {
+                    out[(t + k) * w + i] = *v;
+                }
+                t += 8;
+            }
+            while t + 4 <= n {
+                let r = q8_row::<4>(row, nb, std::array::from_fn(|k| x(t + k)));
+                for (k, v) in r.iter().enumerate() {
+                    out[(t + k) * w + i] = *v;
+                }
+                t += 4;
+            }
+            while t < n {
+                out[t * w + i] = q8_row::<1>(row, nb, [x(t)])[0];
+                t += 1;
+            }
+        }
+    }
 }
 
 /// AVX-512F kernels that are not dot products of quantised blocks: the attention of a group of
@@ -1463,6 +1609,51 @@ mod tests {
     /// The 64-wide AVX2 attention against the dot/axpy path, written out here: every length
     /// through one and two steps of four keys plus each remainder, a cache stride wider than a
     /// head (three KV heads), and a key far above the rest (the softmax's maximum shift).
+    #[test]
+    fn biased_q8_kernel_agrees_with_the_scalar_dot() {
+        if !DotKernel::Avx512Vnni.is_available() {
+            eprintln!("skipped: no AVX-512 VNNI on this CPU (the layout is only made for it)");
+            return;
+        }
+        // Odd and even block counts (the last block alone in its pair), tiles of four tokens
+        // and the rest, extreme bytes (−128, 127) in both operands.
+        for nb in [1, 2, 5, 18] {
+            let rows = 11;
+            let ty = QType::Q8_0;
+            let mut m: Vec<u8> = (0..rows).flat_map(|r| rand_row(ty, nb, 300 + r as u64)).collect();
+            m[2..34].fill(0x80);
+            m[34 * nb + 2..34 * nb + 34].fill(0x7F);
+            let x: Vec<f32> = (0..9 * nb * QK)
+                .map(|i| if i < QK { -1.0 } else { ((i * 37 % 101) as f32 - 50.0) / 9.0 })
+                .collect();
+            let mut xq = vec![BlockQ8::default(); 9 * nb];
+            quantize_q8(&x, &mut xq, false);
+            let mut biased = m.clone();
+            bias_q8(&mut biased);
+            assert_ne!(biased, m);
+            let rb = nb * ty.block_bytes();
+            for n in 1..=9 {
+                let (first, w) = (2, 9);
+                let mut out = vec![f32::NAN; n * w];
+                matmul_q8_biased(&biased, rb, nb, first, &xq, n, &mut out);
+                for t in 0..n {
+                    for i in 0..w {
+                        let r = first + i;
+                        let want =
+                            dot_scalar(ty, &m[r * rb..(r + 1) * rb], &xq[t * nb..(t + 1) * nb]);
+                        let got = out[t * w + i];
+                        assert!(
+                            (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                            "nb {nb} n {n} t {t} row {r}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+            bias_q8(&mut biased);
+            assert_eq!(biased, m, "biasing twice restores the bytes");
+        }
+    }
+
     #[test]
     fn grouped_attention_agrees_with_one_head_at_a_time() {
         // 1..7 query heads over one KV head (passes of three, two and one), keys on both
