@@ -6,7 +6,7 @@
 //! server's burst of new requests, whose time to first token is that step).
 //!
 //! usage: cargo bench --features model --bench batch_forward [-- MODEL.gguf]
-//! (env `GRAMMASK_KERNEL`: scalar, avx2, avx-vnni or avx512-vnni; default the best here)
+//! (env `GRAMMASK_KERNEL`: scalar, avx2 or avx512-vnni; default the best here)
 
 use grammask::model::{GgufModel, ModelConfig, StepRequest};
 use grammask::TokenId;

@@ -3,7 +3,7 @@ docs/performance.md). Starts the server itself on a free loopback port.
 
 usage: target/servervenv/bin/python scripts/bench-server.py [--bin target/server/grammask]
        [--model ../shared/models/smollm2-135m-instruct-q4_1.gguf] [--tokens 96] [--no-batch]
-       [--kernel avx2|avx-vnni|avx512-vnni] [--rounds 2] [--skip-ttft]
+       [--kernel avx2|avx512-vnni] [--rounds 2] [--skip-ttft]
 """
 
 import argparse

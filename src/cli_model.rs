@@ -41,7 +41,7 @@ pub struct ModelArgs {
     /// Forward-pass threads (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// The int8 dot kernels: scalar, avx2, avx-vnni or avx512-vnni (default: the best this
+    /// The int8 dot kernels: scalar, avx2 or avx512-vnni (default: the best this
     /// CPU has; with --model).
     #[arg(long)]
     pub kernel: Option<grammask::model::DotKernel>,

@@ -91,7 +91,7 @@ struct ServeArgs {
     /// Forward-pass threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
-    /// The int8 dot kernels: scalar, avx2, avx-vnni or avx512-vnni (default: the best this
+    /// The int8 dot kernels: scalar, avx2 or avx512-vnni (default: the best this
     /// CPU has).
     #[arg(long)]
     kernel: Option<grammask::model::DotKernel>,

@@ -6,7 +6,7 @@
 //!
 //! # Pieces
 //! - `gguf`: the container ([`GgufFile`], and [`GgufWriter`] for tests and tools).
-//! - `quant`: the block formats and dot kernels ([`DotKernel`]: AVX-512 VNNI, AVX-VNNI or AVX2
+//! - `quant`: the block formats and dot kernels ([`DotKernel`]: AVX-512 VNNI or AVX2
 //!   picked at run time, scalar reference).
 //! - `llama`: the forward pass and KV cache.
 //! - `vocab`: [`Vocabulary::from_gguf`] (`gpt2` byte-level BPE and `llama` SentencePiece).

@@ -389,7 +389,6 @@ pub(crate) fn matmul_packed(
         unsafe {
             match kernel {
                 DotKernel::Avx512Vnni => vnni::matmul_packed_512(ty, data, nb, first, xs, n, out),
-                DotKernel::AvxVnni => vnni::matmul_packed_256(ty, data, nb, first, xs, n, out),
                 _ => avx2::matmul_packed(ty, data, nb, first, xs, n, out),
             }
         }
@@ -498,8 +497,10 @@ pub(crate) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
 /// [`ModelConfigBuilder::kernel`](super::ModelConfigBuilder::kernel) (to compare them, or to
 /// rule one out). Every SIMD kernel computes the same 32-bit integer block sums as the scalar
 /// reference, so they differ from it only in the order of the f32 additions after them, and
-/// the three x86 matrix products agree with each other bit for bit (AVX-512 also brings its
-/// own attention kernel, whose 16-wide sums round differently).
+/// the AVX2 and AVX-512 matrix products agree with each other bit for bit (AVX-512 also
+/// brings its own attention and output-projection kernels, whose sums round differently).
+/// (A 256-bit AVX-VNNI tile — the AVX2 one with `vpdpbusd` — was measured at ~1.1× AVX2 on a
+/// Xeon, bound by its float epilogue and broadcasts, and not kept.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DotKernel {
@@ -507,9 +508,6 @@ pub enum DotKernel {
     Scalar,
     /// AVX2 + FMA + F16C: `vpmaddubsw` and `vpmaddwd` (x86-64 since Haswell / Zen 1).
     Avx2,
-    /// [`Avx2`](Self::Avx2) with AVX-VNNI: one 256-bit `vpdpbusd` per four-byte product sum
-    /// (Alder Lake, Sapphire Rapids, Zen 5).
-    AvxVnni,
     /// AVX-512 VNNI: 512-bit `vpdpbusd` over two packed groups (sixteen rows) and tiles of
     /// eight tokens in the 32 vector registers, and attention of up to three query heads of
     /// a key/value group per pass (Ice Lake and later Xeons, Zen 4).
@@ -518,13 +516,12 @@ pub enum DotKernel {
 
 impl DotKernel {
     /// Every kernel, from the reference up.
-    pub const ALL: [DotKernel; 4] =
-        [DotKernel::Scalar, DotKernel::Avx2, DotKernel::AvxVnni, DotKernel::Avx512Vnni];
+    pub const ALL: [DotKernel; 3] = [DotKernel::Scalar, DotKernel::Avx2, DotKernel::Avx512Vnni];
 
     /// The fastest kernel this CPU runs (checked at run time; the crate builds for the
     /// default x86-64 target and needs no `target-cpu` flag).
     pub fn best() -> DotKernel {
-        [DotKernel::Avx512Vnni, DotKernel::AvxVnni, DotKernel::Avx2]
+        [DotKernel::Avx512Vnni, DotKernel::Avx2]
             .into_iter()
             .find(|k| k.is_available())
             .unwrap_or(DotKernel::Scalar)
@@ -537,7 +534,6 @@ impl DotKernel {
             match self {
                 DotKernel::Scalar => true,
                 DotKernel::Avx2 => has_avx2(),
-                DotKernel::AvxVnni => has_avx2() && is_x86_feature_detected!("avxvnni"),
                 DotKernel::Avx512Vnni => {
                     has_avx2()
                         && is_x86_feature_detected!("avx512f")
@@ -553,12 +549,11 @@ impl DotKernel {
         }
     }
 
-    /// A short name (`scalar`, `avx2`, `avx-vnni`, `avx512-vnni`), as the CLI prints it.
+    /// A short name (`scalar`, `avx2`, `avx512-vnni`), as the CLI prints it.
     pub fn name(self) -> &'static str {
         match self {
             DotKernel::Scalar => "scalar",
             DotKernel::Avx2 => "avx2",
-            DotKernel::AvxVnni => "avx-vnni",
             DotKernel::Avx512Vnni => "avx512-vnni",
         }
     }
@@ -1087,121 +1082,14 @@ mod avx2 {
     }
 }
 
-/// The VNNI kernels of the packed layout: `vpdpbusd` sums four `u8 × i8` products into each
-/// 32-bit lane in one instruction, where AVX2 needs `vpmaddubsw`, a 16-bit add and, per block,
-/// `vpmaddwd`. The integer block sums are the AVX2 kernel's exactly, so the results are too.
+/// The AVX-512 VNNI kernels: `vpdpbusd` sums four `u8 × i8` products into each 32-bit lane in
+/// one instruction, where AVX2 needs `vpmaddubsw`, a 16-bit add and, per block, `vpmaddwd`.
+/// On the packed layout the integer block sums are the AVX2 kernel's exactly, so the results
+/// are too; the biased Q8_0 output projection sums in another order.
 #[cfg(target_arch = "x86_64")]
 mod vnni {
     use super::{avx2, group_block, BlockQ8, QType};
     use std::arch::x86_64::*;
-
-    /// Eight packed rows × `T` tokens with AVX-VNNI (VEX, sixteen registers: `T` ≤ 4): lane `r`
-    /// of result `t` is `row_r · x_t`, as [`avx2`]'s tile.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    unsafe fn tile8<const Q41: bool, const T: usize>(
-        grp: *const u8,
-        nb: usize,
-        x: [*const BlockQ8; T],
-    ) -> [__m256; T] {
-        let (bpb, qoff) = group_block::<Q41>();
-        let low = _mm256_set1_epi8(0x0F);
-        let mut acc = [_mm256_setzero_ps(); T];
-        for i in 0..nb {
-            let b = grp.add(i * bpb);
-            let mut sum = [_mm256_setzero_si256(); T];
-            for k in 0..4 {
-                let w = _mm256_loadu_si256(b.add(qoff + 32 * k) as *const __m256i);
-                let lo = _mm256_and_si256(w, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
-                for t in 0..T {
-                    let q = (*x[t].add(i)).qs.as_ptr();
-                    let xl = _mm256_set1_epi32((q.add(4 * k) as *const i32).read_unaligned());
-                    let xh = _mm256_set1_epi32((q.add(16 + 4 * k) as *const i32).read_unaligned());
-                    sum[t] = _mm256_dpbusd_avx_epi32(sum[t], lo, xl);
-                    sum[t] = _mm256_dpbusd_avx_epi32(sum[t], hi, xh);
-                }
-            }
-            let d = _mm256_cvtph_ps(_mm_loadu_si128(b as *const __m128i));
-            let m = if Q41 {
-                _mm256_cvtph_ps(_mm_loadu_si128(b.add(16) as *const __m128i))
-            } else {
-                _mm256_mul_ps(d, _mm256_set1_ps(-8.0))
-            };
-            for t in 0..T {
-                let xb = &*x[t].add(i);
-                let f = _mm256_cvtepi32_ps(sum[t]);
-                acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(xb.d)), acc[t]);
-                acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(xb.s), acc[t]);
-            }
-        }
-        acc
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn group8<const Q41: bool, const T: usize>(
-        grp: *const u8,
-        nb: usize,
-        xs: &[BlockQ8],
-        t0: usize,
-        out: &mut [f32],
-        w: usize,
-        c: usize,
-    ) {
-        let x: [*const BlockQ8; T] = std::array::from_fn(|t| xs.as_ptr().add((t0 + t) * nb));
-        let acc = tile8::<Q41, T>(grp, nb, x);
-        for (t, a) in acc.iter().enumerate() {
-            let o = &mut out[(t0 + t) * w + c..(t0 + t) * w + c + 8];
-            _mm256_storeu_ps(o.as_mut_ptr(), *a);
-        }
-    }
-
-    /// [`super::matmul_packed`] with AVX-VNNI (its asserts hold).
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    pub(super) unsafe fn matmul_packed_256(
-        ty: QType,
-        data: &[u8],
-        nb: usize,
-        first: usize,
-        xs: &[BlockQ8],
-        n: usize,
-        out: &mut [f32],
-    ) {
-        if ty == QType::Q4_1 {
-            rows_256::<true>(data, nb, first, xs, n, out);
-        } else {
-            rows_256::<false>(data, nb, first, xs, n, out);
-        }
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    unsafe fn rows_256<const Q41: bool>(
-        data: &[u8],
-        nb: usize,
-        first: usize,
-        xs: &[BlockQ8],
-        n: usize,
-        out: &mut [f32],
-    ) {
-        let w = out.len() / n;
-        let gb = nb * group_block::<Q41>().0;
-        for c in (0..w).step_by(8) {
-            let grp = data.as_ptr().add((first + c) / 8 * gb);
-            let mut t0 = 0;
-            while t0 + 4 <= n {
-                group8::<Q41, 4>(grp, nb, xs, t0, out, w, c);
-                t0 += 4;
-            }
-            match n - t0 {
-                3 => group8::<Q41, 3>(grp, nb, xs, t0, out, w, c),
-                2 => group8::<Q41, 2>(grp, nb, xs, t0, out, w, c),
-                1 => group8::<Q41, 1>(grp, nb, xs, t0, out, w, c),
-                _ => {}
-            }
-        }
-    }
 
     /// Two neighbouring packed groups (sixteen rows: `a`, then `a + gb`) × `T` tokens with
     /// 512-bit VNNI: lane `r` of result `t` is `row_r · x_t`. Each 512-bit weight word is the
@@ -1292,7 +1180,7 @@ mod vnni {
     }
 
     /// Pairs of groups in tiles of eight tokens and one of the rest; a last odd group of
-    /// eight rows goes to the AVX2 kernel (AVX-512 VNNI does not imply AVX-VNNI).
+    /// eight rows goes to the AVX2 kernel.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn rows_512<const Q41: bool>(
         data: &[u8],

@@ -93,10 +93,9 @@ fn real_model_predicts_english_text() {
 #[test]
 fn every_dot_kernel_here_gives_the_same_logits() {
     // A 60-token prompt (the packed products split by tokens) and then one token (split by
-    // rows): the x86 int8 kernels sum the same integers in the same order, so AVX2 and
-    // AVX-VNNI logits agree bit for bit; the scalar reference (and AVX-512's attention) add
-    // floats in another order, so within 3% of the logits' range, with the same most likely
-    // token.
+    // rows): each kernel here within 3% of the logits' range of the scalar reference (which
+    // adds its floats in another order), with the same most likely token. (The kernels'
+    // integer sums are compared exactly in the quant unit tests.)
     let Some(bytes) = model_bytes() else { return };
     let text = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, \
         France. It is named after the engineer Gustave Eiffel, whose company designed and built \
@@ -117,6 +116,7 @@ fn every_dot_kernel_here_gives_the_same_logits() {
     }
     eprintln!("kernels here: {:?}", runs.iter().map(|r| r.0.name()).collect::<Vec<_>>());
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
+    assert_eq!(runs[0].0, DotKernel::Scalar);
     let (_, a0, b0) = &runs[0];
     for (kernel, a, b) in &runs[1..] {
         for (x, y) in [(a0, a), (b0, b)] {
@@ -128,15 +128,6 @@ fn every_dot_kernel_here_gives_the_same_logits() {
             assert!(diff <= 0.03 * range, "{kernel:?} vs scalar: logits differ by {diff}");
             assert_eq!(argmax(x), argmax(y), "{kernel:?}");
         }
-    }
-    // AVX2 and AVX-VNNI share every kernel but the integer dot; AVX-512 also has its own
-    // attention (16-wide partial sums), so it is held to the scalar bound above only.
-    let simd: Vec<_> =
-        runs.iter().filter(|r| matches!(r.0, DotKernel::Avx2 | DotKernel::AvxVnni)).collect();
-    for (kernel, a, b) in simd.iter().skip(1) {
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert!(bits(a) == bits(&simd[0].1), "{kernel:?} vs {:?} after the prompt", simd[0].0);
-        assert!(bits(b) == bits(&simd[0].2), "{kernel:?} vs {:?} after one token", simd[0].0);
     }
     // Names round-trip, and an unknown one says which exist.
     for k in DotKernel::ALL {
