@@ -21,8 +21,8 @@ use super::error::{ModelError, ModelErrorKind};
 use super::gguf::{type_name, GgufFile, TensorInfo};
 use super::quant::{
     attend_heads, bias_q8, dequantize_row, dot_f32, f16_to_f32, matmul_packed, matmul_q8_biased,
-    matmul_rows, matvec_rows, pack8, packable, quantize_q8, unpack_row8, BlockQ8, DotKernel, QType,
-    HEADS_PER_PASS, PACK, QK,
+    matmul_rows, matvec_rows, pack8, packable, q8_pairs, quantize_q8, unpack_row8, BlockQ8,
+    DotKernel, QType, HEADS_PER_PASS, PACK, QK,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -800,50 +800,18 @@ impl Matrix {
                     });
                     return;
                 }
-                // Each task writes its rows for every token, `[n][its rows]`, into its own
-                // part of `tmp`; the rows then go to their places, 32 floats a copy (for one
-                // token, one copy of the whole output).
-                let tmp = &mut tmp[..n * rows];
-                tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| {
-                    matmul_packed(*ty, data, nb, c * ROWS_PER_TASK, xq, n, o, kernel)
+                split_rows(out, tmp, n, rows, |first, o| {
+                    matmul_packed(*ty, data, nb, first, xq, n, o, kernel)
                 });
-                let tmp = &*tmp;
-                let gather = |(t, o): (usize, &mut [f32])| {
-                    for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
-                        let w = chunk.len() / n;
-                        let at = c * ROWS_PER_TASK;
-                        o[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
-                    }
-                };
-                if n >= PAR_TOKENS {
-                    out.par_chunks_mut(rows).enumerate().for_each(gather);
-                } else {
-                    out.chunks_mut(rows).enumerate().for_each(gather);
-                }
             }
             Weight::Q8Biased { range, row_bytes } => {
                 let data = &bytes[range.clone()];
                 let nb = cols / QK;
-                let rb = *row_bytes;
-                if n == 1 {
-                    out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| {
-                        matmul_q8_biased(data, rb, nb, c * ROWS_PER_TASK, xq, 1, o)
-                    });
-                    return;
-                }
-                // As the packed row split: each task's `[n][its rows]`, then the rows placed.
-                let tmp = &mut tmp[..n * rows];
-                tmp.par_chunks_mut(ROWS_PER_TASK * n)
-                    .enumerate()
-                    .for_each(|(c, o)| matmul_q8_biased(data, rb, nb, c * ROWS_PER_TASK, xq, n, o));
-                for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
-                    let w = chunk.len() / n;
-                    let at = c * ROWS_PER_TASK;
-                    for t in 0..n {
-                        out[t * rows + at..t * rows + at + w]
-                            .copy_from_slice(&chunk[t * w..(t + 1) * w]);
-                    }
-                }
+                // The activations laid out for the kernel once, read by every task.
+                let px = q8_pairs(xq, nb, n);
+                split_rows(out, tmp, n, rows, |first, o| {
+                    matmul_q8_biased(data, *row_bytes, nb, first, &px, n, o)
+                });
             }
             Weight::F32(w) => {
                 for t in 0..n {
@@ -854,6 +822,37 @@ impl Matrix {
                 }
             }
         }
+    }
+}
+
+/// A product over `n` tokens split by rows, [`ROWS_PER_TASK`] a task: `run(first, o)` writes
+/// rows `first..` for every token, `[n][its rows]`. For one token that is `out` itself; for
+/// more, each task's part of `tmp`, whose rows then go to their places, 32 floats a copy.
+fn split_rows(
+    out: &mut [f32],
+    tmp: &mut [f32],
+    n: usize,
+    rows: usize,
+    run: impl Fn(usize, &mut [f32]) + Sync,
+) {
+    if n == 1 {
+        out.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(c, o)| run(c * ROWS_PER_TASK, o));
+        return;
+    }
+    let tmp = &mut tmp[..n * rows];
+    tmp.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(c, o)| run(c * ROWS_PER_TASK, o));
+    let tmp = &*tmp;
+    let gather = |(t, o): (usize, &mut [f32])| {
+        for (c, chunk) in tmp.chunks(ROWS_PER_TASK * n).enumerate() {
+            let w = chunk.len() / n;
+            let at = c * ROWS_PER_TASK;
+            o[at..at + w].copy_from_slice(&chunk[t * w..(t + 1) * w]);
+        }
+    };
+    if n >= PAR_TOKENS {
+        out.par_chunks_mut(rows).enumerate().for_each(gather);
+    } else {
+        out.chunks_mut(rows).enumerate().for_each(gather);
     }
 }
 

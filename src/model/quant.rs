@@ -417,30 +417,58 @@ pub(crate) fn bias_q8(data: &mut [u8]) {
     }
 }
 
+/// One token's activations laid out for [`matmul_q8_biased`]: per pair of blocks, the 64
+/// quant bytes, then `d_x` of each block in eight lanes, then `s_x` likewise (zeros for the
+/// missing half of an odd last pair).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+pub(crate) struct Q8Pair {
+    pub(crate) q: [i8; 64],
+    pub(crate) d: [f32; 16],
+    pub(crate) s: [f32; 16],
+}
+
+/// The [`Q8Pair`]s of `n` activation vectors of `nb` blocks (`n · ⌈nb/2⌉` of them), laid out
+/// once per product and read by every task of it.
+pub(crate) fn q8_pairs(xs: &[BlockQ8], nb: usize, n: usize) -> Vec<Q8Pair> {
+    let np = nb.div_ceil(2);
+    let mut out = vec![Q8Pair { q: [0; 64], d: [0.0; 16], s: [0.0; 16] }; n * np];
+    for t in 0..n {
+        for (i, b) in xs[t * nb..(t + 1) * nb].iter().enumerate() {
+            let p = &mut out[t * np + i / 2];
+            let h = i % 2;
+            p.q[32 * h..32 * h + 32].copy_from_slice(&b.qs);
+            p.d[8 * h..8 * h + 8].fill(b.d);
+            p.s[8 * h..8 * h + 8].fill(b.s);
+        }
+    }
+    out
+}
+
 /// `out[t · w + i] = row_(first + i) · x_t` for a Q8_0 matrix whose quant bytes were
 /// [`bias_q8`]ed, with AVX-512 VNNI (asserted available): two blocks per 512-bit `vpdpbusd`,
 /// `Σ (q + 128) x = Σ q x + 128 Σ x`, and the activations' block sums (`BlockQ8::s`) take the
-/// `128 Σ x` back out, as Q4_1's minimum is. Rows are `row_bytes` long (`nb` blocks), `xs`
-/// holds `n` vectors of `nb` blocks, `out` is `[n][w]`.
+/// `128 Σ x` back out, as Q4_1's minimum is. Rows are `row_bytes` long (`nb` blocks), `px`
+/// holds the [`q8_pairs`] of `n` vectors, `out` is `[n][w]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_q8_biased(
     data: &[u8],
     row_bytes: usize,
     nb: usize,
     first: usize,
-    xs: &[BlockQ8],
+    px: &[Q8Pair],
     n: usize,
     out: &mut [f32],
 ) {
     assert!(n > 0 && out.len().is_multiple_of(n) && row_bytes == nb * QType::Q8_0.block_bytes());
     let w = out.len() / n;
-    assert!(xs.len() >= n * nb && data.len() >= (first + w) * row_bytes);
+    assert!(px.len() >= n * nb.div_ceil(2) && data.len() >= (first + w) * row_bytes);
     #[cfg(target_arch = "x86_64")]
     {
         assert!(DotKernel::Avx512Vnni.is_available());
         // SAFETY: AVX-512 VNNI is present (asserted); every row and activation block the
         // kernel reads is inside the slices (asserted above).
-        unsafe { vnni::matmul_q8_biased(data, row_bytes, nb, first, xs, n, out) };
+        unsafe { vnni::matmul_q8_biased(data, row_bytes, nb, first, px, n, out) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("the biased Q8_0 layout is only made for the AVX-512 VNNI kernel");
@@ -1088,7 +1116,7 @@ mod avx2 {
 /// are too; the biased Q8_0 output projection sums in another order.
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{avx2, group_block, BlockQ8, QType};
+    use super::{avx2, group_block, BlockQ8, Q8Pair, QType};
     use std::arch::x86_64::*;
 
     /// Two neighbouring packed groups (sixteen rows: `a`, then `a + gb`) × `T` tokens with
@@ -1217,40 +1245,13 @@ mod vnni {
         }
     }
 
-    /// One token's activations laid out for [`q8_row`]: per pair of blocks, the 64 quant
-    /// bytes, then `d_x` of each block in eight lanes, then `s_x` likewise (zeros for the
-    /// missing half of an odd last pair).
-    #[repr(C, align(64))]
-    #[derive(Clone, Copy)]
-    pub(super) struct Pair {
-        q: [i8; 64],
-        d: [f32; 16],
-        s: [f32; 16],
-    }
-
-    /// The [`Pair`]s of `n` tokens of `nb` blocks (`n · ⌈nb/2⌉` of them).
-    pub(super) fn pairs(xs: &[BlockQ8], nb: usize, n: usize) -> Vec<Pair> {
-        let np = nb.div_ceil(2);
-        let mut out = vec![Pair { q: [0; 64], d: [0.0; 16], s: [0.0; 16] }; n * np];
-        for t in 0..n {
-            for (i, b) in xs[t * nb..(t + 1) * nb].iter().enumerate() {
-                let p = &mut out[t * np + i / 2];
-                let h = i % 2;
-                p.q[32 * h..32 * h + 32].copy_from_slice(&b.qs);
-                p.d[8 * h..8 * h + 8].fill(b.d);
-                p.s[8 * h..8 * h + 8].fill(b.s);
-            }
-        }
-        out
-    }
-
     /// One biased Q8_0 row against `T` tokens: per pair of blocks one 512-bit `vpdpbusd` per
     /// token (lanes 0..8: block `2p`, 8..16: block `2p + 1`), scaled by `d_w d_x` per half, and
     /// the `−128 d_w · s_x / 8` correction in each of a block's eight lanes (the row's sum of
     /// lanes then counts it once per block).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn q8_row<const T: usize>(row: *const u8, nb: usize, x: [*const Pair; T]) -> [f32; T] {
+    unsafe fn q8_row<const T: usize>(row: *const u8, nb: usize, x: [*const Q8Pair; T]) -> [f32; T] {
         let mut acc = [_mm512_setzero_ps(); T];
         let f16 = |p: *const u8| {
             let h = u16::from_le_bytes([*p, *p.add(1)]);
@@ -1281,20 +1282,18 @@ mod vnni {
         std::array::from_fn(|t| _mm512_reduce_add_ps(acc[t]))
     }
 
-    /// [`super::matmul_q8_biased`] (its asserts hold): every row against tiles of eight tokens,
-    /// the activations laid out once per call ([`pairs`]).
+    /// [`super::matmul_q8_biased`] (its asserts hold): every row against tiles of eight tokens.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     pub(super) unsafe fn matmul_q8_biased(
         data: &[u8],
         row_bytes: usize,
         nb: usize,
         first: usize,
-        xs: &[BlockQ8],
+        px: &[Q8Pair],
         n: usize,
         out: &mut [f32],
     ) {
         let w = out.len() / n;
-        let px = pairs(xs, nb, n);
         let np = nb.div_ceil(2);
         let x = |t: usize| px.as_ptr().add(t * np);
         for i in 0..w {
@@ -1523,7 +1522,8 @@ mod tests {
             for n in 1..=9 {
                 let (first, w) = (2, 9);
                 let mut out = vec![f32::NAN; n * w];
-                matmul_q8_biased(&biased, rb, nb, first, &xq, n, &mut out);
+                let px = q8_pairs(&xq, nb, n);
+                matmul_q8_biased(&biased, rb, nb, first, &px, n, &mut out);
                 for t in 0..n {
                     for i in 0..w {
                         let r = first + i;
