@@ -437,6 +437,9 @@ impl StringClasses {
 pub(crate) struct NumberClasses {
     /// Tokens whose (remaining) bytes are all number bytes.
     pub numeric: TokTrie,
+    /// Names `numeric` for the number automata's process-wide caches of per-state token
+    /// lists (the schema engine's number automata): unique in the process, never reused.
+    pub numeric_id: u64,
     /// The other tokens.
     pub rest: TokTrie,
 }
@@ -462,8 +465,19 @@ impl NumberClasses {
                 rest.push((t, b));
             }
         }
-        NumberClasses { numeric: TokTrie::build(numeric), rest: TokTrie::build(rest) }
+        NumberClasses {
+            numeric: TokTrie::build(numeric),
+            numeric_id: fresh_trie_id(),
+            rest: TokTrie::build(rest),
+        }
     }
+}
+
+/// A name for a number-only token trie, unique in the process (the key of the number
+/// automata's per-state token lists: a trie's address could be reused after it is dropped).
+pub(crate) fn fresh_trie_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Most string-opening prefixes a vocabulary keeps classes for.

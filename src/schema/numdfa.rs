@@ -17,12 +17,21 @@
 //! `1387.02` under `0 ≤ price ≤ 10000` are the same state (`3817.02` is not: its leading `3`
 //! cannot grow to the bound's magnitude, the `1` can).
 //!
+//! An automaton depends on its constraint alone, so it is shared by every compiled schema of
+//! the process that says the constraint ([`SHARED`]), and so is what its walks find: per
+//! (number-only trie, state), the list of the trie's tokens after which the state is alive
+//! ([`Dfa::open_tokens`]). A schema compiled afresh meets the states, transitions and token
+//! lists that other schemas with the same bounds have already paid for.
+//!
 //! Bounds: at most [`NUM_STATES_LIMIT`] states per constraint; past it a step answers
 //! [`NUM_OVER`] and that number falls back to [`NumCore::live`] on its text (exact, slower).
+//! At most [`OPEN_IDS_LIMIT`] token ids in one automaton's lists (dropped together past it),
+//! and [`SHARED_LIMIT`] constraints in the registry.
 //! Constraints without a class key (`not: {multipleOf}`, "not an integer") never use states.
 
 use super::compile::{CoreRt, Program, RtCoreId};
 use super::number::{self, NumCore};
+use crate::token::TokenId;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
@@ -36,6 +45,10 @@ pub(crate) const NUM_DEAD: u32 = u32::MAX;
 pub(crate) const NUM_OVER: u32 = u32::MAX - 1;
 /// A transition not computed yet.
 const UNSET: u32 = u32::MAX - 2;
+
+/// Most token ids one automaton keeps in its per-state token lists (4 bytes each: 1 MiB);
+/// past it they are dropped and walked again as needed.
+const OPEN_IDS_LIMIT: usize = 1 << 18;
 
 /// The state of the empty text.
 pub(crate) const NUM_START: u32 = 0;
@@ -68,6 +81,10 @@ struct Dfa {
     core: NumCore,
     states: Vec<State>,
     keys: FxHashMap<smallvec::SmallVec<[u8; 32]>, u32>,
+    /// Per (number-only trie, state): the trie's tokens after which the state is alive
+    /// ([`Dfa::open_tokens`]); at most [`OPEN_IDS_LIMIT`] token ids in all.
+    open: FxHashMap<(u64, u32), Arc<[TokenId]>>,
+    open_ids: usize,
 }
 
 impl Dfa {
@@ -80,7 +97,49 @@ impl Dfa {
             core,
             states: vec![State { rep: Box::new([]), accept, next: [UNSET; CLASSES] }],
             keys,
+            open: FxHashMap::default(),
+            open_ids: 0,
         })
+    }
+
+    /// The tokens of `trie` (named `trie_id`) after which state `s` is alive, walked over the
+    /// automaton on the first call for (trie, state) and kept; `None` when the walk left the
+    /// automaton ([`NUM_OVER`]: decide on the text). When the kept lists would pass
+    /// [`OPEN_IDS_LIMIT`] ids they are all dropped first.
+    fn open_tokens(
+        &mut self,
+        trie_id: u64,
+        trie: &crate::vocab::TokTrie,
+        s: u32,
+    ) -> Option<Arc<[TokenId]>> {
+        if let Some(l) = self.open.get(&(trie_id, s)) {
+            return Some(l.clone());
+        }
+        let mut out: Vec<TokenId> = Vec::new();
+        let mut over = false;
+        trie.walk_states_with(
+            s,
+            |s, b| match self.step(s, b) {
+                NUM_DEAD => None,
+                NUM_OVER => {
+                    over = true;
+                    None
+                }
+                t => Some(t),
+            },
+            |_, t| out.push(t),
+        );
+        if over {
+            return None;
+        }
+        if self.open_ids + out.len() > OPEN_IDS_LIMIT {
+            self.open.clear();
+            self.open_ids = 0;
+        }
+        self.open_ids += out.len();
+        let l: Arc<[TokenId]> = out.into();
+        self.open.insert((trie_id, s), l.clone());
+        Some(l)
     }
 
     fn step(&mut self, s: u32, b: u8) -> u32 {
@@ -211,50 +270,35 @@ impl NumStates {
         lock(&self.dfas[dfa as usize]).states[s as usize].accept
     }
 
-    /// Walks `trie` (number-only tokens) from states `start` (one per automaton in `dfas`,
-    /// [`NUM_DEAD`] for none), adding to `mask` each token after which some automaton is
-    /// alive. `false` when a step left the automata ([`NUM_OVER`]): then what was added is
-    /// only part of the allowed tokens (those below the step were not walked), and the caller
-    /// decides the rest on text.
+    /// Adds to `mask` each token of `trie` (number-only tokens, named by `trie_id`, unique
+    /// in the process: [`crate::json::slices::NumberClasses::numeric_id`]) after which the automaton of some alternative `k` (`dfas[k]`, from
+    /// state `start[k]`; [`NUM_DEAD`] for none) is alive. Each alternative's tokens are a
+    /// list its automaton keeps per (trie, state) for every schema of the process
+    /// ([`Dfa::open_tokens`]), so a state's first visit in one schema serves the others; the
+    /// mask is their union (a token is allowed iff some alternative stays alive after it).
+    /// `false` when a step left an automaton ([`NUM_OVER`]): then what was added is only part
+    /// of the allowed tokens, and the caller decides the rest on text.
     pub(crate) fn walk(
         &self,
         dfas: &[u32],
         start: [u32; 4],
-        trie: &crate::vocab::TokTrie,
+        (trie_id, trie): (u64, &crate::vocab::TokTrie),
         mask: &mut crate::mask::TokenMask,
     ) -> bool {
-        // Each automaton locked once (the same one may be asked for twice), in the order of
-        // their addresses: two walks on other threads never wait on each other in a cycle.
-        let mut order: smallvec::SmallVec<[u32; 4]> = dfas.iter().copied().collect();
-        order.sort_unstable_by_key(|&d| Arc::as_ptr(&self.dfas[d as usize]) as usize);
-        order.dedup();
-        let mut guards: smallvec::SmallVec<[std::sync::MutexGuard<'_, Dfa>; 4]> =
-            order.iter().map(|&d| lock(&self.dfas[d as usize])).collect();
-        let slot: smallvec::SmallVec<[usize; 4]> =
-            dfas.iter().map(|d| order.iter().position(|o| o == d).unwrap_or(0)).collect();
-        let mut over = false;
-        trie.walk_states(
-            start,
-            |s, b| {
-                let mut n = [NUM_DEAD; 4];
-                let mut any = false;
-                for k in 0..dfas.len() {
-                    if s[k] == NUM_DEAD {
-                        continue;
-                    }
-                    let t = guards[slot[k]].step(s[k], b);
-                    if t == NUM_OVER {
-                        over = true;
-                    } else if t != NUM_DEAD {
-                        any = true;
-                    }
-                    n[k] = if t == NUM_OVER { NUM_DEAD } else { t };
-                }
-                any.then_some(n)
-            },
-            mask,
-        );
-        !over
+        for (k, &d) in dfas.iter().enumerate() {
+            if start[k] == NUM_DEAD {
+                continue;
+            }
+            // One automaton locked at a time: walks on other threads never wait in a cycle.
+            let Some(open) = lock(&self.dfas[d as usize]).open_tokens(trie_id, trie, start[k])
+            else {
+                return false;
+            };
+            for &t in open.iter() {
+                mask.insert(t);
+            }
+        }
+        true
     }
 }
 
@@ -291,8 +335,9 @@ mod tests {
         let pa = a.numbers.dfas.iter().position(|d| Arc::ptr_eq(d, &b.numbers.dfas[0])).unwrap();
         let s = a.numbers.step(pa as u32, NUM_START, b'5');
         assert_eq!(b.numbers.step(0, NUM_START, b'5'), s);
-        // Walks lock both automata, in opposite index orders on two threads: no deadlock, and
-        // the same tokens as a walk alone.
+        // The same tokens as one walk of the trie over both automata side by side (each
+        // token kept when some automaton is alive after it), on two threads in opposite
+        // orders; and the per-state lists one schema's walk leaves are the other's.
         let toks: Vec<(TokenId, Vec<u8>)> = (0..2000u32)
             .map(|i| {
                 // Every third token leaves the number (dead); the others are digit strings.
@@ -301,18 +346,33 @@ mod tests {
             })
             .collect();
         let trie = TokTrie::build(toks.iter().map(|(t, b)| (*t, &b[..])));
+        let id = crate::json::slices::fresh_trie_id();
+        let start = [NUM_START, NUM_START, NUM_DEAD, NUM_DEAD];
+        let mut reference = TokenMask::new(2000);
+        trie.walk_states(
+            [NUM_START; 2],
+            |s, b| {
+                let n = [a.numbers.step(0, s[0], b), a.numbers.step(1, s[1], b)];
+                n.iter().any(|&t| t != NUM_DEAD).then_some(n)
+            },
+            &mut reference,
+        );
+        assert!(reference.count() > 1000 && reference.count() < 1400, "{}", reference.count());
         let walk = |n: &NumStates, order: [u32; 2]| {
             let mut m = TokenMask::new(2000);
-            let start = [NUM_START, NUM_START, NUM_DEAD, NUM_DEAD];
-            assert!(n.walk(&order, start, &trie, &mut m));
+            assert!(n.walk(&order, start, (id, &trie), &mut m));
             m
         };
-        let alone = walk(&a.numbers, [0, 1]);
-        assert!(alone.count() > 1000 && alone.count() < 1400, "{}", alone.count());
+        assert_eq!(walk(&a.numbers, [0, 1]), reference);
+        let kept = |n: &NumStates| {
+            n.dfas.iter().map(|d| lock(d).open.contains_key(&(id, NUM_START))).collect::<Vec<_>>()
+        };
+        assert_eq!(kept(&b.numbers), [true, true], "b reads the lists a's walk left");
+        assert_eq!(kept(&c.numbers), [false], "another constraint keeps its own");
         std::thread::scope(|sc| {
-            let (a, b, alone) = (&a, &b, &alone);
-            let one = sc.spawn(move || (0..200).all(|_| walk(&a.numbers, [0, 1]) == *alone));
-            let two = sc.spawn(move || (0..200).all(|_| walk(&b.numbers, [1, 0]) == *alone));
+            let (a, b, reference) = (&a, &b, &reference);
+            let one = sc.spawn(move || (0..200).all(|_| walk(&a.numbers, [0, 1]) == *reference));
+            let two = sc.spawn(move || (0..200).all(|_| walk(&b.numbers, [1, 0]) == *reference));
             assert!(one.join().unwrap() && two.join().unwrap());
         });
     }

@@ -318,7 +318,12 @@ impl Fast<'_, '_> {
                 let dfas = alts.map(|x| x.1);
                 let starts = alts.map(|x| x.2);
                 let walked = key.is_some()
-                    && cs.numbers.walk(&dfas[..alive.len()], starts, &classes.numeric, &mut m);
+                    && cs.numbers.walk(
+                        &dfas[..alive.len()],
+                        starts,
+                        (classes.numeric_id, &classes.numeric),
+                        &mut m,
+                    );
                 if !walked {
                     // No states (or an automaton full): the liveness test on each text (what
                     // an interrupted automaton walk added is a subset of what this adds).
