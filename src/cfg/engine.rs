@@ -645,13 +645,22 @@ impl ConstraintEngine for CfgConstraint {
         // Then the masks every engine of this grammar has computed, keyed by the same 64-bit
         // signature as the engine's own cache (see `earley`: equal signatures, equal futures).
         let cap = self.shared.config.engine.shared_cap();
-        if cap > 0 && self.shared.masks.lookup(&self.vocab, sig, |s| *s == sig, mask) {
-            self.cache.insert(sig, mask);
+        if let Some(m) =
+            (cap > 0).then(|| self.shared.masks.get(&self.vocab, sig, |s| *s == sig)).flatten()
+        {
+            mask.copy_from(&m);
+            self.cache.insert_arc(sig, m);
             return Ok(());
         }
         self.compute(mask)?;
-        self.shared.masks.insert(&self.vocab, sig, sig, mask, cap);
-        self.cache.insert(sig, mask);
+        if cap > 0 {
+            // One copy of the mask for both caches.
+            let m = std::sync::Arc::new(mask.clone());
+            self.shared.masks.insert_arc(&self.vocab, sig, sig, m.clone(), cap);
+            self.cache.insert_arc(sig, m);
+        } else {
+            self.cache.insert(sig, mask);
+        }
         Ok(())
     }
 

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 
 struct Entry<K> {
     key: K,
-    mask: TokenMask,
+    /// Shared with [`SharedMasks`] when the mask came from there or went there too: one copy
+    /// of a vocabulary-wide bitset per miss, not one per cache.
+    mask: Arc<TokenMask>,
     stamp: u64,
 }
 
@@ -48,17 +50,34 @@ impl<K> MaskCache<K> {
         }
     }
 
-    /// Remember `mask` for `key`, replacing the least recently used entry when full.
+    /// Remember `mask` for `key`, replacing the least recently used entry when full (in
+    /// place when no other cache holds that entry's mask).
     pub(crate) fn insert(&mut self, key: K, mask: &TokenMask) {
         if self.cap == 0 {
             return;
         }
         if self.entries.len() < self.cap {
-            self.entries.push(Entry { key, mask: mask.clone(), stamp: self.clock });
+            self.entries.push(Entry { key, mask: Arc::new(mask.clone()), stamp: self.clock });
         } else if let Some(e) = self.entries.iter_mut().min_by_key(|e| e.stamp) {
             e.key = key;
-            e.mask.copy_from(mask);
+            match Arc::get_mut(&mut e.mask) {
+                Some(m) => m.copy_from(mask),
+                None => e.mask = Arc::new(mask.clone()),
+            }
             e.stamp = self.clock;
+        }
+    }
+
+    /// [`MaskCache::insert`] of a mask already behind an `Arc` (one [`SharedMasks`] holds):
+    /// kept without a copy.
+    pub(crate) fn insert_arc(&mut self, key: K, mask: Arc<TokenMask>) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.entries.len() < self.cap {
+            self.entries.push(Entry { key, mask, stamp: self.clock });
+        } else if let Some(e) = self.entries.iter_mut().min_by_key(|e| e.stamp) {
+            *e = Entry { key, mask, stamp: self.clock };
         }
     }
 }
@@ -100,28 +119,17 @@ impl<K> std::fmt::Debug for SharedMasks<K> {
 }
 
 impl<K> SharedMasks<K> {
-    /// Copy the mask stored for (`vocab`, `hash`, a key that `matches`) into `mask`; `false`
-    /// on a miss.
-    pub(crate) fn lookup(
+    /// The mask stored for (`vocab`, `hash`, a key that `matches`), if any.
+    pub(crate) fn get(
         &self,
         vocab: &Vocabulary,
         hash: u64,
         matches: impl Fn(&K) -> bool,
-        mask: &mut TokenMask,
-    ) -> bool {
-        let found = {
-            let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            m.map
-                .get(&(vocab.addr(), hash))
-                .and_then(|v| v.iter().find(|(k, _)| matches(k)).map(|(_, m)| Arc::clone(m)))
-        };
-        match found {
-            Some(m) => {
-                mask.copy_from(&m);
-                true
-            }
-            None => false,
-        }
+    ) -> Option<Arc<TokenMask>> {
+        let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        m.map
+            .get(&(vocab.addr(), hash))
+            .and_then(|v| v.iter().find(|(k, _)| matches(k)).map(|(_, m)| Arc::clone(m)))
     }
 
     /// Masks held now.
@@ -130,19 +138,19 @@ impl<K> SharedMasks<K> {
         self.inner.lock().map_or(0, |m| m.len)
     }
 
-    /// Remember `mask` for (`vocab`, `hash`, `key`), keeping at most `cap` masks.
-    pub(crate) fn insert(
+    /// Remember `mask` for (`vocab`, `hash`, `key`), keeping at most `cap` masks (cleared
+    /// when full). The engine's own [`MaskCache`] holds the same `Arc`.
+    pub(crate) fn insert_arc(
         &self,
         vocab: &Vocabulary,
         hash: u64,
         key: K,
-        mask: &TokenMask,
+        mask: Arc<TokenMask>,
         cap: usize,
     ) {
         if cap == 0 {
             return;
         }
-        let mask = Arc::new(mask.clone());
         let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if m.len >= cap {
             m.map.clear();

@@ -897,16 +897,23 @@ impl ConstraintEngine for SchemaConstraint {
         // Then the masks every engine of this schema has computed.
         let cap = self.schema.engine.shared_cap();
         let shared = cap > 0;
-        if shared && self.schema.masks.lookup(&self.vocab, h, |s| s == st, mask) {
-            self.cache.insert((h, st.clone()), mask);
+        if let Some(m) =
+            shared.then(|| self.schema.masks.get(&self.vocab, h, |s| s == st)).flatten()
+        {
+            mask.copy_from(&m);
+            self.cache.insert_arc((h, st.clone()), m);
             return Ok(());
         }
         self.compute(mask);
         let st = key.unwrap_or_else(|| self.st.clone());
         if shared {
-            self.schema.masks.insert(&self.vocab, h, st.clone(), mask, cap);
+            // One copy of the mask for both caches.
+            let m = Arc::new(mask.clone());
+            self.schema.masks.insert_arc(&self.vocab, h, st.clone(), m.clone(), cap);
+            self.cache.insert_arc((h, st), m);
+        } else {
+            self.cache.insert((h, st), mask);
         }
-        self.cache.insert((h, st), mask);
         Ok(())
     }
 
