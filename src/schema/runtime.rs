@@ -561,18 +561,38 @@ impl Recognizer for Rt<'_> {
         }
     }
 
-    /// Between values only whitespace, punctuation and value starts can follow (custom
-    /// separators only add whitespace); a literal takes its next letter; a number also its
-    /// own bytes. Strings and keys: anything.
+    /// Between values, whitespace (custom separators only add whitespace) and what JSON's
+    /// syntax lets the phase take: a value's first byte where a value may start, a key's
+    /// quote, `:`, `,` and the closing bracket where they may come; after a complete root
+    /// value, nothing. A literal takes its next letter; a number its own bytes, or
+    /// (closing it) whitespace, `,`, `}` or `]`. Strings and keys: anything. The walks skip
+    /// the other bytes unasked, which matters below `,` and whitespace, whose trie nodes have
+    /// children for nearly every byte.
     fn byte_superset(&self) -> crate::ByteSet {
-        const STRUCTURE: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn");
-        const NUMBER: crate::ByteSet = crate::ByteSet::of(b" \t\n\r,:}]\"{[-0123456789tfn.eE+");
+        use crate::ByteSet;
+        const VALUE: ByteSet = ByteSet::of(b" \t\n\r\"{[-0123456789tfn");
+        const FIRST_ITEM: ByteSet = ByteSet::of(b" \t\n\r\"{[-0123456789tfn]");
+        const FIRST_KEY: ByteSet = ByteSet::of(b" \t\n\r\"}");
+        const KEY: ByteSet = ByteSet::of(b" \t\n\r\"");
+        const COLON: ByteSet = ByteSet::of(b" \t\n\r:");
+        const AFTER_MEMBER: ByteSet = ByteSet::of(b" \t\n\r,}");
+        const AFTER_ITEM: ByteSet = ByteSet::of(b" \t\n\r,]");
+        const NUMBER: ByteSet = ByteSet::of(b" \t\n\r,}]-0123456789.eE+");
         let f = self.st.frames.last().expect("root");
         match f.lex {
-            Lex::Root { .. } | Lex::Obj(_) | Lex::Arr(_) => STRUCTURE,
+            Lex::Root { done: false } | Lex::Obj(ObjPhase::Value) | Lex::Arr(ArrPhase::Item) => {
+                VALUE
+            }
+            Lex::Root { done: true } => ByteSet::EMPTY,
+            Lex::Obj(ObjPhase::First) => FIRST_KEY,
+            Lex::Obj(ObjPhase::Key) => KEY,
+            Lex::Obj(ObjPhase::Colon) => COLON,
+            Lex::Obj(ObjPhase::After) => AFTER_MEMBER,
+            Lex::Arr(ArrPhase::First) => FIRST_ITEM,
+            Lex::Arr(ArrPhase::After) => AFTER_ITEM,
             Lex::Num => NUMBER,
-            Lex::Lit { lit, pos } => crate::ByteSet::of(&[LITERALS[lit as usize][pos as usize]]),
-            Lex::Str(_) | Lex::Key(_) => crate::ByteSet::FULL,
+            Lex::Lit { lit, pos } => ByteSet::of(&[LITERALS[lit as usize][pos as usize]]),
+            Lex::Str(_) | Lex::Key(_) => ByteSet::FULL,
         }
     }
 }
@@ -1025,6 +1045,88 @@ mod tests {
     fn complete(e: &SchemaConstraint, doc: &str) -> bool {
         let mut e2 = SchemaConstraint::new(e.schema().clone(), &e.vocab.clone());
         e2.advance_bytes(doc.as_bytes()).is_ok() && e2.is_accepting()
+    }
+
+    /// `byte_superset` is a superset: at every byte position of documents over schemas that
+    /// reach each lexical phase (roots of every kind, empty and nested containers, numbers
+    /// before `,`, `}`, `]` and at the end, literals, custom separators and compact
+    /// whitespace), every byte the recogniser takes is in it. (The trie walks skip bytes
+    /// outside it unasked, the reference walk too, so the mask tests cannot catch a byte
+    /// missing from it.) And it is tight where the walks spend their time: after an object
+    /// member only whitespace, `,` and `}`; after a complete root value nothing.
+    #[test]
+    fn byte_superset_holds_every_byte_the_recogniser_takes() {
+        let any = json!({});
+        let obj = json!({"type": "object", "properties": {"a": {"type": "array",
+            "items": {"type": ["number", "string", "boolean", "null", "object"]}},
+            "n": {"type": "integer"}}});
+        let cases: Vec<(serde_json::Value, SchemaOptions, Vec<&str>)> = vec![
+            (
+                any.clone(),
+                SchemaOptions::default(),
+                vec![
+                    r#"{ "a" : [ 1 , -2.5e+3 , [ ] , { } , true , false , null , "x\"y" ] }"#,
+                    "[1,[2,[3]],{\"k\":{}}]",
+                    "12",
+                    "-0.5E-7",
+                    "\"s\"",
+                    "true",
+                    "[ ]",
+                    "{}",
+                ],
+            ),
+            (
+                obj.clone(),
+                SchemaOptions::default(),
+                vec![r#"{"a": [1, "b", true, null, {"c": 2}], "n": 3}"#, r#"{ "n" : 7 }"#],
+            ),
+            (
+                obj.clone(),
+                SchemaOptions::default().with_whitespace(Whitespace::Compact),
+                vec![r#"{"a":[1,"b",false],"n":3}"#],
+            ),
+            (
+                obj,
+                SchemaOptions::default().with_whitespace(Whitespace::Separators {
+                    item: ",\n ".into(),
+                    key: " : ".into(),
+                }),
+                vec!["{\"a\" : [1,\n 2],\n \"n\" : 3}"],
+            ),
+        ];
+        let mut checked = 0;
+        for (schema, opts, docs) in cases {
+            for doc in docs {
+                let mut e = engine_with(schema.clone(), &opts);
+                for (i, &b) in doc.as_bytes().iter().chain(std::iter::once(&b'\n')).enumerate() {
+                    let mut rt = e.rt();
+                    let set = rt.byte_superset();
+                    for x in 0..=255u8 {
+                        if rt.try_push_byte(x) {
+                            rt.pop_bytes(1);
+                            assert!(
+                                set.contains(x),
+                                "{doc:?} at {i}: {:?} taken, not in the set",
+                                x as char
+                            );
+                        }
+                    }
+                    checked += 1;
+                    e.log.clear();
+                    if i == doc.len() {
+                        break;
+                    }
+                    e.advance_bytes(&[b]).unwrap_or_else(|_| panic!("{doc:?} refused at {i}"));
+                }
+            }
+        }
+        assert!(checked > 200, "{checked}");
+        let mut e = engine(json!({"type": "object"}));
+        e.advance_bytes(b"{\"a\": 1").unwrap();
+        e.advance_bytes(b" ").unwrap();
+        assert_eq!(e.rt().byte_superset(), crate::ByteSet::of(b" \t\n\r,}"));
+        e.advance_bytes(b"}").unwrap();
+        assert_eq!(e.rt().byte_superset(), crate::ByteSet::EMPTY);
     }
 
     /// The masks all engines of a compiled schema share: a second engine on a document with
