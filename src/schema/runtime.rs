@@ -537,6 +537,40 @@ impl<'a> Rt<'a> {
         }
     }
 
+    /// The bytes a key at a character boundary can take when no live alternative takes
+    /// undeclared keys: the next byte of each declared name the key text is a prefix of (the
+    /// names of a range share the text, sorted: one byte per run), `\` where a name goes on
+    /// (any character may be escaped) and `"` where one is complete. `FULL` when some
+    /// alternative has an undeclared-key automaton.
+    pub(super) fn key_superset(&self) -> crate::ByteSet {
+        let fi = self.top();
+        let pos = self.st.buf.len() - self.st.frames[fi].buf as usize;
+        let mut s = crate::ByteSet::EMPTY;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            let k = a.key();
+            if k.extra != DEAD {
+                return crate::ByteSet::FULL;
+            }
+            let names = &self.obj(a.core).names[k.lo as usize..k.hi as usize];
+            let mut i = 0;
+            while i < names.len() {
+                let Some(&b) = names[i].get(pos) else {
+                    s.insert(b'"');
+                    i += 1;
+                    continue;
+                };
+                s.insert(b);
+                s.insert(b'\\');
+                i += names[i..].partition_point(|n| n.get(pos) == Some(&b));
+            }
+        }
+        s
+    }
+
     fn num_close(&mut self, fi: usize) -> bool {
         let at = self.st.frames[fi].buf as usize;
         number::is_complete(&self.st.buf[at..])
@@ -565,7 +599,9 @@ impl Recognizer for Rt<'_> {
     /// syntax lets the phase take: a value's first byte where a value may start, a key's
     /// quote, `:`, `,` and the closing bracket where they may come; after a complete root
     /// value, nothing. A literal takes its next letter; a number its own bytes, or
-    /// (closing it) whitespace, `,`, `}` or `]`. Strings and keys: anything. The walks skip
+    /// (closing it) whitespace, `,`, `}` or `]`. Inside an escape, what the escape's syntax
+    /// takes; a key of declared names only, [`Rt::key_superset`]; other string content:
+    /// anything. The walks skip
     /// the other bytes unasked, which matters below `,` and whitespace, whose trie nodes have
     /// children for nearly every byte.
     fn byte_superset(&self) -> crate::ByteSet {
@@ -578,6 +614,7 @@ impl Recognizer for Rt<'_> {
         const AFTER_MEMBER: ByteSet = ByteSet::of(b" \t\n\r,}");
         const AFTER_ITEM: ByteSet = ByteSet::of(b" \t\n\r,]");
         const NUMBER: ByteSet = ByteSet::of(b" \t\n\r,}]-0123456789.eE+");
+        const HEX: ByteSet = ByteSet::of(b"0123456789abcdefABCDEF");
         let f = self.st.frames.last().expect("root");
         match f.lex {
             Lex::Root { done: false } | Lex::Obj(ObjPhase::Value) | Lex::Arr(ArrPhase::Item) => {
@@ -592,7 +629,14 @@ impl Recognizer for Rt<'_> {
             Lex::Arr(ArrPhase::After) => AFTER_ITEM,
             Lex::Num => NUMBER,
             Lex::Lit { lit, pos } => ByteSet::of(&[LITERALS[lit as usize][pos as usize]]),
-            Lex::Str(_) | Lex::Key(_) => ByteSet::FULL,
+            Lex::Key(Escape::None) => self.key_superset(),
+            Lex::Str(e) | Lex::Key(e) => match e {
+                Escape::None => ByteSet::FULL,
+                Escape::Backslash => ByteSet::of(b"\"\\/bfnrtu"),
+                Escape::Hex { .. } | Escape::LowHex { .. } => HEX,
+                Escape::NeedBackslash { .. } => ByteSet::of(b"\\"),
+                Escape::NeedU { .. } => ByteSet::of(b"u"),
+            },
         }
     }
 }
@@ -1067,6 +1111,7 @@ mod tests {
                 vec![
                     r#"{ "a" : [ 1 , -2.5e+3 , [ ] , { } , true , false , null , "x\"y" ] }"#,
                     "[1,[2,[3]],{\"k\":{}}]",
+                    r#"{"\ud83d\ude00": "\uD83D\uDE00x\n\/"}"#,
                     "12",
                     "-0.5E-7",
                     "\"s\"",
@@ -1084,6 +1129,16 @@ mod tests {
                 obj.clone(),
                 SchemaOptions::default().with_whitespace(Whitespace::Compact),
                 vec![r#"{"a":[1,"b",false],"n":3}"#],
+            ),
+            (
+                json!({"type": "object", "additionalProperties": false, "properties": {
+                    "ab": {}, "abc": {}, "abd": {}, "bé": {}, "q\"q": {}, "": {},
+                    "z": {"type": "object", "properties": {"k": {}}}}}),
+                SchemaOptions::default(),
+                vec![
+                    r#"{"ab": 1, "abc": 2, "\u0061bd": 3, "b\u00e9": 4, "q\"q": 5, "": 6, "z": {"k": 7, "\u006b2": 8}}"#,
+                    r#"{"\u0062\u00E9": [], "a\u0062c": null}"#,
+                ],
             ),
             (
                 obj,
@@ -1127,6 +1182,12 @@ mod tests {
         assert_eq!(e.rt().byte_superset(), crate::ByteSet::of(b" \t\n\r,}"));
         e.advance_bytes(b"}").unwrap();
         assert_eq!(e.rt().byte_superset(), crate::ByteSet::EMPTY);
+        let mut e = engine(json!({"type": "object", "additionalProperties": false,
+            "properties": {"abc": {}, "abd": {}, "x": {}}}));
+        e.advance_bytes(b"{\"a").unwrap();
+        assert_eq!(e.rt().byte_superset(), crate::ByteSet::of(b"b\\"));
+        e.advance_bytes(b"\\").unwrap();
+        assert_eq!(e.rt().byte_superset(), crate::ByteSet::of(b"\"\\/bfnrtu"));
     }
 
     /// The masks all engines of a compiled schema share: a second engine on a document with
