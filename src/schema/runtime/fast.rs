@@ -698,7 +698,11 @@ impl Fast<'_, '_> {
         if finite {
             self.exhausted_keys(&alive, classes, mask);
         }
-        classes.escaped.walk(&mut *self.rt, mask);
+        // An alternative that takes any key text already let in every escaped token an
+        // unconstrained string takes (`classes.open`); the walk could add none.
+        if !takes_all {
+            classes.escaped.walk(&mut *self.rt, mask);
+        }
         if self.recording() {
             classes.closing.walk(&mut *self.rt, mask);
         } else {
