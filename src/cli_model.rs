@@ -196,6 +196,17 @@ pub fn generate(args: &GenerateArgs, path: &PathBuf) -> Result<(), String> {
             say!("finish_reason: {}", gen.finish_reason);
             say!("steps: {} (prompt {} tokens)", gen.tokens.len(), prompt.len());
             say!("mask latency: {summary}");
+            let c = &gen.counters;
+            if c.masks_skipped > 0 {
+                // Sample-then-check: a step whose free draw the engine allowed fills no mask.
+                say!(
+                    "masks: {} filled, {} steps needed none (the sampled token was checked and \
+                     allowed), {} draws refused and redrawn from the mask",
+                    c.masks_filled,
+                    c.masks_skipped,
+                    c.check_rejections
+                );
+            }
             say!(
                 "prefill {:.1} ms, forward {forward_ms_mean:.2} ms/token, {tokens_per_s:.1} \
                  tokens/s, constraint overhead {overhead_pct:.2}% ({} kernels)",
