@@ -437,8 +437,8 @@ impl StringClasses {
 pub(crate) struct NumberClasses {
     /// Tokens whose (remaining) bytes are all number bytes.
     pub numeric: TokTrie,
-    /// Names `numeric` for the number automata's process-wide caches of per-state token
-    /// lists (the schema engine's number automata): unique in the process, never reused.
+    /// Names `numeric` in the schema engine's process-wide per-state token lists of its
+    /// number automata: unique in the process, never reused.
     pub numeric_id: u64,
     /// The other tokens.
     pub rest: TokTrie,

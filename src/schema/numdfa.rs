@@ -271,8 +271,9 @@ impl NumStates {
     }
 
     /// Adds to `mask` each token of `trie` (number-only tokens, named by `trie_id`, unique
-    /// in the process: [`crate::json::slices::NumberClasses::numeric_id`]) after which the automaton of some alternative `k` (`dfas[k]`, from
-    /// state `start[k]`; [`NUM_DEAD`] for none) is alive. Each alternative's tokens are a
+    /// in the process: [`crate::json::slices::NumberClasses::numeric_id`]) after which the
+    /// automaton of some alternative `k` (`dfas[k]`, from state `start[k]`; [`NUM_DEAD`] for
+    /// none) is alive. Each alternative's tokens are a
     /// list its automaton keeps per (trie, state) for every schema of the process
     /// ([`Dfa::open_tokens`]), so a state's first visit in one schema serves the others; the
     /// mask is their union (a token is allowed iff some alternative stays alive after it).

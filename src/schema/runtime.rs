@@ -601,9 +601,8 @@ impl Recognizer for Rt<'_> {
     /// value, nothing. A literal takes its next letter; a number its own bytes, or
     /// (closing it) whitespace, `,`, `}` or `]`. Inside an escape, what the escape's syntax
     /// takes; a key of declared names only, [`Rt::key_superset`]; other string content:
-    /// anything. The walks skip
-    /// the other bytes unasked, which matters below `,` and whitespace, whose trie nodes have
-    /// children for nearly every byte.
+    /// anything. The walks skip the other bytes unasked, which matters below `,`, whitespace
+    /// and a key's quote, whose trie nodes have children for nearly every byte.
     fn byte_superset(&self) -> crate::ByteSet {
         use crate::ByteSet;
         const VALUE: ByteSet = ByteSet::of(b" \t\n\r\"{[-0123456789tfn");
