@@ -1314,6 +1314,16 @@ impl InnerSlot {
         Some(h.finish())
     }
 
+    /// A superset of the bytes [`InnerSlot::push`] may take next: the JSON Schema engine's
+    /// by lexical phase (structure between values, a key's declared names), every byte for
+    /// the others (their pushes are single table steps already).
+    pub(crate) fn byte_superset(&mut self) -> crate::ByteSet {
+        match &mut self.engine {
+            InnerEngine::Schema(e) => e.probe_superset(),
+            _ => crate::ByteSet::FULL,
+        }
+    }
+
     pub(crate) fn accepting(&self) -> bool {
         match &self.engine {
             InnerEngine::Json(e) => e.grammar().is_accepting(self.json.last().expect("base")),

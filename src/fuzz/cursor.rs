@@ -182,11 +182,26 @@ impl Cursor {
         self.slot.accepting()
     }
 
+    /// A superset of the bytes allowed next, from the engine without pushing
+    /// ([`crate::recognizer::Recognizer::byte_superset`]): a candidate outside it needs no
+    /// push to be refused. Between JSON values and in keys of declared names it holds a few
+    /// bytes of the dozens the generator's alphabet and the completion search try. A
+    /// candidate refused this way still counts as one push of [`Cursor::work`], so every
+    /// budget buys the same search as before, only cheaper (counted as free, the completion
+    /// search's levels that cannot succeed explored further within their share and cost more
+    /// time than the refusals saved).
+    pub fn superset(&mut self) -> crate::ByteSet {
+        self.slot.byte_superset()
+    }
+
     /// The bytes of `candidates` allowed next, in their order, into `out` (cleared first).
     pub fn allowed_of(&mut self, candidates: &[u8], out: &mut Vec<u8>) {
         out.clear();
+        let sup = self.superset();
         for &b in candidates {
-            if self.allows(b) {
+            if !sup.contains(b) {
+                self.work += 1;
+            } else if self.allows(b) {
                 out.push(b);
             }
         }
@@ -378,6 +393,9 @@ fn dfs(
                 (defer_digits && b.is_ascii_digit())
                     || (defer_alnum && (b.is_ascii_alphanumeric() || b == b'\\'))
             };
+            // Moves whose first byte is outside the engine's superset are refused unpushed
+            // (the state does not change until a move is taken).
+            let sup = cur.superset();
             while stack[top].0 < n_hints + 257 + 256 {
                 if cur.work >= work_end {
                     out_of_work = true;
@@ -387,6 +405,10 @@ fn dfs(
                 stack[top].0 += 1;
                 let n = if k < n_hints {
                     let pushed = added + here[k].len() <= limit
+                        && (here[k].first().is_some_and(|&b| sup.contains(b)) || {
+                            cur.work += 1;
+                            false
+                        })
                         && if frame_numbers[top] {
                             cur.push_number(&here[k], &mut scratch)
                         } else {
@@ -418,6 +440,10 @@ fn dfs(
                             None => continue,
                         }
                     };
+                    if !sup.contains(b) {
+                        cur.work += 1;
+                        continue;
+                    }
                     if !cur.push(b) {
                         continue;
                     }

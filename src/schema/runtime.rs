@@ -830,6 +830,12 @@ impl SchemaConstraint {
         Self::state_hash(&self.st)
     }
 
+    /// A superset of the bytes a probe push may take next ([`Recognizer::byte_superset`]):
+    /// the fuzzer's candidates outside it are refused without a push.
+    pub(crate) fn probe_superset(&mut self) -> crate::ByteSet {
+        self.rt().byte_superset()
+    }
+
     /// End a probe whose bytes were all popped.
     pub(crate) fn probe_done(&mut self) {
         self.log.clear();
