@@ -634,7 +634,7 @@ impl<'c> Fuzzer<'c> {
                     if let Some(text) = candidates
                         .into_iter()
                         .take(4)
-                        .map(|m| m.value.to_string())
+                        .map(|m| m.text(&value))
                         .find(|t| !seen.contains(&canonical(t, true)) && self.accepts_bytes(t))
                     {
                         seen.insert(canonical(&text, true));
@@ -765,33 +765,44 @@ impl<'c> Fuzzer<'c> {
             attempts += 1;
             let base = &valid[i % valid.len()];
             i += 1;
-            let candidates: Vec<(String, Violation)> = match map {
+            // Candidates as (mutation, or the edited text where there is no schema map; label).
+            let parsed;
+            let candidates: Vec<(Result<mutate::Mutant, String>, Violation)> = match map {
                 Some(m) => {
                     let Ok(value) = serde_json::from_str::<serde_json::Value>(base) else {
                         continue;
                     };
-                    mutate::near_misses(m, &value, &mut rng)
+                    let c = mutate::near_misses(m, &value, &mut rng)
                         .into_iter()
                         .map(|m| {
-                            (
-                                m.value.to_string(),
-                                Violation { keyword: m.keyword, pointer: m.pointer },
-                            )
+                            let v = Violation {
+                                keyword: m.keyword.clone(),
+                                pointer: m.pointer.clone(),
+                            };
+                            (Ok(m), v)
                         })
-                        .collect()
+                        .collect();
+                    parsed = value;
+                    c
                 }
-                None => byte_edits(base, &mut rng),
+                None => {
+                    parsed = serde_json::Value::Null;
+                    byte_edits(base, &mut rng).into_iter().map(|(t, v)| (Err(t), v)).collect()
+                }
             };
             // The least used label first (a stable sort: the first of equals, as before), and
             // the first of those not seen already: each `canonical` parses and re-serialises a
             // whole document, so it is asked of the chosen one, not of every candidate (it
-            // was a sixth of a run on 2 kB documents).
+            // was a sixth of a run on 2 kB documents), and a mutation's document is made
+            // only when it is asked.
             let mut candidates = candidates;
             candidates.sort_by_cached_key(|(_, v)| {
                 per_label.get(&(v.keyword.clone(), v.pointer.clone())).copied().unwrap_or(0)
             });
-            let best =
-                candidates.into_iter().find(|(t, _)| !seen.contains(&canonical(t, self.json)));
+            let best = candidates
+                .into_iter()
+                .map(|(m, v)| (m.map_or_else(|t| t, |m| m.text(&parsed)), v))
+                .find(|(t, _)| !seen.contains(&canonical(t, self.json)));
             let Some((text, violation)) = best else { continue };
             stats.attempts += 1;
             if self.accepts_bytes(&text) || self.accepts_greedy(&text) {
