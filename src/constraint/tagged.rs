@@ -1324,6 +1324,16 @@ impl InnerSlot {
         }
     }
 
+    /// A lower bound on the bytes any completion needs from the probe's state, where the
+    /// engine has one (JSON Schema: required members, `minItems`, string automata; see
+    /// `schema::runtime::completion`); `None` for the others.
+    pub(crate) fn completion_bound(&mut self) -> Option<usize> {
+        match &mut self.engine {
+            InnerEngine::Schema(e) => Some(e.probe_completion_bound() as usize),
+            _ => None,
+        }
+    }
+
     pub(crate) fn accepting(&self) -> bool {
         match &self.engine {
             InnerEngine::Json(e) => e.grammar().is_accepting(self.json.last().expect("base")),

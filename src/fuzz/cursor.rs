@@ -177,6 +177,14 @@ impl Cursor {
         self.slot.state_key()
     }
 
+    /// A lower bound on the bytes any completion needs from here: the engine's where it has
+    /// one (JSON Schema), else the JSON nesting's ([`JsonPos::closing_bytes`]) for JSON output
+    /// and 0 for other languages.
+    pub fn completion_bound(&mut self, json: bool) -> usize {
+        let nesting = if json { self.json().closing_bytes() } else { 0 };
+        self.slot.completion_bound().map_or(nesting, |b| b.max(nesting))
+    }
+
     /// Are the bytes so far a complete document?
     pub fn accepting(&self) -> bool {
         self.slot.accepting()
@@ -257,7 +265,9 @@ pub(crate) enum Unfinished {
 /// first, spending at most `max_work` pushes. On success the completion is pushed and its
 /// length returned; on failure the cursor is as it was.
 ///
-/// The depth limit is raised 64, 256, 1024, … (up to `max_extra`); within a limit the first
+/// The depth limit starts at 64 or at the engine's bound on what any completion needs
+/// ([`Cursor::completion_bound`]), whichever is more, and is raised ×4 up to `max_extra`
+/// (past it the search fails at once); within a limit the first
 /// path found is taken, which in practice is the first greedy closing-first path (no
 /// backtracking). It is short, not proven shortest. Where the output is JSON, a
 /// branch that cannot close its open containers within the limit is cut
@@ -271,7 +281,13 @@ pub(crate) fn complete(
     numbers: &NumberHints,
 ) -> Result<usize, Unfinished> {
     let end = cur.work + max_work;
-    let mut limit = 64usize.min(max_extra);
+    // No limit below the engine's bound on what any completion needs can succeed: start at
+    // it (the bound is computed once here; per search node it cost more than it cut).
+    let need = cur.completion_bound(json);
+    if need > max_extra {
+        return Err(Unfinished::Bytes);
+    }
+    let mut limit = 64usize.max(need).min(max_extra);
     loop {
         // A limit that is too small must not spend the whole budget exhausting its tree: each
         // but the last gets a 32nd of it. (An eighth each left 5/8 for a document that needs

@@ -335,6 +335,9 @@ pub struct CompiledSchema {
     pub(crate) numbers: numdfa::NumStates,
     /// Masks by exact state, shared by this schema's engines ([`EngineOptions::shared_masks`]).
     pub(crate) masks: runtime::SharedMasks,
+    /// Per program node, the fewest bytes of a value it accepts (the fuzzer's completion
+    /// bound, [`runtime::min_value_bytes`]), computed on first use.
+    pub(crate) min_bytes: std::sync::OnceLock<Vec<u32>>,
 }
 
 impl CompiledSchema {
@@ -367,6 +370,7 @@ impl CompiledSchema {
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),
+            min_bytes: std::sync::OnceLock::new(),
         }))
     }
 

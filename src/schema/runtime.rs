@@ -39,8 +39,9 @@
 //!
 //! Files: this one holds the recogniser's core (the byte step, value starts, member
 //! separators, closing values, numbers and literals) and the engine; [`state`] the state types,
-//! [`undo`] the undo log, [`object`], [`array`] and [`string`] the per-kind byte logic, and
-//! [`fast`] the mask fast paths.
+//! [`undo`] the undo log, [`object`], [`array`] and [`string`] the per-kind byte logic,
+//! [`fast`] the mask fast paths, and [`completion`] the fuzzer's bound on what a completion
+//! needs.
 
 use super::compile::{contains_feasible, CoreRt, DfaId, ExprId, ObjRt, Program, RtCoreId};
 use super::number;
@@ -67,12 +68,14 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 mod array;
+mod completion;
 mod fast;
 mod object;
 mod state;
 mod string;
 mod undo;
 
+pub(crate) use completion::min_value_bytes;
 pub(crate) use fast::SharedOpen;
 /// The schema engine's state as the shared mask cache keys it.
 pub(crate) type SharedMasks = crate::engine::mask_cache::SharedMasks<St>;
@@ -836,6 +839,15 @@ impl SchemaConstraint {
         self.rt().byte_superset()
     }
 
+    /// A lower bound on the bytes any completion of the document needs after the probe bytes
+    /// pushed so far ([`completion`]); the fuzzer's completion search cuts what cannot close
+    /// within its limit.
+    pub(crate) fn probe_completion_bound(&mut self) -> u32 {
+        let cs = Arc::clone(&self.schema);
+        let node = cs.min_bytes.get_or_init(|| min_value_bytes(&cs.program));
+        self.rt().completion_bound(node)
+    }
+
     /// End a probe whose bytes were all popped.
     pub(crate) fn probe_done(&mut self) {
         self.log.clear();
@@ -1094,6 +1106,101 @@ mod tests {
     fn complete(e: &SchemaConstraint, doc: &str) -> bool {
         let mut e2 = SchemaConstraint::new(e.schema().clone(), &e.vocab.clone());
         e2.advance_bytes(doc.as_bytes()).is_ok() && e2.is_accepting()
+    }
+
+    /// The fuzzer's completion bound (`probe_completion_bound`) is a lower bound: at every
+    /// byte position of valid documents it is at most the bytes left. The documents are as
+    /// short as their schemas allow where the bound is exact (then one byte too many fails),
+    /// and also written long (whitespace, escapes, other key orders, undeclared keys); and at
+    /// the start of the shortest ones it equals their length.
+    #[test]
+    fn completion_bound_never_exceeds_the_bytes_left() {
+        let nested = json!({"type": "object", "required": ["name", "tags", "meta"],
+            "properties": {"name": {"type": "string", "minLength": 3},
+                "tags": {"type": "array", "minItems": 2,
+                    "items": {"type": "string", "pattern": "^[a-z]{2}$"}},
+                "meta": {"type": "object", "required": ["ok"],
+                    "properties": {"ok": {"type": "boolean"}}}}});
+        let tree = json!({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object",
+            "required": ["v"], "properties": {"v": {"type": "integer"},
+                "kids": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/n"}}}}}});
+        let cases: Vec<(serde_json::Value, Vec<&str>, Option<usize>)> = vec![
+            (
+                nested.clone(),
+                vec![
+                    r#"{"name":"abc","tags":["aa","bb"],"meta":{"ok":true}}"#,
+                    r#"{"meta":{"ok":true},"tags":["aa","bb"],"name":"abc"}"#,
+                    r#"{"tags":["aa","bb","cc"],"name":"abc","meta":{"ok":true},"x":1}"#,
+                    "{ \"n\\u0061me\" : \"ab\\u00e9\" ,\n \"tags\": [ \"aa\" , \"bb\" ],\
+                     \"meta\": {\"ok\": false, \"y\": []} }",
+                ],
+                Some(52),
+            ),
+            (
+                json!({"type": "array", "prefixItems": [{"const": "xyz"}, {"type": "integer"}],
+                    "minItems": 3, "items": {"type": "null"}}),
+                vec![r#"["xyz",0,null]"#, r#"[ "xyz" , -12.5e3 , null , null ]"#],
+                Some(14),
+            ),
+            (
+                tree,
+                vec![r#"{"v":1}"#, r#"{"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]}"#],
+                Some(7),
+            ),
+            (
+                json!({"anyOf": [{"type": "object", "required": ["aaaaaaaaaa"]},
+                    {"type": "object", "required": ["b"]}]}),
+                vec![r#"{"b":0}"#, r#"{"aaaaaaaaaa":0}"#, r#"{"a":1,"b":0}"#],
+                Some(7),
+            ),
+            (
+                json!({"type": "object", "minProperties": 3}),
+                vec![r#"{"":0,"a":0,"b":0}"#, r#"{"abc":{"d":[]},"":0,"e":"f"}"#],
+                None,
+            ),
+            (
+                json!({"type": "string", "minLength": 2}),
+                vec![r#""\u00e9\n""#, r#""\ud83d\ude00x""#, r#""ab""#],
+                Some(4),
+            ),
+            (json!({"enum": ["hello", "hi"]}), vec![r#""hi""#, r#""hello""#], Some(4)),
+            (json!({"type": "boolean"}), vec!["true", "false"], Some(4)),
+            (json!({"type": "null"}), vec!["null"], Some(4)),
+            (
+                json!({"type": "array", "uniqueItems": true, "minItems": 2,
+                    "items": {"enum": ["a", "b", "c"]}}),
+                vec![r#"["a","b"]"#, r#"[ "c" , "a" , "b" ]"#],
+                Some(9),
+            ),
+        ];
+        let mut checked = 0;
+        for (schema, docs, at_start) in cases {
+            for doc in docs {
+                let mut e = engine(schema.clone());
+                let bytes = doc.as_bytes();
+                for i in 0..=bytes.len() {
+                    let bound = e.probe_completion_bound() as usize;
+                    assert!(
+                        bound <= bytes.len() - i,
+                        "{doc:?} at {i} ({:?} next): bound {bound}, {} bytes left",
+                        String::from_utf8_lossy(&bytes[i..]),
+                        bytes.len() - i
+                    );
+                    if i == 0 {
+                        if let Some(n) = at_start {
+                            assert_eq!(bound, n, "{schema} at the start");
+                        }
+                    }
+                    checked += 1;
+                    if i < bytes.len() {
+                        e.advance_bytes(&bytes[i..=i])
+                            .unwrap_or_else(|_| panic!("{doc:?} refused at {i}"));
+                    }
+                }
+                assert!(e.is_accepting(), "{doc:?} incomplete");
+            }
+        }
+        assert!(checked > 500, "{checked}");
     }
 
     /// `byte_superset` is a superset: at every byte position of documents over schemas that
