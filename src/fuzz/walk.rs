@@ -130,6 +130,24 @@ impl Style {
     }
 }
 
+impl Style {
+    /// Move the continuation probabilities (`more`, `digit_more`, `str_more`) the share
+    /// `pressure` (in [0, 1]) of the way to the largest [`Style::draw`] picks, and the length
+    /// target as far toward the longest: after duplicate walks the fuzzer asks for output
+    /// less likely to repeat.
+    pub fn press(&mut self, pressure: f64) {
+        let p = pressure.clamp(0.0, 1.0);
+        if p == 0.0 {
+            return;
+        }
+        let toward = |x: f64, hi: f64| x + (hi - x).max(0.0) * p;
+        self.more = toward(self.more, 0.9);
+        self.digit_more = toward(self.digit_more, 0.8);
+        self.str_more = toward(self.str_more, 0.95);
+        self.target = toward(self.target as f64, self.target.max(256) as f64) as usize;
+    }
+}
+
 /// Why a document was not produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WalkFailure {
