@@ -125,14 +125,20 @@ impl KeyHints {
 
 /// The path of the innermost open object of the JSON prefix `doc` and the keys it already has;
 /// `None` when `doc` does not end inside an object.
+///
+/// One scan of the prefix that keeps the keys of open objects as byte spans (a closed object's
+/// spans are dropped with it) and decodes only those the answer names: the walk and the
+/// completion search ask at every key they open, and decoding every key of the document each
+/// time (a `String` per key through `serde_json`) was a third of a run on 4–8 kB documents.
 fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<String>)> {
-    // Per open container: for an object its keys so far and whether the next string is a key;
-    // for an array the index of the current element.
+    // Per open container: for an object where its key spans start in `spans` and whether the
+    // next string is a key; for an array the index of the current element.
     enum Frame {
-        Obj { keys: Vec<String>, want_key: bool },
+        Obj { first: usize, want_key: bool },
         Arr { index: usize },
     }
     let mut stack: Vec<Frame> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < doc.len() {
         match doc[i] {
@@ -146,18 +152,19 @@ fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<String>)> {
                 if i >= doc.len() {
                     break; // the string still open: the key just opened
                 }
-                if let Some(Frame::Obj { keys, want_key }) = stack.last_mut() {
+                if let Some(Frame::Obj { want_key, .. }) = stack.last_mut() {
                     if *want_key {
-                        let k: String = serde_json::from_slice(&doc[start..=i]).ok()?;
-                        keys.push(k);
+                        spans.push((start, i + 1));
                         *want_key = false;
                     }
                 }
             }
-            b'{' => stack.push(Frame::Obj { keys: Vec::new(), want_key: true }),
+            b'{' => stack.push(Frame::Obj { first: spans.len(), want_key: true }),
             b'[' => stack.push(Frame::Arr { index: 0 }),
             b'}' | b']' => {
-                stack.pop();
+                if let Some(Frame::Obj { first, .. }) = stack.pop() {
+                    spans.truncate(first);
+                }
             }
             b',' => match stack.last_mut() {
                 Some(Frame::Obj { want_key, .. }) => *want_key = true,
@@ -168,12 +175,23 @@ fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<String>)> {
         }
         i += 1;
     }
-    let Some(Frame::Obj { keys, .. }) = stack.last() else { return None };
-    let present = keys.clone();
+    let key = |(a, b): (usize, usize)| serde_json::from_slice::<String>(&doc[a..b]).ok();
+    let Some(Frame::Obj { first, .. }) = stack.last() else { return None };
+    let present = spans[*first..].iter().map(|&sp| key(sp)).collect::<Option<Vec<_>>>()?;
     let mut path = Vec::new();
-    for f in &stack[..stack.len() - 1] {
+    for (d, f) in stack[..stack.len() - 1].iter().enumerate() {
         path.push(match f {
-            Frame::Obj { keys, .. } => Step::Key(keys.last()?.clone()),
+            // The object's last key: the one before the next open frame's spans.
+            Frame::Obj { first, .. } => {
+                let end = stack[d + 1..]
+                    .iter()
+                    .find_map(|g| match g {
+                        Frame::Obj { first, .. } => Some(*first),
+                        Frame::Arr { .. } => None,
+                    })
+                    .unwrap_or(spans.len());
+                Step::Key(key(*spans[*first..end].last()?)?)
+            }
             Frame::Arr { index } => Step::Index(*index),
         });
     }
@@ -552,6 +570,17 @@ mod tests {
         assert_eq!(path, vec![Step::Key("b\"c".into())]);
         assert_eq!(present, vec!["k".to_string()]);
         assert!(open_object(br#"{"a": ["#).is_none());
+        // Keys of closed objects are not the open ones' (their spans are dropped).
+        let doc = br#"{"a": {"p": 1, "q": {"z": 2}}, "b": [{"c": 1}, {"d": {"e": 0}, "f": 1, ""#;
+        let (path, present) = open_object(doc).expect("open");
+        assert_eq!(path, vec![Step::Key("b".into()), Step::Index(1)]);
+        assert_eq!(present, vec!["d".to_string(), "f".to_string()]);
+        let (path, present) = open_object(br#"{"a": {"k": 1}, "b": 2, "c": {"x": {}, ""#).unwrap();
+        assert_eq!(path, vec![Step::Key("c".into())]);
+        assert_eq!(present, vec!["x".to_string()]);
+        let (path, present) = open_object(br#"{"a": {"k": 1}, "b": 2, ""#).unwrap();
+        assert!(path.is_empty());
+        assert_eq!(present, vec!["a".to_string(), "b".to_string()]);
     }
 
     #[test]
