@@ -155,8 +155,10 @@ struct FuzzArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Longest document, in bytes (the completion search ends every document within it).
-    #[arg(long, default_value_t = 4096)]
-    max_bytes: usize,
+    /// Default 4096, raised where the schema's shortest documents need more (twice the
+    /// engine's lower bound on a whole document); given, it is kept as it is.
+    #[arg(long)]
+    max_bytes: Option<usize>,
     /// Byte pushes one document may spend, its completion search included.
     #[arg(long, default_value_t = 200_000)]
     max_work: u64,
@@ -605,17 +607,26 @@ fn fuzz(args: FuzzArgs) -> CliResult<()> {
         return Err("fuzz needs --schema FILE, --regex R or --grammar FILE".into());
     };
     let compiled = constraint.compile(&vocab).map_err(|e| format!("{source}: {e}"))?;
-    let config = FuzzConfig::default()
+    let mut config = FuzzConfig::default()
         .with_n(args.n)
         .with_invalid(args.invalid)
         .with_seed(args.seed)
-        .with_max_bytes(args.max_bytes)
         .with_max_work(args.max_work)
         .with_max_total_work(args.max_total_work);
+    if let Some(b) = args.max_bytes {
+        config = config.with_max_bytes(b).with_fit_max_bytes(false);
+    }
     let t0 = Instant::now();
-    let report = Fuzzer::new(&compiled, config)
-        .and_then(|f| f.run())
-        .map_err(|e| format!("{source}: {e}"))?;
+    let fuzzer = Fuzzer::new(&compiled, config.clone()).map_err(|e| format!("{source}: {e}"))?;
+    if fuzzer.max_bytes() > config.max_bytes {
+        eprintln!(
+            "max-bytes {} (raised from {}: the shortest documents need at least half of it; \
+             --max-bytes keeps a limit as given)",
+            fuzzer.max_bytes(),
+            config.max_bytes
+        );
+    }
+    let report = fuzzer.run().map_err(|e| format!("{source}: {e}"))?;
     let secs = t0.elapsed().as_secs_f64();
     let mut text = String::new();
     for i in &report.instances {

@@ -123,7 +123,18 @@ pub struct FuzzConfig {
     /// spend every attempt on duplicates; a language with more instances than were found is
     /// unlikely to give 48 independent walks that all land on old ones.
     pub max_duplicate_run: usize,
+    /// Raise `max_bytes` to fit the constraint's shortest documents (default `true`): where
+    /// the engine's lower bound on a whole document (JSON Schema: required members all the
+    /// way down, `minItems`, `minLength`; see [`Fuzzer::max_bytes`]) is more than half of
+    /// `max_bytes`, the run uses twice the bound (at most [`FIT_MAX_BYTES`]) and `max_work` in
+    /// proportion. Without it a schema whose every document is longer than 4 kB (every
+    /// property of every object required) gets no instance or a few. `false` keeps
+    /// `max_bytes` as given (the CLI's explicit `--max-bytes`).
+    pub fit_max_bytes: bool,
 }
+
+/// The most [`FuzzConfig::fit_max_bytes`] raises `max_bytes` to (1 MiB).
+pub const FIT_MAX_BYTES: usize = 1 << 20;
 
 /// Duplicate walks in a row that press the next walk's style all the way ([`Style::press`]).
 const PRESSURE_RUN: f64 = 4.0;
@@ -140,6 +151,7 @@ impl Default for FuzzConfig {
             attempts_per_instance: 4,
             variant_share: 0.25,
             max_duplicate_run: 48,
+            fit_max_bytes: true,
         }
     }
 }
@@ -163,6 +175,8 @@ builder!(FuzzConfig {
     with_variant_share => variant_share: f64,
     /// Duplicate walks in a row that end the search for more valid instances.
     with_max_duplicate_run => max_duplicate_run: usize,
+    /// Raise `max_bytes` to fit the shortest documents.
+    with_fit_max_bytes => fit_max_bytes: bool,
 });
 
 /// The keyword a near miss violates, and its JSON pointer in the schema (for a regex or
@@ -469,9 +483,26 @@ impl<'c> Fuzzer<'c> {
             return Err(FuzzError::new(FuzzErrorKind::Unsupported(compiled.kind())));
         }
         let json = matches!(compiled.kind(), ConstraintKind::Json | ConstraintKind::JsonSchema);
+        let mut config = config;
+        if config.fit_max_bytes {
+            let need = Cursor::new(compiled).expect("checked above").completion_bound(json);
+            let fit = need.saturating_mul(2).min(FIT_MAX_BYTES);
+            if fit > config.max_bytes {
+                let scale = fit as f64 / config.max_bytes.max(1) as f64;
+                config.max_work = (config.max_work as f64 * scale) as u64;
+                config.max_bytes = fit;
+            }
+        }
         let hints = hints::KeyHints::new(compiled.schema());
         let numbers = numbers::NumberHints::new(compiled.schema());
         Ok(Fuzzer { compiled, config, json, hints, numbers, spent: Default::default() })
+    }
+
+    /// The longest document this run writes: [`FuzzConfig::max_bytes`], or more where
+    /// [`FuzzConfig::fit_max_bytes`] raised it to twice the engine's lower bound on a whole
+    /// document.
+    pub fn max_bytes(&self) -> usize {
+        self.config.max_bytes
     }
 
     fn cursor(&self) -> Cursor {

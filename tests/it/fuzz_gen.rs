@@ -194,9 +194,37 @@ fn a_schema_without_a_short_document_fails_honestly() {
     let vocab = Vocabulary::embedded().unwrap();
     let schema = serde_json::json!({"type": "string", "minLength": 300});
     let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
-    let config = FuzzConfig::default().with_n(3).with_max_bytes(100);
+    let config = FuzzConfig::default().with_n(3).with_max_bytes(100).with_fit_max_bytes(false);
     let err = Fuzzer::new(&compiled, config).unwrap().run().unwrap_err();
     assert!(matches!(err.kind(), FuzzErrorKind::Unfinished { max_bytes: 100, .. }), "{err}");
+}
+
+/// Every document of this schema is over 4 kB (40 required properties of 120-character
+/// strings): the default `max_bytes` is raised to fit (twice the engine's bound on a whole
+/// document), where a kept limit has no document at all.
+#[test]
+fn the_default_byte_limit_grows_to_fit_the_shortest_documents() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let names: Vec<String> = (0..40).map(|i| format!("property_{i:02}")).collect();
+    let props: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .map(|n| (n.clone(), serde_json::json!({"type": "string", "minLength": 120})))
+        .collect();
+    let schema = serde_json::json!({"type": "object", "properties": props, "required": names});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let fuzzer = Fuzzer::new(&compiled, FuzzConfig::default().with_n(3).with_seed(2)).unwrap();
+    // 40 × (13-byte name, quotes, colon, 120 characters and quotes, comma) + braces.
+    assert!(fuzzer.max_bytes() >= 2 * 5400, "{}", fuzzer.max_bytes());
+    let report = fuzzer.run().unwrap();
+    assert_eq!(report.n_valid(), 3, "{report}");
+    let judge = jsonschema::validator_for(&schema).unwrap();
+    for inst in &report.instances {
+        assert!(inst.text.len() > 4096 && inst.text.len() <= fuzzer.max_bytes());
+        assert!(judge.is_valid(&serde_json::from_str(&inst.text).unwrap()), "{}", inst.text);
+    }
+    let kept = FuzzConfig::default().with_n(3).with_fit_max_bytes(false);
+    let err = Fuzzer::new(&compiled, kept).unwrap().run().unwrap_err();
+    assert!(matches!(err.kind(), FuzzErrorKind::Unfinished { max_bytes: 4096, .. }), "{err}");
 }
 
 #[test]
@@ -344,7 +372,11 @@ fn a_run_stops_at_its_work_budget_and_says_so() {
     // Nothing finishes: a string of at least 300 characters within 100 bytes.
     let long = serde_json::json!({"type": "string", "minLength": 300});
     let compiled = Constraint::json_schema(&long).compile(&vocab).unwrap();
-    let config = FuzzConfig::default().with_n(3).with_max_bytes(100).with_max_total_work(500);
+    let config = FuzzConfig::default()
+        .with_n(3)
+        .with_max_bytes(100)
+        .with_fit_max_bytes(false)
+        .with_max_total_work(500);
     let err = Fuzzer::new(&compiled, config).unwrap().run().unwrap_err();
     assert!(matches!(err.kind(), FuzzErrorKind::RunBudget { max_total_work: 500, .. }), "{err}");
 }
