@@ -126,8 +126,8 @@ pub struct FuzzConfig {
     /// Raise `max_bytes` to fit the constraint's shortest documents (default `true`): where
     /// the engine's lower bound on a whole document (JSON Schema: required members all the
     /// way down, `minItems`, `minLength`; see [`Fuzzer::max_bytes`]) is more than half of
-    /// `max_bytes`, the run uses twice the bound (at most [`FIT_MAX_BYTES`]) and `max_work` in
-    /// proportion. Without it a schema whose every document is longer than 4 kB (every
+    /// `max_bytes`, the run uses twice the bound (at most [`FIT_MAX_BYTES`]) and `max_work` of
+    /// at least 16 pushes per byte of it. Without it a schema whose every document is longer than 4 kB (every
     /// property of every object required) gets no instance or a few. `false` keeps
     /// `max_bytes` as given (the CLI's explicit `--max-bytes`).
     pub fit_max_bytes: bool,
@@ -488,8 +488,11 @@ impl<'c> Fuzzer<'c> {
             let need = Cursor::new(compiled).expect("checked above").completion_bound(json);
             let fit = need.saturating_mul(2).min(FIT_MAX_BYTES);
             if fit > config.max_bytes {
-                let scale = fit as f64 / config.max_bytes.max(1) as f64;
-                config.max_work = (config.max_work as f64 * scale) as u64;
+                // 16 pushes per byte of the limit, where that is more than `max_work`: a
+                // 13 kB document (`Github_ultra---o44208`) needs ~400k, and a larger share
+                // than that lets hopeless walks burn the run's budget (`o16062` at 12 kB: 99
+                // valid with 200k a walk, 68 with 586k).
+                config.max_work = config.max_work.max(16 * fit as u64);
                 config.max_bytes = fit;
             }
         }
