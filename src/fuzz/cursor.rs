@@ -202,14 +202,20 @@ impl Cursor {
         self.slot.byte_superset()
     }
 
+    /// Is `b` outside `sup` (this state's [`Cursor::superset`])? Then it is refused without a
+    /// push, counted as one.
+    fn refused_unpushed(&mut self, sup: crate::ByteSet, b: u8) -> bool {
+        let out = !sup.contains(b);
+        self.work += u64::from(out);
+        out
+    }
+
     /// The bytes of `candidates` allowed next, in their order, into `out` (cleared first).
     pub fn allowed_of(&mut self, candidates: &[u8], out: &mut Vec<u8>) {
         out.clear();
         let sup = self.superset();
         for &b in candidates {
-            if !sup.contains(b) {
-                self.work += 1;
-            } else if self.allows(b) {
+            if !self.refused_unpushed(sup, b) && self.allows(b) {
                 out.push(b);
             }
         }
@@ -421,10 +427,7 @@ fn dfs(
                 stack[top].0 += 1;
                 let n = if k < n_hints {
                     let pushed = added + here[k].len() <= limit
-                        && (here[k].first().is_some_and(|&b| sup.contains(b)) || {
-                            cur.work += 1;
-                            false
-                        })
+                        && here[k].first().is_some_and(|&b| !cur.refused_unpushed(sup, b))
                         && if frame_numbers[top] {
                             cur.push_number(&here[k], &mut scratch)
                         } else {
@@ -456,11 +459,7 @@ fn dfs(
                             None => continue,
                         }
                     };
-                    if !sup.contains(b) {
-                        cur.work += 1;
-                        continue;
-                    }
-                    if !cur.push(b) {
+                    if cur.refused_unpushed(sup, b) || !cur.push(b) {
                         continue;
                     }
                     1

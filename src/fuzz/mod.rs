@@ -127,14 +127,21 @@ pub struct FuzzConfig {
     /// the engine's lower bound on a whole document (JSON Schema: required members all the
     /// way down, `minItems`, `minLength`; see [`Fuzzer::max_bytes`]) is more than half of
     /// `max_bytes`, the run uses twice the bound (at most [`FIT_MAX_BYTES`]) and `max_work` of
-    /// at least 16 pushes per byte of it. Without it a schema whose every document is longer than 4 kB (every
-    /// property of every object required) gets no instance or a few. `false` keeps
-    /// `max_bytes` as given (the CLI's explicit `--max-bytes`).
+    /// at least 16 pushes per byte of it. Without it a schema whose every document is longer
+    /// than 4 kB (every property of every object required) gets no instance or a few.
+    /// `false` keeps `max_bytes` as given (the CLI's explicit `--max-bytes`).
     pub fit_max_bytes: bool,
 }
 
 /// The most [`FuzzConfig::fit_max_bytes`] raises `max_bytes` to (1 MiB).
 pub const FIT_MAX_BYTES: usize = 1 << 20;
+
+/// A near-miss candidate: a mutation of the parsed base document (made into text only when
+/// tried), or an edited text where there is no schema map (regex, grammar).
+enum Candidate {
+    Mutant(mutate::Mutant),
+    Text(String),
+}
 
 /// Duplicate walks in a row that press the next walk's style all the way ([`Style::press`]).
 const PRESSURE_RUN: f64 = 4.0;
@@ -824,9 +831,8 @@ impl<'c> Fuzzer<'c> {
             attempts += 1;
             let base = &valid[i % valid.len()];
             i += 1;
-            // Candidates as (mutation, or the edited text where there is no schema map; label).
             let parsed;
-            let candidates: Vec<(Result<mutate::Mutant, String>, Violation)> = match map {
+            let candidates: Vec<(Candidate, Violation)> = match map {
                 Some(m) => {
                     let Ok(value) = serde_json::from_str::<serde_json::Value>(base) else {
                         continue;
@@ -838,7 +844,7 @@ impl<'c> Fuzzer<'c> {
                                 keyword: m.keyword.clone(),
                                 pointer: m.pointer.clone(),
                             };
-                            (Ok(m), v)
+                            (Candidate::Mutant(m), v)
                         })
                         .collect();
                     parsed = value;
@@ -846,7 +852,8 @@ impl<'c> Fuzzer<'c> {
                 }
                 None => {
                     parsed = serde_json::Value::Null;
-                    byte_edits(base, &mut rng).into_iter().map(|(t, v)| (Err(t), v)).collect()
+                    let edits = byte_edits(base, &mut rng).into_iter();
+                    edits.map(|(t, v)| (Candidate::Text(t), v)).collect()
                 }
             };
             // The least used label first (a stable sort: the first of equals, as before), and
@@ -860,7 +867,13 @@ impl<'c> Fuzzer<'c> {
             });
             let best = candidates
                 .into_iter()
-                .map(|(m, v)| (m.map_or_else(|t| t, |m| m.text(&parsed)), v))
+                .map(|(c, v)| {
+                    let text = match c {
+                        Candidate::Mutant(m) => m.text(&parsed),
+                        Candidate::Text(t) => t,
+                    };
+                    (text, v)
+                })
                 .find(|(t, _)| !seen.contains(&canonical(t, self.json)));
             let Some((text, violation)) = best else { continue };
             stats.attempts += 1;

@@ -128,9 +128,7 @@ impl Style {
             punct: 0.05,
         }
     }
-}
 
-impl Style {
     /// Move the continuation probabilities (`more`, `digit_more`, `str_more`) the share
     /// `pressure` (in [0, 1]) of the way to the largest [`Style::draw`] picks, and the length
     /// target as far toward the longest: after duplicate walks the fuzzer asks for output
