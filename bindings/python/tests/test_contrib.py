@@ -116,14 +116,44 @@ def test_vllm_backend_method_set(qwen3):
         assert not backend.compile_grammar(kind, spec).is_terminated()
     with pytest.raises(gm.CompileError):
         backend.compile_grammar(StructuredOutputOptions.REGEX, "(")
+    # XGrammar's later format objects are not read; vLLM's `structures` form is (below).
     with pytest.raises(NotImplementedError):
-        backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, "{}")
+        backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, '{"type": "structural_tag", "format": {}}')
     grammars = [backend.compile_grammar(StructuredOutputOptions.JSON_OBJECT, "") for _ in range(4)]
     backend.fill_bitmasks(grammars, bitmask, 2)
     assert len({np.asarray(bitmask[i]).tobytes() for i in range(4)}) == 1
     with pytest.raises(gm.VocabularyMismatchError):
         GrammaskBackend(None, qwen3, qwen3.vocab_size + 64)
     backend.destroy()
+
+
+def test_vllm_backend_structural_tag(qwen3):
+    """The spec vLLM v0.10.1.1 passes its XGrammar backend for tool calls: a call inside free
+    text is accepted exactly when its body validates (judged by `jsonschema`), then free text."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+              "additionalProperties": False}
+    spec = json.dumps({"structures": [{"begin": "<tool=weather>", "schema": schema, "end": "</tool>"}],
+                       "triggers": ["<tool="]})
+    backend = GrammaskBackend(None, qwen3, qwen3.vocab_size)
+    for body in [{"city": "Oslo"}, {"city": 3}, {"town": "Oslo"}, {"city": "Oslo", "x": 1}]:
+        grammar = backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, spec)
+        text = f"Checking. <tool=weather>{json.dumps(body)}</tool> Done."
+        valid = jsonschema.Draft202012Validator(schema).is_valid(body)
+        ok = all(grammar.accept_tokens("r", [t]) for t in qwen3.encode(text))
+        assert ok == valid, body
+        if valid:
+            assert grammar.matcher.is_accepting()
+    grammar = backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, spec)
+    assert grammar.accept_tokens("r", qwen3.encode('<tool=weather>{"city": "Oslo"'))
+    assert not grammar.matcher.is_accepting(), "an open call cannot end the output"
+    with pytest.raises(gm.CompileError):
+        backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG,
+                                json.dumps({"structures": [{"begin": "<x>", "schema": {"type": 5}, "end": "</x>"}],
+                                            "triggers": ["<x"]}))
+    with pytest.raises(ValueError):
+        backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, json.dumps({"structures": []}))
 
 
 def test_hf_tokenizer_loader_reads_a_tokenizers_object(qwen3, tmp_path):

@@ -14,8 +14,11 @@ later releases keep the methods and add ``find_jump_string``, also provided:
 
 ``request_type`` is vLLM's ``StructuredOutputOptions`` (matched by member name, so vLLM's own
 enum works) or the mirror ``StructuredOutputOptions`` here: ``JSON`` (a JSON Schema text),
-``JSON_OBJECT``, ``REGEX``, ``GRAMMAR`` (GBNF), ``CHOICE`` (a JSON list of strings).
-``STRUCTURAL_TAG`` raises ``NotImplementedError`` (issue 17). The class does not subclass
+``JSON_OBJECT``, ``REGEX``, ``GRAMMAR`` (GBNF), ``CHOICE`` (a JSON list of strings),
+``STRUCTURAL_TAG`` (the spec vLLM v0.10.1.1 hands its XGrammar backend: ``{"structures":
+[{"begin", "schema", "end"}, ...], "triggers": [...]}``, compiled by ``grammask.structural_tag``;
+XGrammar's later ``{"type": "structural_tag", "format": ...}`` form raises
+``NotImplementedError``). The class does not subclass
 vLLM's ABCs, so this module never imports vLLM; registering it in a vLLM build means adding it
 to that build's backend switch (``vllm/v1/structured_output/__init__.py``).
 """
@@ -33,6 +36,7 @@ from .. import (
     Vocabulary,
     allocate_token_bitmask,
     fill_next_token_bitmask_batch,
+    structural_tag,
 )
 
 
@@ -141,10 +145,24 @@ class GrammaskBackend:
             pattern = "|".join(f"(?:{_escape(str(c))})" for c in choices)
             compiled = CompiledConstraint.regex(self.vocab, pattern)
         elif kind == "STRUCTURAL_TAG":
-            raise NotImplementedError("structural tags land with issue 17")
+            compiled = self._structural_tag(grammar_spec)
         else:
             raise ValueError(f"unknown structured output request type {request_type!r}")
         return GrammaskGrammar(Matcher(compiled))
+
+    def _structural_tag(self, grammar_spec: str) -> CompiledConstraint:
+        """vLLM v0.10.1.1's structural-tag spec, as its XGrammar backend reads it: each of
+        ``structures`` becomes a tag (``begin``, ``schema``, ``end``) behind ``triggers``."""
+        spec = json.loads(grammar_spec)
+        if not isinstance(spec, dict) or "structures" not in spec:
+            raise NotImplementedError(
+                "structural tag spec without `structures`: only vLLM's "
+                '{"structures": [{"begin", "schema", "end"}], "triggers": [...]} form is '
+                "supported, not XGrammar's format objects"
+            )
+        if not isinstance(spec.get("triggers"), list):
+            raise ValueError("structural tag spec: `triggers` must be a list of strings")
+        return structural_tag(self.vocab, spec["structures"], spec["triggers"])
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> Any:
         """An int32 ``[max_num_seqs, ceil(vocab_size / 32)]`` bitmask, all allowed: a torch
