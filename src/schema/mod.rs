@@ -41,6 +41,7 @@
 //! assert!(engine.is_accepting());
 //! ```
 
+mod chardfa;
 mod compile;
 mod error;
 mod ids;

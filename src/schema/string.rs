@@ -3,10 +3,11 @@
 //! length bounds.
 //!
 //! Every automaton is a [`ByteDfa`] over the *decoded* UTF-8 bytes of a JSON string's content
-//! (escapes already resolved by the runtime). It is built from a `regex-automata` dense DFA
-//! (anchored, `MatchKind::All`, so the match flag after end-of-input decides acceptance), then
-//! **pruned to its live states**: a state that cannot reach acceptance is merged into the dead
-//! state 0. Hence a byte is allowed exactly when its transition is not 0 — the property that
+//! (escapes already resolved by the runtime). A regex's is determinised over characters
+//! ([`super::chardfa`]) or, for what that module does not model, through `regex-automata`'s
+//! lazy DFA (anchored, `MatchKind::All`, so the match flag after end-of-input decides
+//! acceptance), then **pruned to its live states**: a state that cannot reach acceptance is
+//! merged into the dead state 0. Hence a byte is allowed exactly when its transition is not 0 — the property that
 //! makes string masks exact (no dead ends). Products (intersection, difference) are built here
 //! too, so `pattern` ∧ `format` ∧ `enum` ∧ lengths become one automaton.
 //!
@@ -525,10 +526,12 @@ const CACHE_BYTES_PER_STATE: usize = 1024;
 /// accepts `xb` through `b$` and the empty trailing `(?s:.)*`, and refuses `xbc` unless an `a`
 /// came), so an accepting state of such a regex need not accept every continuation.
 fn ends_in_any_star(regex: &str) -> bool {
+    regex_syntax::Parser::new().parse(regex).is_ok_and(|hir| hir_ends_in_any_star(&hir))
+}
+
+/// [`ends_in_any_star`] on a parsed regex.
+fn hir_ends_in_any_star(hir: &regex_syntax::hir::Hir) -> bool {
     use regex_syntax::hir::{Class, HirKind, Look};
-    let Ok(hir) = regex_syntax::Parser::new().parse(regex) else {
-        return false;
-    };
     let looks = hir.properties().look_set();
     if !looks.remove(Look::Start).remove(Look::StartLF).remove(Look::StartCRLF).is_empty() {
         return false;
@@ -679,8 +682,40 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
 }
 
 /// Build a pruned automaton for a `regex-syntax` regex matched in full.
+///
+/// Determinised over characters first ([`super::chardfa`]: counted repetitions of Unicode
+/// classes cost a fraction there); patterns that module does not model, or whose automaton it
+/// finds too big, go through `regex-automata` over bytes. Both give the same language.
 pub(crate) fn dfa_from_regex(regex: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
+    if let Some(raw) = raw_from_chars(regex, max_states)? {
+        return raw.finish(max_states);
+    }
     raw_from_regex(regex, max_states)?.finish(max_states)
+}
+
+/// [`dfa_from_regex`] through `regex-automata` only (the reference the character path is
+/// tested against).
+#[cfg(test)]
+pub(crate) fn dfa_from_regex_bytes(regex: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
+    raw_from_regex(regex, max_states)?.finish(max_states)
+}
+
+/// The character path of [`dfa_from_regex`]: `Ok(None)` when it does not apply.
+fn raw_from_chars(regex: &str, max_states: usize) -> Result<Option<RawDfa>, DfaError> {
+    let Ok(hir) = regex_syntax::Parser::new().parse(regex) else {
+        return Ok(None);
+    };
+    match super::chardfa::build(&hir, hir_ends_in_any_star(&hir), max_states) {
+        None | Some(Err(DfaError::TooBig)) => Ok(None),
+        Some(Err(e)) => Err(e),
+        Some(Ok(t)) => Ok(Some(RawDfa {
+            classes: t.classes,
+            stride: t.stride,
+            trans: t.trans,
+            accept: t.accept,
+            start: 0,
+        })),
+    }
 }
 
 /// The automaton of a finite set of strings (an `enum`, the declared property names), built
@@ -1258,6 +1293,176 @@ mod tests {
 
     fn dfa(p: &str) -> ByteDfa {
         dfa_from_regex(&translate_ecma(p).unwrap(), 10_000).unwrap()
+    }
+
+    /// Do `a` and `b` accept the same strings, with the same fewest code points to a
+    /// completion from every pair of states the same input reaches? A walk over the pairs
+    /// (both are pruned, so one dead and the other not is a string one can complete and the
+    /// other cannot). `Err` names a shortest input where they differ.
+    fn same_language(a: &ByteDfa, b: &ByteDfa) -> Result<(), Vec<u8>> {
+        let mut seen: FxHashMap<(u32, u32), Vec<u8>> = FxHashMap::default();
+        let mut queue = VecDeque::from([(a.start(), b.start())]);
+        seen.insert((a.start(), b.start()), Vec::new());
+        while let Some((x, y)) = queue.pop_front() {
+            let path = seen[&(x, y)].clone();
+            if (x == DEAD) != (y == DEAD) {
+                return Err(path);
+            }
+            if x == DEAD {
+                continue;
+            }
+            if a.is_accept(x) != b.is_accept(y) || a.short(x) != b.short(y) {
+                return Err(path);
+            }
+            for byte in 0..=255u8 {
+                let pair = (a.next(x, byte), b.next(y, byte));
+                if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(pair) {
+                    let mut p = path.clone();
+                    p.push(byte);
+                    e.insert(p);
+                    queue.push_back(pair);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The character path against `regex-automata` on one regex: `Ok(false)` when either
+    /// path does not build it (the character path leaves look-arounds to the byte path; the
+    /// byte path may give up where the character path does not).
+    fn chars_match_bytes(re: &str, max_states: usize) -> Result<bool, String> {
+        let bytes = match dfa_from_regex_bytes(re, max_states) {
+            Ok(d) => d,
+            Err(_) => return Ok(false),
+        };
+        let chars = match raw_from_chars(re, max_states).map_err(|e| format!("{re}: {e:?}"))? {
+            Some(raw) => raw.finish(max_states).map_err(|e| format!("{re}: {e:?}"))?,
+            None => return Ok(false),
+        };
+        same_language(&chars, &bytes)
+            .map(|()| true)
+            .map_err(|w| format!("{re}: differs after {:?}", String::from_utf8_lossy(&w)))
+    }
+
+    /// ECMA patterns that exercise the character path: anchors inside alternations and after
+    /// `(?s:.)*`, `$` before more input, counted and nested repetitions, empty loops, classes
+    /// that span the surrogate gap, multi-byte literals, the edges of UTF-8 (U+7FF, U+800,
+    /// U+FFFF, U+10000, U+10FFFF), word boundaries (left to the byte path), empty classes.
+    const PATTERNS: &[&str] = &[
+        r"^(?:\S+\s+){0,29}\S+$",
+        r"^$|(^(?:\S+\s+){0,9}\S+$)",
+        r"^[a-z]+$",
+        r"^a|b$",
+        r"a$|b",
+        r"^(?:a$b|c)$",
+        r"x^y",
+        r"\d{3}-\d{4}",
+        r"^(\([0-9]{3}\))?[0-9]{3}-[0-9]{4}$",
+        r"^(a|)*$",
+        r"^(?:(?:a*)*b)?$",
+        r"^[\u0000-\uFFFF]{2}$",
+        r"^[\uD7FF-\uE000]+$",
+        r"^[^\u0080-\u07FF]$",
+        r"^[\u07FF\u0800\uFFFF]$",
+        r"^\u{10FFFF}?.$",
+        r"^(?:[\u00e9\u4e2d]|\uD83D\uDE00)+$",
+        r"日本語|é+",
+        r"^[\p{L}\p{N}]{1,5}$",
+        r"\bword\b",
+        r"^[^\s\S]?$",
+        r"^$^a$",
+        r"^(?:$a|$)$",
+        r"^[A-Z]{2}(?:[0-9]{2}){1,3}$",
+        r"^(?:[a-f0-9]{8}-(?:[a-f0-9]{4}-){3}[a-f0-9]{12})$",
+        r"^(?!x)",
+        r".",
+        r"",
+        r"^.{3,7}$",
+        r"[\s\S]*\.json$",
+        r"^(?:\w+\.)*\w+@(?:\w+\.)+\w{2,}$",
+        r"^v?(\d+)(\.\d+){0,3}(-[0-9A-Za-z.-]+)?$",
+    ];
+
+    #[test]
+    fn character_path_gives_the_byte_paths_language() {
+        let mut compared = 0;
+        for p in PATTERNS {
+            let Ok(re) = translate_ecma(p) else { continue };
+            if chars_match_bytes(&re, 20_000).unwrap() {
+                compared += 1;
+            }
+        }
+        assert!(compared >= 25, "only {compared} patterns compared");
+        // Regexes as the schema compiler hands them over: Unicode properties, every scalar
+        // above ASCII, a search for a counted class.
+        for re in [
+            r"(?s:.)*(?:\p{L}{5,40})(?s:.)*",
+            r"\p{Greek}+\p{Han}?[\x{10000}-\x{10FFFF}]",
+            r"(?:[\x{80}-\x{10FFFF}]{2})*",
+            r"[^\x{7FF}\x{800}\x{FFFF}\x{10000}]{0,3}",
+        ] {
+            assert!(chars_match_bytes(re, 20_000).unwrap(), "{re} not compared");
+        }
+        for name in ["date-time", "email", "hostname", "ipv4", "ipv6", "uri", "uuid", "duration"] {
+            let re = format_regex(name).unwrap();
+            assert!(chars_match_bytes(&re, 20_000).unwrap(), "{name} not compared");
+        }
+        // Word boundaries are left to the byte path.
+        assert!(raw_from_chars(&translate_ecma(r"\bword\b").unwrap(), 100).unwrap().is_none());
+        // The test can fail: a character automaton one letter off is caught.
+        let a = dfa_from_regex(r"(?:[a-y])+", 100).unwrap();
+        let b = dfa_from_regex_bytes(r"(?:[a-z])+", 100).unwrap();
+        assert_eq!(same_language(&a, &b), Err(b"z".to_vec()));
+    }
+
+    /// Every `pattern` and `patternProperties` key of the MaskBench dev schemas: the character
+    /// path gives `regex-automata`'s language wherever the latter builds one.
+    #[test]
+    fn character_path_on_maskbench_patterns() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/maskbench-dev");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipped: no MaskBench files at {}", dir.display());
+            return;
+        };
+        fn collect(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m {
+                        match (k.as_str(), x) {
+                            ("pattern", serde_json::Value::String(p)) => {
+                                out.insert(p.clone());
+                            }
+                            ("patternProperties", serde_json::Value::Object(pp)) => {
+                                out.extend(pp.keys().cloned());
+                            }
+                            _ => {}
+                        }
+                        collect(x, out);
+                    }
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+                _ => {}
+            }
+        }
+        let mut patterns = std::collections::BTreeSet::new();
+        for e in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+                collect(&v, &mut patterns);
+            }
+        }
+        let (mut compared, mut failures) = (0, Vec::new());
+        for p in &patterns {
+            let Ok(re) = translate_ecma(p) else { continue };
+            match chars_match_bytes(&re, 20_000) {
+                Ok(true) => compared += 1,
+                Ok(false) => {}
+                Err(e) => failures.push(e),
+            }
+        }
+        assert!(failures.is_empty(), "{} of {compared}: {failures:#?}", failures.len());
+        assert!(compared > 500, "only {compared} of {} patterns compared", patterns.len());
+        eprintln!("{compared} of {} MaskBench patterns compared", patterns.len());
     }
 
     #[test]
