@@ -574,7 +574,11 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
                 LazyDfa::config()
                     .match_kind(MatchKind::All)
                     .cache_capacity(cache_bytes)
-                    .skip_cache_capacity_check(true),
+                    .skip_cache_capacity_check(true)
+                    // A full cache is an error here, never cleared: clearing renumbers the
+                    // states, and this loop holds their ids (the next transition from a stale
+                    // id indexes out of the new table — a panic inside `regex-automata`).
+                    .minimum_cache_clear_count(Some(0)),
             )
             .thompson(thompson::Config::new().nfa_size_limit(Some(cache_bytes)))
             .build(re)
@@ -1413,6 +1417,17 @@ mod tests {
         let a = dfa_from_regex(r"(?:[a-y])+", 100).unwrap();
         let b = dfa_from_regex_bytes(r"(?:[a-z])+", 100).unwrap();
         assert_eq!(same_language(&a, &b), Err(b"z".to_vec()));
+    }
+
+    /// A determiniser cache that fills up in the middle of a row is an error, not a panic:
+    /// `regex-automata` cleared a full cache and renumbered its states, and the row's next
+    /// transition read a stale id (an index out of bounds inside `regex-automata`, found on a
+    /// 300-fold Unicode class, which both paths find too big at the byte level).
+    #[test]
+    fn a_full_determiniser_cache_is_too_big_not_a_panic() {
+        let re = translate_ecma(r"^(\p{L}|\p{N}|\p{P}|\p{S}|\p{Z}|\p{M}){1,300}$").unwrap();
+        assert!(matches!(dfa_from_regex_bytes(&re, 20_000), Err(DfaError::TooBig)));
+        assert!(matches!(dfa_from_regex(&re, 20_000), Err(DfaError::TooBig)));
     }
 
     /// Every `pattern` and `patternProperties` key of the MaskBench dev schemas: the character
