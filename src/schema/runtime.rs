@@ -1163,6 +1163,12 @@ mod tests {
                 vec![r#""\u00e9\n""#, r#""\ud83d\ude00x""#, r#""ab""#],
                 Some(4),
             ),
+            // Three CJK characters are nine bytes, not three.
+            (
+                json!({"type": "string", "pattern": "^[\u{4e00}-\u{9fff}]{3}$"}),
+                vec!["\"中文字\"", r#""\u4e2d\u6587\u5b57""#],
+                Some(11),
+            ),
             (json!({"enum": ["hello", "hi"]}), vec![r#""hi""#, r#""hello""#], Some(4)),
             (json!({"type": "boolean"}), vec!["true", "false"], Some(4)),
             (json!({"type": "null"}), vec!["null"], Some(4)),

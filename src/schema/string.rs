@@ -67,6 +67,9 @@ pub(crate) struct ByteDfa {
     short: Vec<u32>,
     /// The largest `short` of a live state.
     max_short: u32,
+    /// Per state: the fewest bytes of an accepted continuation (`short` counts code points),
+    /// computed on first use: only the completion bound asks (`runtime::completion`).
+    short_bytes: std::sync::OnceLock<Vec<u32>>,
 }
 
 /// Cap on counted finite languages.
@@ -136,6 +139,15 @@ impl ByteDfa {
     }
 
     /// The largest [`ByteDfa::short`] of a live state.
+    /// The fewest bytes that complete an accepted content from `s` (`u32::MAX` from
+    /// [`DEAD`]): at least [`ByteDfa::short`], three times it where only CJK can follow.
+    pub(crate) fn short_bytes(&self, s: u32) -> u32 {
+        let v = self.short_bytes.get_or_init(|| {
+            shortest_completions_in(&self.trans, self.stride, &self.accept, &self.classes, &[])
+        });
+        v[s as usize]
+    }
+
     pub(crate) fn max_short(&self) -> u32 {
         self.max_short
     }
@@ -392,7 +404,8 @@ impl RawDfa {
         let finite = count_finite(&trans, stride, &accept, &mult);
         let short = shortest_completions(&trans, stride, &accept, &classes);
         let max_short = short.iter().skip(1).copied().max().unwrap_or(0);
-        Ok(ByteDfa { classes, stride, trans, accept, start, finite, short, max_short })
+        let short_bytes = std::sync::OnceLock::new();
+        Ok(ByteDfa { classes, stride, trans, accept, start, finite, short, max_short, short_bytes })
     }
 }
 
@@ -405,12 +418,23 @@ fn shortest_completions(
     accept: &[bool],
     classes: &[u8; 256],
 ) -> Vec<u32> {
+    let continuation: Vec<u8> = (0x80..=0xBF).collect();
+    shortest_completions_in(trans, stride, accept, classes, &continuation)
+}
+
+/// [`shortest_completions`] where the bytes of `free` cost nothing and every other byte one:
+/// continuation bytes free count code points, none free counts bytes.
+fn shortest_completions_in(
+    trans: &[u32],
+    stride: usize,
+    accept: &[bool],
+    classes: &[u8; 256],
+    free: &[u8],
+) -> Vec<u32> {
     let m = accept.len();
     let mut cost = vec![1u32; stride];
-    for (b, &c) in classes.iter().enumerate() {
-        if b & 0xC0 == 0x80 {
-            cost[c as usize] = 0;
-        }
+    for &b in free {
+        cost[classes[b as usize] as usize] = 0;
     }
     let mut rev: Vec<Vec<(u32, u32)>> = vec![Vec::new(); m];
     for s in 1..m {

@@ -227,6 +227,26 @@ fn the_default_byte_limit_grows_to_fit_the_shortest_documents() {
     assert!(matches!(err.kind(), FuzzErrorKind::Unfinished { max_bytes: 4096, .. }), "{err}");
 }
 
+/// The fitted limit counts bytes: 1,500 CJK characters are 4,502 bytes with their quotes,
+/// over the default 4,096, though only 1,502 code points. (The work budget is raised: the walk
+/// probes each byte of a CJK string, ~1M pushes a document, over the default 200,000.)
+#[test]
+fn the_fitted_byte_limit_counts_multi_byte_characters_as_bytes() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"type": "string", "pattern": "^[\u{4e00}-\u{9fff}]{1500}$"});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let config = FuzzConfig::default().with_n(2).with_seed(3).with_max_work(4_000_000);
+    let fuzzer = Fuzzer::new(&compiled, config).unwrap();
+    assert!(fuzzer.max_bytes() >= 2 * 4502, "{}", fuzzer.max_bytes());
+    let report = fuzzer.run().unwrap();
+    assert_eq!(report.n_valid(), 2, "{report}");
+    let judge = jsonschema::validator_for(&schema).unwrap();
+    for inst in &report.instances {
+        assert!(inst.text.len() >= 4502, "{}", inst.text.len());
+        assert!(judge.is_valid(&serde_json::from_str(&inst.text).unwrap()), "{}", inst.text);
+    }
+}
+
 #[test]
 fn regex_strings_match_and_near_misses_do_not() {
     let vocab = Vocabulary::embedded().unwrap();

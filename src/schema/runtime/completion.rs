@@ -75,7 +75,7 @@ fn core_bytes(prog: &Program, core: &CoreRt, node: &[u32]) -> u32 {
             }
         }
         CoreRt::Number(_) => 1,
-        CoreRt::String { dfa, min, .. } => add(2, string_rest(prog, *dfa, *min, 0, None)),
+        CoreRt::String { dfa, min, .. } => add(2, string_rest(prog, *dfa, *min, 0, None, false)),
         CoreRt::Array { prefix, items, min, .. } => {
             let mut n = 2u32;
             for j in 0..*min as usize {
@@ -103,10 +103,21 @@ fn member_bytes(o: &ObjRt, r: usize, node: &[u32]) -> u32 {
     add(o.names[r].len() as u32 + 3, node[o.props[r].node])
 }
 
-/// The fewest code points (so bytes) that complete a string of automaton `dfa` from
-/// `state` (the start when `None`) with `chars` code points read: the automaton's shortest
-/// accepted rest, or, for the "any" automaton, what `minLength` still asks.
-fn string_rest(prog: &Program, dfa: DfaId, min: u32, chars: u32, state: Option<u32>) -> u32 {
+/// The fewest bytes that complete a string of automaton `dfa` from `state` (the start when
+/// `None`) with `chars` code points read: the automaton's shortest accepted rest in bytes (a
+/// CJK character is three), or, for the "any" automaton, what `minLength` still asks (a code
+/// point is at least a byte). `in_escape`: a `\u` escape is under way, whose character the
+/// automaton has not read yet and whose rest may be shorter than its UTF-8 bytes (`5b57"`
+/// left of `\u5b57` spells three), so the rest is counted in code points, each at least a
+/// byte.
+fn string_rest(
+    prog: &Program,
+    dfa: DfaId,
+    min: u32,
+    chars: u32,
+    state: Option<u32>,
+    in_escape: bool,
+) -> u32 {
     let d = &prog.dfas[dfa];
     if dfa == prog.any_dfa {
         return min.saturating_sub(chars);
@@ -115,7 +126,7 @@ fn string_rest(prog: &Program, dfa: DfaId, min: u32, chars: u32, state: Option<u
     if s == DEAD {
         return FAR;
     }
-    d.short(s).min(FAR)
+    if in_escape { d.short(s) } else { d.short_bytes(s) }.min(FAR)
 }
 
 impl Rt<'_> {
@@ -148,7 +159,8 @@ impl Rt<'_> {
                         return 1;
                     };
                     let p = a.str();
-                    add(1, string_rest(prog, *dfa, *min, p.chars, Some(p.state)))
+                    let in_escape = !f.lex.at_char_boundary();
+                    add(1, string_rest(prog, *dfa, *min, p.chars, Some(p.state), in_escape))
                 }),
                 Lex::Arr(phase) => self.min_over_alts(fi, |a| {
                     let CoreRt::Array { prefix, items, min, .. } = &prog.cores[a.core] else {
