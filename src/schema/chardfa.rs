@@ -28,21 +28,12 @@
 //! byte classes outside ASCII, invalid UTF-8 literals — or an NFA over [`MAX_NFA`] nodes return
 //! `None`, and the byte path decides (it also gives those their errors).
 
-use super::string::{past_deadline, DfaError};
+use super::string::{past_deadline, DfaError, RawDfa};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 use rustc_hash::FxHashMap;
 
 /// NFA nodes beyond which this builder leaves the pattern to the byte path.
 pub(crate) const MAX_NFA: usize = 1 << 18;
-
-/// The tables [`build`] returns: state 0 is the start, state 1 the dead state (it loops on
-/// every byte and does not accept); `classes` maps each byte to its column.
-pub(crate) struct Tables {
-    pub(crate) classes: [u8; 256],
-    pub(crate) stride: usize,
-    pub(crate) trans: Vec<u32>,
-    pub(crate) accept: Vec<bool>,
-}
 
 /// A node of the scalar NFA.
 enum Node {
@@ -290,7 +281,6 @@ fn determinise(
     let mut dfa = LetterDfa { trans: vec![C_DEAD; width], accept: vec![false], start: C_DEAD };
     let max_set_bytes = max_states.saturating_mul(SET_BYTES_PER_STATE);
     let mut set_bytes = 0usize;
-    let mut any: Option<u32> = None;
     let mut scratch = Vec::new();
     let accepting = closure(&[start], true, &mut scratch);
     let mut intern = |set: &[u32],
@@ -298,15 +288,13 @@ fn determinise(
                       sets: &mut Vec<Box<[u32]>>,
                       dfa: &mut LetterDfa|
      -> Result<u32, DfaError> {
-        if accepting && any_star {
-            if let Some(a) = any {
-                return Ok(a);
-            }
-        } else if set.is_empty() && !accepting {
+        // Under `any_star` every accepting set is the one absorbing state, keyed as empty.
+        let absorbing = accepting && any_star;
+        if set.is_empty() && !accepting {
             return Ok(C_DEAD);
         }
         let key: (Box<[u32]>, bool) =
-            if accepting && any_star { (Box::new([]), true) } else { (set.into(), accepting) };
+            if absorbing { (Box::new([]), true) } else { (set.into(), accepting) };
         if let Some(&id) = ids.get(&key) {
             return Ok(id);
         }
@@ -319,9 +307,8 @@ fn determinise(
         sets.push(key.0);
         dfa.trans.extend(std::iter::repeat_n(C_DEAD, width));
         dfa.accept.push(accepting);
-        if accepting && any_star {
+        if absorbing {
             // Every letter loops: the rest of the input is anything.
-            any = Some(id);
             let row = &mut dfa.trans[id as usize * width..];
             row.iter_mut().for_each(|t| *t = id);
         }
@@ -475,7 +462,8 @@ impl Classifier {
 }
 
 /// The byte automaton of `hir` (a full match) through letters, or `None` when the pattern uses
-/// what this module does not model (see the module docs). `any_star`: the regex is a
+/// what this module does not model (see the module docs). State 0 is the start, state 1 the
+/// dead state (it loops on every byte and does not accept). `any_star`: the regex is a
 /// concatenation ending in `(?s:.)*` with no assertion but `^` (the byte path's shortcut).
 ///
 /// # Errors
@@ -485,13 +473,13 @@ pub(crate) fn build(
     hir: &Hir,
     any_star: bool,
     max_states: usize,
-) -> Option<Result<Tables, DfaError>> {
+) -> Option<Result<RawDfa, DfaError>> {
     let mut nfa = Nfa { nodes: vec![Node::Match], sets: Vec::new(), set_ids: FxHashMap::default() };
     let start = nfa.compile(hir, 0)?;
     Some(product(&nfa, start, any_star, max_states))
 }
 
-fn product(nfa: &Nfa, start: u32, any_star: bool, max_states: usize) -> Result<Tables, DfaError> {
+fn product(nfa: &Nfa, start: u32, any_star: bool, max_states: usize) -> Result<RawDfa, DfaError> {
     let letters = Letters::new(&nfa.sets);
     let ldfa = determinise(nfa, start, &letters, any_star, max_states)?;
     let cls = Classifier::new(&letters);
@@ -558,5 +546,5 @@ fn product(nfa: &Nfa, start: u32, any_star: bool, max_states: usize) -> Result<T
             return Err(DfaError::TooBig);
         }
     }
-    Ok(Tables { classes, stride, trans, accept })
+    Ok(RawDfa { classes, stride, trans, accept, start: 0 })
 }

@@ -7,8 +7,8 @@
 //! ([`super::chardfa`]) or, for what that module does not model, through `regex-automata`'s
 //! lazy DFA (anchored, `MatchKind::All`, so the match flag after end-of-input decides
 //! acceptance), then **pruned to its live states**: a state that cannot reach acceptance is
-//! merged into the dead state 0. Hence a byte is allowed exactly when its transition is not 0 — the property that
-//! makes string masks exact (no dead ends). Products (intersection, difference) are built here
+//! merged into the dead state 0. Hence a byte is allowed exactly when its transition is not 0
+//! — the property that makes string masks exact (no dead ends). Products (intersection, difference) are built here
 //! too, so `pattern` ∧ `format` ∧ `enum` ∧ lengths become one automaton.
 //!
 //! This module is self-contained on purpose (the crate-wide regex automaton lands separately).
@@ -77,13 +77,13 @@ const COUNT_CAP: u32 = 1 << 20;
 
 /// A DFA before pruning: one column per byte class of its producer (`classes` maps a byte
 /// to its column; the producer's classes may be finer than needed, `finish` merges them).
-struct RawDfa {
-    classes: [u8; 256],
-    stride: usize,
+pub(super) struct RawDfa {
+    pub(super) classes: [u8; 256],
+    pub(super) stride: usize,
     /// `states × stride` transitions.
-    trans: Vec<u32>,
-    accept: Vec<bool>,
-    start: u32,
+    pub(super) trans: Vec<u32>,
+    pub(super) accept: Vec<bool>,
+    pub(super) start: u32,
 }
 
 /// Why an automaton could not be built.
@@ -138,7 +138,6 @@ impl ByteDfa {
         self.short[s as usize]
     }
 
-    /// The largest [`ByteDfa::short`] of a live state.
     /// The fewest bytes that complete an accepted content from `s` (`u32::MAX` from
     /// [`DEAD`]): at least [`ByteDfa::short`], three times it where only CJK can follow.
     pub(crate) fn short_bytes(&self, s: u32) -> u32 {
@@ -148,6 +147,7 @@ impl ByteDfa {
         v[s as usize]
     }
 
+    /// The largest [`ByteDfa::short`] of a live state.
     pub(crate) fn max_short(&self) -> u32 {
         self.max_short
     }
@@ -418,7 +418,7 @@ fn shortest_completions(
     accept: &[bool],
     classes: &[u8; 256],
 ) -> Vec<u32> {
-    let continuation: Vec<u8> = (0x80..=0xBF).collect();
+    let continuation: [u8; 64] = std::array::from_fn(|i| 0x80 + i as u8);
     shortest_completions_in(trans, stride, accept, classes, &continuation)
 }
 
@@ -549,6 +549,7 @@ const CACHE_BYTES_PER_STATE: usize = 1024;
 /// end of the input can hold there and fail once more follows (`(?s:.)*(?:a|b$)(?s:.)*`
 /// accepts `xb` through `b$` and the empty trailing `(?s:.)*`, and refuses `xbc` unless an `a`
 /// came), so an accepting state of such a regex need not accept every continuation.
+#[cfg(test)]
 fn ends_in_any_star(regex: &str) -> bool {
     regex_syntax::Parser::new().parse(regex).is_ok_and(|hir| hir_ends_in_any_star(&hir))
 }
@@ -586,7 +587,7 @@ enum Det {
     Any(regex_automata::hybrid::LazyStateID),
 }
 
-fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
+fn raw_from_regex(regex: &str, any_star: bool, max_states: usize) -> Result<RawDfa, DfaError> {
     use regex_automata::hybrid::dfa::DFA as LazyDfa;
     use regex_automata::nfa::thompson;
     // The lazy DFA determinises one state at a time, so the state limit, the cache (memory)
@@ -620,7 +621,7 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
     // UTF-8 continuation accepted): its row is taken from that small automaton instead of
     // determinising the regex further. The regex's byte classes refine those of `(?s:.)*`
     // (it contains it), so one representative byte per class serves both.
-    let any = if ends_in_any_star(regex) { Some(build(r"(?s:.)*")?) } else { None };
+    let any = if any_star { Some(build(r"(?s:.)*")?) } else { None };
     let mut cache = dfa.create_cache();
     let mut any_cache = any.as_ref().map(|a| a.create_cache());
     let gave_up = |_| DfaError::TooBig;
@@ -715,34 +716,35 @@ fn raw_from_regex(regex: &str, max_states: usize) -> Result<RawDfa, DfaError> {
 /// classes cost a fraction there); patterns that module does not model, or whose automaton it
 /// finds too big, go through `regex-automata` over bytes. Both give the same language.
 pub(crate) fn dfa_from_regex(regex: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
-    if let Some(raw) = raw_from_chars(regex, max_states)? {
-        return raw.finish(max_states);
+    // One parse decides the path and the `(?s:.)*` shortcut for both (a regex that does not
+    // parse gets its error from the byte path's builder).
+    let hir = regex_syntax::Parser::new().parse(regex).ok();
+    let any_star = hir.as_ref().is_some_and(hir_ends_in_any_star);
+    if let Some(hir) = &hir {
+        if let Some(raw) = raw_from_chars(hir, any_star, max_states)? {
+            return raw.finish(max_states);
+        }
     }
-    raw_from_regex(regex, max_states)?.finish(max_states)
+    raw_from_regex(regex, any_star, max_states)?.finish(max_states)
 }
 
 /// [`dfa_from_regex`] through `regex-automata` only (the reference the character path is
 /// tested against).
 #[cfg(test)]
 pub(crate) fn dfa_from_regex_bytes(regex: &str, max_states: usize) -> Result<ByteDfa, DfaError> {
-    raw_from_regex(regex, max_states)?.finish(max_states)
+    raw_from_regex(regex, ends_in_any_star(regex), max_states)?.finish(max_states)
 }
 
-/// The character path of [`dfa_from_regex`]: `Ok(None)` when it does not apply.
-fn raw_from_chars(regex: &str, max_states: usize) -> Result<Option<RawDfa>, DfaError> {
-    let Ok(hir) = regex_syntax::Parser::new().parse(regex) else {
-        return Ok(None);
-    };
-    match super::chardfa::build(&hir, hir_ends_in_any_star(&hir), max_states) {
+/// The character path of [`dfa_from_regex`]: `Ok(None)` when it does not apply or finds the
+/// automaton too big (the byte path then tries).
+fn raw_from_chars(
+    hir: &regex_syntax::hir::Hir,
+    any_star: bool,
+    max_states: usize,
+) -> Result<Option<RawDfa>, DfaError> {
+    match super::chardfa::build(hir, any_star, max_states) {
         None | Some(Err(DfaError::TooBig)) => Ok(None),
-        Some(Err(e)) => Err(e),
-        Some(Ok(t)) => Ok(Some(RawDfa {
-            classes: t.classes,
-            stride: t.stride,
-            trans: t.trans,
-            accept: t.accept,
-            start: 0,
-        })),
+        Some(r) => r.map(Some),
     }
 }
 
@@ -1355,6 +1357,12 @@ mod tests {
         Ok(())
     }
 
+    /// [`raw_from_chars`] on the regex text.
+    fn chars_raw(re: &str, max_states: usize) -> Result<Option<RawDfa>, DfaError> {
+        let hir = regex_syntax::Parser::new().parse(re).expect("a test regex parses");
+        raw_from_chars(&hir, hir_ends_in_any_star(&hir), max_states)
+    }
+
     /// The character path against `regex-automata` on one regex: `Ok(false)` when either
     /// path does not build it (the character path leaves look-arounds to the byte path; the
     /// byte path may give up where the character path does not).
@@ -1363,7 +1371,7 @@ mod tests {
             Ok(d) => d,
             Err(_) => return Ok(false),
         };
-        let chars = match raw_from_chars(re, max_states).map_err(|e| format!("{re}: {e:?}"))? {
+        let chars = match chars_raw(re, max_states).map_err(|e| format!("{re}: {e:?}"))? {
             Some(raw) => raw.finish(max_states).map_err(|e| format!("{re}: {e:?}"))?,
             None => return Ok(false),
         };
@@ -1436,7 +1444,7 @@ mod tests {
             assert!(chars_match_bytes(&re, 20_000).unwrap(), "{name} not compared");
         }
         // Word boundaries are left to the byte path.
-        assert!(raw_from_chars(&translate_ecma(r"\bword\b").unwrap(), 100).unwrap().is_none());
+        assert!(chars_raw(&translate_ecma(r"\bword\b").unwrap(), 100).unwrap().is_none());
         // The test can fail: a character automaton one letter off is caught.
         let a = dfa_from_regex(r"(?:[a-y])+", 100).unwrap();
         let b = dfa_from_regex_bytes(r"(?:[a-z])+", 100).unwrap();
