@@ -6,8 +6,8 @@ Workloads: the free-form JSON states of `benches/json_mask.rs` (mask cache off, 
 walks the trie), on the embedded Qwen3 tokenizer and llama3/gemma3 from shared/tokenizers when
 found (`$GRAMMASK_SHARED` or ../shared beside the repository). The Rust figure is
 `Matcher._time_fill_mask`: the engine's `fill_mask` in a Rust loop, same matcher, same state.
-With `--peers`, llguidance's Python package (when importable) fills the same states side by
-side. Not run by CI.
+With `--peers`, llguidance's and XGrammar's Python packages (when importable) fill the same
+states side by side, and XGrammar's batch matcher the same batch. Not run by CI.
 
 usage: python bindings/python/bench/bench_fill.py [--iterations N] [--peers] [--only SECTION]
 """
@@ -177,62 +177,157 @@ def _loop(matchers, bm, reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+def xgrammar_peer(path: Path, vocab: gm.Vocabulary):
+    """XGrammar's matcher factory for free-form JSON on the tokenizer file at `path`, or None
+    when xgrammar (with transformers) is not importable."""
+    try:
+        import xgrammar as xgr
+        from transformers import PreTrainedTokenizerFast
+    except ImportError as e:
+        print(f"xgrammar not importable ({e}): skipped")
+        return None
+    hf = PreTrainedTokenizerFast(tokenizer_file=str(path))
+    info = xgr.TokenizerInfo.from_huggingface(
+        hf, vocab_size=vocab.vocab_size, stop_token_ids=vocab.eos_token_ids
+    )
+    t0 = time.perf_counter()
+    compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
+    took = time.perf_counter() - t0
+    print(f"# xgrammar {getattr(xgr, '__version__', '?')}: builtin JSON grammar compiled in {took:.2f} s")
+    return xgr, compiled
+
+
 def peers(iterations: int) -> None:
-    print("\n## side by side: llguidance's Python package on the same states, us per mask")
+    print("\n## side by side: llguidance's and XGrammar's Python packages on the same states, us per mask")
     print("# repeated fills in one state; grammask with its mask cache off, then on (default)")
     try:
         import llguidance
         import llguidance.numpy as lnp
     except ImportError as e:
         print(f"llguidance not importable ({e}): skipped")
-        return
+        llguidance = None
     s = shared()
     for name, vocab, path in vocabs():
         if path is None and s and (s / "tokenizers" / f"{name}.json").is_file():
-            path = s / "tokenizers" / f"{name}.json"  # the embedded Qwen3's file, for llguidance
+            path = s / "tokenizers" / f"{name}.json"  # the embedded Qwen3's file, for the peers
         if path is None:
-            print(f"{name}: skipped (llguidance needs a tokenizer.json file)")
+            print(f"{name}: skipped (the peers need a tokenizer.json file)")
             continue
-        tok = llguidance.LLTokenizer(str(path), eos_token=vocab.eos_token_ids)
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(
-            '{"type": "object"}', defaults={"whitespace_flexible": True}
-        )
+        xg = xgrammar_peer(path, vocab)
+        if llguidance is not None:
+            tok = llguidance.LLTokenizer(str(path), eos_token=vocab.eos_token_ids)
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(
+                '{"type": "object"}', defaults={"whitespace_flexible": True}
+            )
         compiled = gm.CompiledConstraint.json_object(vocab, mask_cache=0)
         compiled_cached = gm.CompiledConstraint.json_object(vocab)
         bm = gm.allocate_token_bitmask(1, vocab.vocab_size)
-        print(f"{'tokenizer/state':28} {'grammask':>9} {'(cached)':>9} {'llguidance':>10}")
+        print(
+            f"{'tokenizer/state':28} {'grammask':>9} {'(cached)':>9} {'llguidance':>10} "
+            f"{'xgrammar':>9}"
+        )
+        n = max(20, iterations // 4)
         for state, prefix in STATES:
-            ll = llguidance.LLMatcher(tok, grammar)
-            ids = tok.tokenize_str(prefix) if prefix else []
-            if not ll.consume_tokens(ids):
-                print(f"{name}/{state}: llguidance refused the prefix ({ll.get_error()})")
-                continue
-            llbm = lnp.allocate_token_bitmask(1, tok.vocab_size)
-            n = max(20, iterations // 4)
+            theirs = float("nan")
+            if llguidance is not None:
+                ll = llguidance.LLMatcher(tok, grammar)
+                ids = tok.tokenize_str(prefix) if prefix else []
+                if not ll.consume_tokens(ids):
+                    print(f"{name}/{state}: llguidance refused the prefix ({ll.get_error()})")
+                    continue
+                llbm = lnp.allocate_token_bitmask(1, tok.vocab_size)
 
-            def ll_fill() -> float:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    lnp.fill_next_token_bitmask(ll, llbm, 0)
-                return (time.perf_counter() - t0) / n
+                def ll_fill() -> float:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        lnp.fill_next_token_bitmask(ll, llbm, 0)
+                    return (time.perf_counter() - t0) / n
 
+                theirs = best_of(ll_fill, 3)
+            xgr_time = float("nan")
+            if xg is not None:
+                xgr, xcompiled = xg
+                xm = xgr.GrammarMatcher(xcompiled)
+                if prefix and not xm.accept_string(prefix):
+                    print(f"{name}/{state}: xgrammar refused the prefix")
+                    continue
+                xbm = xgr.allocate_token_bitmask(1, vocab.vocab_size)
+
+                def xg_fill() -> float:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        xm.fill_next_token_bitmask(xbm, 0)
+                    return (time.perf_counter() - t0) / n
+
+                xgr_time = best_of(xg_fill, 3)
             m = gm.Matcher(compiled)
             assert m.accept_string(prefix)
             cached = gm.Matcher(compiled_cached)
             assert cached.accept_string(prefix)
             ours = best_of(lambda: python_fill(m, bm, n), 3)
             ours_cached = best_of(lambda: python_fill(cached, bm, n), 3)
-            theirs = best_of(ll_fill, 3)
             print(
                 f"{name + '/' + state:28} {ours * 1e6:9.2f} {ours_cached * 1e6:9.2f} "
-                f"{theirs * 1e6:10.2f}"
+                f"{theirs * 1e6:10.2f} {xgr_time * 1e6:9.2f}"
             )
+        if xg is not None:
+            xg_batch(xg, vocab, iterations)
+
+
+def xg_batch(xg, vocab: gm.Vocabulary, iterations: int) -> None:
+    """The batch of `batch()` (the four costliest states x 4) filled by XGrammar's
+    `BatchGrammarMatcher` on 1 and 2 threads, beside grammask's batch fill (cache on, as
+    XGrammar's own per-state cache is always on, and off)."""
+    xgr, xcompiled = xg
+    compiled = gm.CompiledConstraint.json_object(vocab, mask_cache=0)
+    cost = {}
+    for _, p in STATES:
+        m = gm.Matcher(compiled)
+        assert m.accept_string(p)
+        cost[p] = m._time_fill_mask(20)
+    costly = sorted(cost, key=cost.get, reverse=True)[:4] * 4
+    xms = []
+    for p in costly:
+        xm = xgr.GrammarMatcher(xcompiled)
+        assert not p or xm.accept_string(p)
+        xms.append(xm)
+    xbm = xgr.allocate_token_bitmask(16, vocab.vocab_size)
+    bm = gm.allocate_token_bitmask(16, vocab.vocab_size)
+    ours = {}
+    for label, c in (("off", compiled), ("on", gm.CompiledConstraint.json_object(vocab))):
+        ms = []
+        for p in costly:
+            m = gm.Matcher(c)
+            assert m.accept_string(p)
+            ms.append(m)
+        ours[label] = ms
+    reps = max(50, iterations // 4)
+    line = []
+    for threads in (1, 2):
+        batcher = xgr.BatchGrammarMatcher(max_threads=threads)
+        xs, gs_off, gs_on = [], [], []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            batcher.batch_fill_next_token_bitmask(xms, xbm)
+            xs.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            gm.fill_next_token_bitmask_batch(ours["off"], bm, threads)
+            gs_off.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            gm.fill_next_token_bitmask_batch(ours["on"], bm, threads)
+            gs_on.append(time.perf_counter() - t0)
+        med = statistics.median
+        line.append(
+            f"{threads} thread(s): xgrammar {med(xs) * 1e6:.0f} us, grammask {med(gs_off) * 1e6:.0f} us "
+            f"(cache off) / {med(gs_on) * 1e6:.0f} us (on)"
+        )
+    print("# batch of 16 (medians of interleaved calls): " + "; ".join(line))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=400)
-    ap.add_argument("--peers", action="store_true", help="also run llguidance side by side")
+    ap.add_argument("--peers", action="store_true", help="also run llguidance and XGrammar side by side")
     ap.add_argument(
         "--only", choices=["overhead", "batch", "peers"], help="run one section alone"
     )

@@ -6,6 +6,7 @@ against an oracle computed from the token bytes alone (no grammask call decides 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import grammask as gm
 
@@ -95,3 +96,48 @@ def test_vocab_size_masks_only_the_first_logits(qwen3):
     assert np.isfinite(logits[0, qwen3.vocab_size:]).all()
     finite = set(np.nonzero(np.isfinite(logits[0, : qwen3.vocab_size]))[0].tolist())
     assert finite == unpack_xgrammar(bm[0], qwen3.vocab_size)
+
+
+def test_native_apply_matches_the_formula_on_every_host_layout(qwen3):
+    """numpy logits go through the native loop when it handles them (float32/64/16, a
+    contiguous last axis, rows at any stride) and through numpy otherwise; every case must
+    forbid exactly the clear bits and leave every other value as it was."""
+    digits = gm.CompiledConstraint.regex(qwen3, "[0-9]+")
+    bm = gm.allocate_token_bitmask(3, qwen3.vocab_size)
+    gm.Matcher(digits).fill_next_token_bitmask(bm, 0)
+    m = gm.Matcher(digits)
+    assert m.accept_string("7")
+    m.fill_next_token_bitmask(bm, 2)  # row 1 stays all-allowed
+    allowed = [unpack_xgrammar(bm[r], qwen3.vocab_size) for r in range(3)]
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((3, qwen3.vocab_size + 40))
+    cases = {
+        "float32": base[:, : qwen3.vocab_size].astype(np.float32),
+        "float64": base[:, : qwen3.vocab_size].copy(),
+        "float16": base[:, : qwen3.vocab_size].astype(np.float16),
+        "row-strided view": base.astype(np.float32)[:, : qwen3.vocab_size],
+        "column-strided (numpy path)": np.asfortranarray(base[:, : qwen3.vocab_size].astype(np.float32)),
+    }
+    for name, logits in cases.items():
+        before = logits.copy()
+        gm.apply_token_bitmask_inplace(logits, bm)
+        for r in range(3):
+            finite = set(np.nonzero(np.isfinite(logits[r]))[0].tolist())
+            assert finite == allowed[r], (name, r)
+            keep = sorted(allowed[r])
+            assert np.array_equal(logits[r, keep], before[r, keep]), (name, r)
+            assert (logits[r][~np.isfinite(logits[r])] == -np.inf).all(), (name, r)
+        only = before.copy()
+        gm.apply_token_bitmask_inplace(only, bm, indices=[2])
+        assert np.array_equal(only[:2], before[:2]), name
+        assert set(np.nonzero(np.isfinite(only[2]))[0].tolist()) == allowed[2], name
+    # The row-strided view wrote into its base array, and left the 40 columns past it alone.
+    wide = base.astype(np.float32)
+    gm.apply_token_bitmask_inplace(wide[:, : qwen3.vocab_size], bm)
+    assert np.isfinite(wide[:, qwen3.vocab_size :]).all()
+    assert set(np.nonzero(np.isfinite(wide[0, : qwen3.vocab_size]))[0].tolist()) == allowed[0]
+    # A bitmask with fewer rows than the logits, or a row index past them, is an error.
+    with pytest.raises(ValueError):
+        gm.apply_token_bitmask_inplace(np.zeros((4, qwen3.vocab_size), np.float32), bm)
+    with pytest.raises(IndexError):
+        gm.apply_token_bitmask_inplace(np.zeros((3, qwen3.vocab_size), np.float32), bm, indices=[3])

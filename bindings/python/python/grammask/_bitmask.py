@@ -5,7 +5,8 @@ Layout (XGrammar's, vLLM's and grammask's ``TokenMask``): a bitmask is an int32 
 (least significant first) of word ``bitmask[b, i // 32]`` is set.
 
 ``apply_token_bitmask_inplace`` sets the logits of forbidden tokens to ``-inf`` on numpy arrays
-and torch tensors (any device: the bitmask is moved to the logits' device). MLX arrays are
+and torch tensors (any device: the bitmask is moved to the logits' device; a Triton kernel on
+CUDA, see ``_triton.py``). MLX arrays are
 immutable, so for them use ``apply_token_bitmask``, which returns a new array (and works for
 numpy and torch too).
 """
@@ -16,9 +17,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import _triton
 from ._errors import VocabularyMismatchError
+from ._grammask import apply_bitmask_rows
 
-_SHIFTS = np.arange(32, dtype=np.uint32)
+
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
@@ -30,11 +33,13 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
     return np.full((batch_size, (vocab_size + 31) // 32), -1, dtype=np.int32)
 
 
-def _allowed_numpy(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
-    """bool ``[rows, vocab_size]``: the bits of ``bitmask`` unpacked (from the formula)."""
-    words = np.ascontiguousarray(bitmask, dtype=np.int32).view(np.uint32)
-    bits = (words[..., :, None] >> _SHIFTS) & 1
-    return bits.reshape(*words.shape[:-1], -1)[..., :vocab_size].astype(bool)
+def _forbidden_numpy(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
+    """bool ``[rows, vocab_size]``, True where a token is forbidden: the bits of ``bitmask``
+    unpacked from the formula. The words are read as little-endian bytes, so bit ``i % 8`` of
+    byte ``i // 8`` of a row is token ``i`` (``unpackbits`` with ``bitorder="little"``)."""
+    words = np.ascontiguousarray(bitmask, dtype="<i4")
+    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")[..., :vocab_size]
+    return bits == 0
 
 
 def _check(vocab_size: int, words: int) -> None:
@@ -42,6 +47,21 @@ def _check(vocab_size: int, words: int) -> None:
         raise VocabularyMismatchError(
             f"bitmask rows cover {words * 32} tokens, the logits have {vocab_size}"
         )
+
+
+def _check_rows(logit_rows: int, bitmask_rows: int, indices: Sequence[int] | None) -> None:
+    """A row past either array is an ``IndexError``; without ``indices``, a bitmask with fewer
+    rows than the logits a ``ValueError`` (a 1-D bitmask or logits count as one row)."""
+    if indices is None:
+        if bitmask_rows < logit_rows:
+            raise ValueError(f"bitmask has {bitmask_rows} rows, the logits {logit_rows}")
+        return
+    for i in indices:
+        if not 0 <= int(i) < min(logit_rows, bitmask_rows):
+            raise IndexError(
+                f"row {int(i)} is out of range: the logits have {logit_rows} rows, "
+                f"the bitmask {bitmask_rows}"
+            )
 
 
 def _rows(indices: Sequence[int] | None, n: int) -> Any:
@@ -65,8 +85,13 @@ def apply_token_bitmask_inplace(
     logits only.
 
     Raises ``VocabularyMismatchError`` when the bitmask covers fewer tokens than the logits row,
-    ``TypeError`` for an MLX array (immutable: use ``apply_token_bitmask``). A bitmask with
-    more rows than the logits applies its first rows."""
+    ``TypeError`` for an MLX array (immutable: use ``apply_token_bitmask``), ``ValueError``
+    for a bitmask with fewer rows than the logits and ``IndexError`` for an index past either.
+    A bitmask with more rows than the logits applies its first rows.
+
+    numpy float32/float64/float16 logits with a contiguous last axis are masked by a native
+    loop (GIL released); CUDA tensors by one Triton kernel when triton is importable
+    (``GRAMMASK_TRITON=0`` turns it off), other torch tensors by torch ops on their device."""
     module = type(logits).__module__
     if module.startswith("mlx"):
         raise TypeError("MLX arrays are immutable: use grammask.apply_token_bitmask(logits, bitmask)")
@@ -81,16 +106,37 @@ def apply_token_bitmask_inplace(
     bm = np.asarray(bitmask)
     vocab = logits.shape[-1]
     _check(vocab, bm.shape[-1])
+    n_rows = logits.shape[0] if logits.ndim == 2 else 1
+    _check_rows(n_rows, bm.shape[0] if bm.ndim == 2 else 1, indices)
+    if logits.ndim in (1, 2) and bm.ndim in (1, 2) and bm.dtype.itemsize == 4:
+        # Native: float32 / float64 / float16 with a contiguous last axis (else False).
+        rows = list(range(n_rows)) if indices is None else [int(i) for i in indices]
+        if apply_bitmask_rows(logits, np.ascontiguousarray(bm), rows, vocab):
+            return logits
     if logits.ndim == 1:
-        allowed = _allowed_numpy(bm.reshape(-1), vocab)
-        logits[~allowed] = -np.inf
+        np.copyto(logits, -np.inf, where=_forbidden_numpy(bm.reshape(-1), vocab))
         return logits
     rows = _rows(indices, logits.shape[0])
-    allowed = _allowed_numpy(bm[rows], vocab)
-    sub = logits[rows]
-    sub[~allowed] = -np.inf
-    logits[rows] = sub
+    forbidden = _forbidden_numpy(bm[rows], vocab)
+    if isinstance(rows, slice):
+        np.copyto(logits[rows], -np.inf, where=forbidden)  # a view of `logits`
+    else:
+        sub = logits[rows]  # a copy (fancy indexing): written back
+        np.copyto(sub, -np.inf, where=forbidden)
+        logits[rows] = sub
     return logits
+
+
+_BIT_VALUES: dict[Any, Any] = {}
+
+
+def _bit_values(torch: Any, device: Any) -> Any:
+    """uint8 ``[1, 2, 4, ..., 128]`` on ``device``, made once per device."""
+    t = _BIT_VALUES.get(device)
+    if t is None:
+        t = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8, device=device)
+        _BIT_VALUES[device] = t
+    return t
 
 
 def _apply_torch(logits: Any, bitmask: Any, indices: Sequence[int] | None) -> Any:
@@ -100,16 +146,28 @@ def _apply_torch(logits: Any, bitmask: Any, indices: Sequence[int] | None) -> An
     bm = bm.to(device=logits.device, dtype=torch.int32)
     vocab = logits.shape[-1]
     _check(vocab, bm.shape[-1])
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-    allowed = ((bm.unsqueeze(-1) >> shifts) & 1).reshape(*bm.shape[:-1], -1)[..., :vocab].bool()
+    n_rows = logits.shape[0] if logits.dim() == 2 else 1
+    _check_rows(n_rows, bm.shape[0] if bm.dim() == 2 else 1, indices)
+    index_tensor = None
+    if indices is not None:
+        rows = [int(i) for i in indices]
+        index_tensor = torch.tensor(rows, dtype=torch.int32, device=logits.device)
+    # One Triton kernel on CUDA when triton is there (grammask/_triton.py), else torch ops.
+    if _triton.try_apply(logits, bm.contiguous(), index_tensor, torch):
+        return logits
+    # The words' bytes, least significant first (torch runs on little-endian hosts), tested
+    # against the eight bit values: two elementwise kernels, one byte per token.
+    octets = bm.contiguous().view(torch.uint8)
+    bits = octets.unsqueeze(-1) & _bit_values(torch, logits.device)
+    forbidden = (bits == 0).reshape(*bm.shape[:-1], -1)[..., :vocab]
     if logits.dim() == 1:
-        logits.masked_fill_(~allowed.reshape(-1), float("-inf"))
+        logits.masked_fill_(forbidden.reshape(-1)[:vocab], float("-inf"))
         return logits
     if indices is None:
-        logits.masked_fill_(~allowed[: logits.shape[0]], float("-inf"))
+        logits.masked_fill_(forbidden[: logits.shape[0]], float("-inf"))
     else:
-        rows = torch.as_tensor(list(indices), device=logits.device)
-        logits[rows] = logits[rows].masked_fill(~allowed[rows], float("-inf"))
+        rows = index_tensor.long()
+        logits[rows] = logits[rows].masked_fill(forbidden[rows], float("-inf"))
     return logits
 
 
@@ -123,10 +181,12 @@ def apply_token_bitmask(logits: Any, bitmask: Any) -> Any:
         bm = np.asarray(bitmask)
         vocab = logits.shape[-1]
         _check(vocab, bm.shape[-1])
-        allowed = _allowed_numpy(bm.reshape(-1, bm.shape[-1]) if logits.ndim > 1 else bm.reshape(-1), vocab)
-        if logits.ndim > 1 and allowed.shape[0] != logits.shape[0]:
-            allowed = allowed[: logits.shape[0]]
-        return mx.where(mx.array(allowed), logits, mx.array(float("-inf"), dtype=logits.dtype))
+        forbidden = _forbidden_numpy(
+            bm.reshape(-1, bm.shape[-1]) if logits.ndim > 1 else bm.reshape(-1), vocab
+        )
+        if logits.ndim > 1 and forbidden.shape[0] != logits.shape[0]:
+            forbidden = forbidden[: logits.shape[0]]
+        return mx.where(mx.array(forbidden), mx.array(float("-inf"), dtype=logits.dtype), logits)
     if module.startswith("torch"):
         return _apply_torch(logits.clone(), bitmask, None)
     return apply_token_bitmask_inplace(np.array(logits, copy=True), bitmask)

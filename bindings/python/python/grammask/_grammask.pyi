@@ -137,3 +137,7 @@ def fill_next_token_bitmask_batch(
     n_threads: int | None = None,
     indices: Sequence[int] | None = None,
 ) -> None: ...
+def apply_bitmask_rows(logits: Any, bitmask: Any, rows: Sequence[int], vocab: int) -> bool:
+    """`-inf` into `logits[r, i]` for `r` in `rows`, `i < vocab` whose bit in `bitmask[r]` is
+    clear, for float32/float64/float16 buffers with a contiguous last axis; `False` (nothing
+    written) for others. Internal: `apply_token_bitmask_inplace` calls it."""

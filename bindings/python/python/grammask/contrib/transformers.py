@@ -5,6 +5,10 @@ row's newest token to its matcher, then fills the rows' masks on the thread pool
 released) and sets forbidden logits to ``-inf`` (on the scores' device). Rows whose matcher has
 accepted EOS are left unmasked, as transformers pads finished rows itself.
 
+When the scores are on a CUDA device, the bitmask is filled in page-locked (pinned) host
+memory and copied to a device-resident bitmask asynchronously, as vLLM does; the next call
+waits for that copy (a CUDA event) before it fills the host rows again.
+
 Greedy search and sampling are supported; beam search (which reorders rows) is not. Build the
 ``Vocabulary`` with ``vocab_size=model.config.vocab_size`` when the model pads its logits.
 torch is imported only when the processor runs.
@@ -34,6 +38,11 @@ class LogitsProcessor:
         self._n_threads = n_threads
         self._matchers: list[Matcher] | None = None
         self._bitmask: np.ndarray | None = None
+        # CUDA scores: the pinned host tensor `_bitmask` views, its device copy, and the event
+        # recorded after the copy was queued.
+        self._pinned: Any = None
+        self._device_bitmask: Any = None
+        self._copied: Any = None
 
     @property
     def matchers(self) -> list[Matcher]:
@@ -51,8 +60,8 @@ class LogitsProcessor:
             if len(compiled) != batch:
                 raise ValueError(f"{len(compiled)} constraints for a batch of {batch}")
             self._matchers = [Matcher(c) for c in compiled]
-            width = max(m.vocab_size for m in self._matchers)
-            self._bitmask = allocate_token_bitmask(batch, max(width, int(scores.shape[-1])))
+            width = max(max(m.vocab_size for m in self._matchers), int(scores.shape[-1]))
+            self._bitmask = self._allocate(batch, width, scores)
         else:
             last = input_ids[:, -1].tolist()
             for row, (m, token) in enumerate(zip(self._matchers, last)):
@@ -60,8 +69,30 @@ class LogitsProcessor:
                     raise GrammaskError(f"row {row}: token {token} is refused by the constraint")
         assert self._bitmask is not None
         live = [i for i, m in enumerate(self._matchers) if not m.is_terminated()]
+        if self._copied is not None:
+            self._copied.synchronize()  # the last step's copy has read the pinned rows
         self._bitmask.fill(-1)
         fill_next_token_bitmask_batch(
             [self._matchers[i] for i in live], self._bitmask, self._n_threads, live
         )
-        return apply_token_bitmask_inplace(scores, self._bitmask)
+        if self._device_bitmask is None:
+            return apply_token_bitmask_inplace(scores, self._bitmask)
+        import torch
+
+        self._device_bitmask.copy_(self._pinned, non_blocking=True)
+        self._copied.record(torch.cuda.current_stream(scores.device))
+        return apply_token_bitmask_inplace(scores, self._device_bitmask)
+
+    def _allocate(self, batch: int, width: int, scores: Any) -> np.ndarray:
+        """The host bitmask the rows are filled into: pinned memory viewed as numpy when the
+        scores are on a CUDA device, else a plain numpy array."""
+        device = getattr(scores, "device", None)
+        if getattr(device, "type", None) != "cuda":
+            return allocate_token_bitmask(batch, width)
+        import torch
+
+        words = (width + 31) // 32
+        self._pinned = torch.full((batch, words), -1, dtype=torch.int32, pin_memory=True)
+        self._device_bitmask = torch.empty((batch, words), dtype=torch.int32, device=device)
+        self._copied = torch.cuda.Event()
+        return self._pinned.numpy()
