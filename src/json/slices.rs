@@ -440,8 +440,13 @@ pub(crate) struct NumberClasses {
     /// Names `numeric` in the schema engine's process-wide per-state token lists of its
     /// number automata: unique in the process, never reused.
     pub numeric_id: u64,
-    /// The other tokens.
+    /// The other tokens whose first byte is a number byte (`1,`, `0}`, `e` words…): their
+    /// walk steps the number before anything closes it.
     pub rest: TokTrie,
+    /// The tokens whose first byte is not a number byte (`,"`, `}`, whitespace…): that byte
+    /// closes the number, so what they do depends only on which alternatives accept the
+    /// number, not on its digits (the schema engine caches their mask on that).
+    pub rest_close: TokTrie,
 }
 
 /// A byte that can continue a JSON number.
@@ -454,6 +459,7 @@ impl NumberClasses {
     pub(crate) fn build_for_prefix(vocab: &Vocabulary, prefix: &[u8]) -> NumberClasses {
         let mut numeric: Vec<(TokenId, &[u8])> = Vec::new();
         let mut rest: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut rest_close: Vec<(TokenId, &[u8])> = Vec::new();
         for (t, b) in vocab.text_tokens() {
             if b.len() <= prefix.len() || !b.starts_with(prefix) {
                 continue;
@@ -461,14 +467,17 @@ impl NumberClasses {
             let b = &b[prefix.len()..];
             if b.iter().all(|&c| is_number_byte(c)) {
                 numeric.push((t, b));
-            } else {
+            } else if is_number_byte(b[0]) {
                 rest.push((t, b));
+            } else {
+                rest_close.push((t, b));
             }
         }
         NumberClasses {
             numeric: TokTrie::build(numeric),
             numeric_id: fresh_trie_id(),
             rest: TokTrie::build(rest),
+            rest_close: TokTrie::build(rest_close),
         }
     }
 }

@@ -336,6 +336,9 @@ pub struct CompiledSchema {
     pub(crate) numbers: numdfa::NumStates,
     /// Masks by exact state, shared by this schema's engines ([`EngineOptions::shared_masks`]).
     pub(crate) masks: runtime::SharedMasks,
+    /// The masks of the tokens that close a number, by which alternatives accept it
+    /// (shared like `masks`, under the same options).
+    pub(crate) closing: runtime::SharedClosing,
     /// Per program node, the fewest bytes of a value it accepts (the fuzzer's completion
     /// bound, [`runtime::min_value_bytes`]), computed on first use.
     pub(crate) min_bytes: std::sync::OnceLock<Vec<u32>>,
@@ -371,6 +374,7 @@ impl CompiledSchema {
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),
+            closing: runtime::SharedClosing::default(),
             min_bytes: std::sync::OnceLock::new(),
         }))
     }

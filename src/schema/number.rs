@@ -774,12 +774,13 @@ impl NumCore {
         }
     }
 
-    /// The constraint seen from the positive side: for `neg`, values are negated.
-    fn oriented(&self, neg: bool) -> NumCore {
+    /// The constraint seen from the positive side: for `neg`, values are negated (borrowed
+    /// as it is otherwise: this runs once per new automaton transition).
+    fn oriented(&self, neg: bool) -> std::borrow::Cow<'_, NumCore> {
         if !neg {
-            return self.clone();
+            return std::borrow::Cow::Borrowed(self);
         }
-        NumCore {
+        std::borrow::Cow::Owned(NumCore {
             lo: self.hi.as_ref().map(|(v, e)| (v.negate(), *e)),
             hi: self.lo.as_ref().map(|(v, e)| (v.negate(), *e)),
             integer: self.integer,
@@ -788,7 +789,7 @@ impl NumCore {
             frac: self.frac,
             not_multiples: self.not_multiples.clone(),
             values: None,
-        }
+        })
     }
 
     /// Is there a value `> 0` (sign `neg`) whose significant digits start with `sig`, a

@@ -78,7 +78,11 @@ mod undo;
 pub(crate) use completion::min_value_bytes;
 pub(crate) use fast::SharedOpen;
 /// The schema engine's state as the shared mask cache keys it.
-pub(crate) type SharedMasks = crate::engine::mask_cache::SharedMasks<St>;
+pub(crate) type SharedMasks = crate::engine::mask_cache::SharedMasks<Arc<St>>;
+/// The masks of a number's closing tokens ([`crate::json::slices::NumberClasses::rest_close`]),
+/// by (address of the classes, state with the number reduced to which alternatives accept it);
+/// shared by the schema's engines (`Fast::closing_tokens`).
+pub(crate) type SharedClosing = crate::engine::mask_cache::SharedMasks<(usize, St)>;
 use object::KeyChoices;
 use state::*;
 use undo::{Graves, Undo};
@@ -95,6 +99,20 @@ pub(crate) struct St {
     /// The bytes of the document while an array with `uniqueItems` is open (the items'
     /// texts, canonicalised when they complete; see [`super::unique`]).
     raw: Vec<u8>,
+}
+
+impl St {
+    /// `*self = o.clone()`, reusing `self`'s allocations (a scratch key per mask, not a
+    /// fresh copy of every vector).
+    pub(super) fn copy_from(&mut self, o: &St) {
+        self.frames.clone_from(&o.frames);
+        self.alts.clone_from(&o.alts);
+        self.buf.clone_from(&o.buf);
+        self.bits.clone_from(&o.bits);
+        self.xk.clone_from(&o.xk);
+        self.xtext.clone_from(&o.xtext);
+        self.raw.clone_from(&o.raw);
+    }
 }
 
 /// The recogniser: state plus undo log, over a compiled schema.
@@ -701,9 +719,12 @@ pub struct SchemaConstraint {
     graves: Graves,
     history: History<(St, bool)>,
     /// Keyed by (hash of the state, the state): the hash is compared first.
-    cache: MaskCache<(u64, St)>,
+    /// Keys are shared with the schema's [`SharedMasks`] (one copy of a state per miss).
+    cache: MaskCache<(u64, Arc<St>)>,
     view: BoolView,
     fast: fast::FastState,
+    /// Where [`SchemaConstraint::number_key`] writes its key (reused from mask to mask).
+    key: St,
 }
 
 impl std::fmt::Debug for SchemaConstraint {
@@ -735,6 +756,7 @@ impl SchemaConstraint {
             cache,
             view: BoolView::default(),
             fast: fast::FastState::default(),
+            key: St::default(),
         }
     }
 
@@ -936,23 +958,25 @@ impl SchemaConstraint {
     /// states cleared), since the states decide everything the text would — so `1249.99` and
     /// `1387.02` under `maximum: 10000` share one cache entry. (A real state never has an empty
     /// number text, so a key cannot equal one.)
-    fn number_key(&self) -> Option<St> {
-        let f = self.st.frames.last().expect("root");
+    /// Written into `self.key`; `false` when there is no such key.
+    fn number_key(&mut self) -> bool {
+        let f = *self.st.frames.last().expect("root");
         if f.kind() != Kind::Num || self.recording() {
-            return None;
+            return false;
         }
         let alts = &self.st.alts[f.alts as usize..];
         if alts.iter().any(|a| a.alive && a.num().state == NUM_OVER) {
-            return None;
+            return false;
         }
-        let mut st = self.st.clone();
+        let st = &mut self.key;
+        st.copy_from(&self.st);
         st.buf.truncate(f.buf as usize);
         for a in &mut st.alts[f.alts as usize..] {
             if !a.alive {
                 *a = a.with_num(NumProgress { state: NUM_DEAD });
             }
         }
-        Some(st)
+        true
     }
 
     fn push_history(&mut self) {
@@ -969,24 +993,24 @@ impl ConstraintEngine for SchemaConstraint {
         if mask_prelude(&self.vocab, mask, self.finished)? {
             return Ok(());
         }
-        let key = self.number_key();
-        let st = key.as_ref().unwrap_or(&self.st);
+        let keyed = self.number_key();
+        let st = if keyed { &self.key } else { &self.st };
         let h = Self::state_hash(st);
-        if self.cache.lookup(|(hash, state)| *hash == h && state == st, mask) {
+        if self.cache.lookup(|(hash, state)| *hash == h && **state == *st, mask) {
             return Ok(());
         }
         // Then the masks every engine of this schema has computed.
         let cap = self.schema.engine.shared_cap();
         let shared = cap > 0;
         if let Some(m) =
-            shared.then(|| self.schema.masks.get(&self.vocab, h, |s| s == st)).flatten()
+            shared.then(|| self.schema.masks.get(&self.vocab, h, |s| **s == *st)).flatten()
         {
             mask.copy_from(&m);
-            self.cache.insert_arc((h, st.clone()), m);
+            self.cache.insert_arc((h, Arc::new(st.clone())), m);
             return Ok(());
         }
         self.compute(mask);
-        let st = key.unwrap_or_else(|| self.st.clone());
+        let st = Arc::new(if keyed { self.key.clone() } else { self.st.clone() });
         if shared {
             // One copy of the mask for both caches.
             let m = Arc::new(mask.clone());

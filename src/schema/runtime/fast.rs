@@ -39,6 +39,10 @@ use crate::json::slices::{JsonClasses, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::numdfa::{NUM_DEAD, NUM_OVER};
+
+/// In the key of a number's closing tokens, an alternative that accepts the number (no
+/// automaton state has this number: their states are below `NUM_STATES_LIMIT`).
+const NUM_CLOSES: u32 = u32::MAX - 2;
 use crate::schema::string::{ByteDfa, DEAD};
 use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
@@ -139,6 +143,8 @@ impl SharedOpen {
 /// Per-engine scratch of the fast paths.
 #[derive(Default)]
 pub(super) struct FastState {
+    /// Where [`Fast::closing_tokens`] builds its key (reused from mask to mask).
+    closing_key: super::St,
     exits: Option<TokenMask>,
     name_stack: Vec<(u32, u32)>,
     oks: Vec<u32>,
@@ -311,27 +317,40 @@ impl Fast<'_, '_> {
         let item = n_frames >= 2 && self.rt.st.frames[n_frames - 2].uniq;
         let key = (keyed && !item)
             .then(|| OpenKey::Num { cores: alts.map(|x| x.0), states: alts.map(|x| x.2) });
-        match key.and_then(|k| cs.open_sets.get(classes, k)) {
-            Some(m) => mask.union_with(&m),
-            None => {
-                let mut m = TokenMask::new(mask.len());
-                let dfas = alts.map(|x| x.1);
-                let starts = alts.map(|x| x.2);
-                let walked = key.is_some()
-                    && cs.numbers.walk(
-                        &dfas[..alive.len()],
-                        starts,
-                        (classes.numeric_id, &classes.numeric),
-                        &mut m,
-                    );
-                if !walked {
-                    // No states (or an automaton full): the liveness test on each text (what
-                    // an interrupted automaton walk added is a subset of what this adds).
-                    classes.numeric.walk(&mut *self.rt, &mut m);
-                }
-                mask.union_with(&m);
-                if let (Some(k), true) = (key, walked) {
-                    cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
+        if !prefix.is_empty() {
+            // A prefix's classes (a number opened inside a walked token): few tokens, whose
+            // per-state lists the automata keep anyway; a cached copy would be a whole
+            // vocabulary-sized bitset to allocate, clear and merge for a handful of bits.
+            let dfas = alts.map(|x| x.1);
+            let numeric = (classes.numeric_id, &classes.numeric);
+            if key.is_none()
+                || !cs.numbers.walk(&dfas[..alive.len()], alts.map(|x| x.2), numeric, mask)
+            {
+                classes.numeric.walk(&mut *self.rt, mask);
+            }
+        } else {
+            match key.and_then(|k| cs.open_sets.get(classes, k)) {
+                Some(m) => mask.union_with(&m),
+                None => {
+                    let mut m = TokenMask::new(mask.len());
+                    let dfas = alts.map(|x| x.1);
+                    let starts = alts.map(|x| x.2);
+                    let walked = key.is_some()
+                        && cs.numbers.walk(
+                            &dfas[..alive.len()],
+                            starts,
+                            (classes.numeric_id, &classes.numeric),
+                            &mut m,
+                        );
+                    if !walked {
+                        // No states (or an automaton full): the liveness test on each text (what
+                        // an interrupted automaton walk added is a subset of what this adds).
+                        classes.numeric.walk(&mut *self.rt, &mut m);
+                    }
+                    mask.union_with(&m);
+                    if let (Some(k), true) = (key, walked) {
+                        cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
+                    }
                 }
             }
         }
@@ -339,7 +358,75 @@ impl Fast<'_, '_> {
         let mut hook =
             StringHook { fast: self.fast, vocab: self.vocab, classes: &json, base: prefix };
         classes.rest.walk_hooked(&mut *self.rt, mask, &mut hook);
+        self.closing_tokens(
+            classes,
+            prefix,
+            (keyed && !item).then_some(&alts[..alive.len()]),
+            mask,
+        );
         true
+    }
+
+    /// The tokens of `classes.rest_close`, whose first byte closes the number. After that
+    /// byte the number is gone except for which alternatives accepted it, so with every
+    /// alternative's automaton state known (`alts`: core, automaton, state) their mask is
+    /// cached per compiled schema under the state with the number reduced to that (and none
+    /// is possible when no alternative accepts); otherwise (a state past the automaton, an
+    /// item of a `uniqueItems` array, whose value matters after it closes) they are walked.
+    fn closing_tokens(
+        &mut self,
+        classes: &NumberClasses,
+        prefix: &[u8],
+        alts: Option<&[(RtCoreId, u32, u32)]>,
+        mask: &mut TokenMask,
+    ) {
+        let cs = self.rt.cs;
+        let cap = cs.engine.shared_cap();
+        // Only the vocabulary's own classes: a prefix's closing tokens are few (`1,`, `1}`),
+        // walked faster than a vocabulary-sized bitset is allocated and merged.
+        let key = alts.filter(|_| cap > 0 && prefix.is_empty()).map(|alts| {
+            let f = *self.rt.st.frames.last().expect("root");
+            let mut st = std::mem::take(&mut self.fast.closing_key);
+            st.copy_from(self.rt.st);
+            st.buf.truncate(f.buf as usize);
+            for a in &mut st.alts[f.alts as usize..] {
+                let closes = a.alive && {
+                    let s = a.num().state;
+                    let d = alts.iter().find(|x| x.0 == a.core).map(|x| x.1);
+                    s != NUM_DEAD && d.is_some_and(|d| cs.numbers.accepts(d, s))
+                };
+                *a = a.with_num(super::NumProgress {
+                    state: if closes { NUM_CLOSES } else { NUM_DEAD },
+                });
+            }
+            st
+        });
+        let json = self.vocab.extension::<JsonClasses>();
+        let mut hook =
+            StringHook { fast: self.fast, vocab: self.vocab, classes: &json, base: prefix };
+        let Some(st) = key else {
+            classes.rest_close.walk_hooked(&mut *self.rt, mask, &mut hook);
+            return;
+        };
+        let f = *self.rt.st.frames.last().expect("root");
+        let addr = std::ptr::from_ref(classes) as usize;
+        let h = {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            (addr, &st).hash(&mut h);
+            h.finish()
+        };
+        if !st.alts[f.alts as usize..].iter().any(|a| a.alive && a.num().state == NUM_CLOSES) {
+            // No alternative accepts the number: no byte can close it.
+        } else if let Some(m) = cs.closing.get(self.vocab, h, |k| k.0 == addr && k.1 == st) {
+            mask.union_with(&m);
+        } else {
+            let mut m = TokenMask::new(mask.len());
+            classes.rest_close.walk_hooked(&mut *self.rt, &mut m, &mut hook);
+            mask.union_with(&m);
+            cs.closing.insert_arc(self.vocab, h, (addr, st.clone()), Arc::new(m), cap);
+        }
+        hook.fast.closing_key = st;
     }
 
     fn alive(&self) -> smallvec::SmallVec<[usize; 4]> {
