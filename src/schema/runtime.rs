@@ -723,8 +723,9 @@ pub struct SchemaConstraint {
     cache: MaskCache<(u64, Arc<St>)>,
     view: BoolView,
     fast: fast::FastState,
-    /// Where [`SchemaConstraint::number_key`] writes its key (reused from mask to mask).
-    key: St,
+    /// Where [`SchemaConstraint::number_key`] writes its key (reused from mask to mask;
+    /// boxed, as the engine sits in enums of engines).
+    key: Box<St>,
 }
 
 impl std::fmt::Debug for SchemaConstraint {
@@ -756,7 +757,7 @@ impl SchemaConstraint {
             cache,
             view: BoolView::default(),
             fast: fast::FastState::default(),
-            key: St::default(),
+            key: Box::default(),
         }
     }
 
@@ -994,7 +995,7 @@ impl ConstraintEngine for SchemaConstraint {
             return Ok(());
         }
         let keyed = self.number_key();
-        let st = if keyed { &self.key } else { &self.st };
+        let st = if keyed { &*self.key } else { &self.st };
         let h = Self::state_hash(st);
         if self.cache.lookup(|(hash, state)| *hash == h && **state == *st, mask) {
             return Ok(());
@@ -1010,7 +1011,7 @@ impl ConstraintEngine for SchemaConstraint {
             return Ok(());
         }
         self.compute(mask);
-        let st = Arc::new(if keyed { self.key.clone() } else { self.st.clone() });
+        let st = Arc::new(if keyed { (*self.key).clone() } else { self.st.clone() });
         if shared {
             // One copy of the mask for both caches.
             let m = Arc::new(mask.clone());

@@ -143,8 +143,9 @@ impl SharedOpen {
 /// Per-engine scratch of the fast paths.
 #[derive(Default)]
 pub(super) struct FastState {
-    /// Where [`Fast::closing_tokens`] builds its key (reused from mask to mask).
-    closing_key: super::St,
+    /// Where [`Fast::closing_tokens`] builds its key (reused from mask to mask; boxed, as
+    /// the engine sits in enums of engines).
+    closing_key: Box<super::St>,
     exits: Option<TokenMask>,
     name_stack: Vec<(u32, u32)>,
     oks: Vec<u32>,
@@ -418,13 +419,13 @@ impl Fast<'_, '_> {
         };
         if !st.alts[f.alts as usize..].iter().any(|a| a.alive && a.num().state == NUM_CLOSES) {
             // No alternative accepts the number: no byte can close it.
-        } else if let Some(m) = cs.closing.get(self.vocab, h, |k| k.0 == addr && k.1 == st) {
+        } else if let Some(m) = cs.closing.get(self.vocab, h, |k| k.0 == addr && k.1 == *st) {
             mask.union_with(&m);
         } else {
             let mut m = TokenMask::new(mask.len());
             classes.rest_close.walk_hooked(&mut *self.rt, &mut m, &mut hook);
             mask.union_with(&m);
-            cs.closing.insert_arc(self.vocab, h, (addr, st.clone()), Arc::new(m), cap);
+            cs.closing.insert_arc(self.vocab, h, (addr, (*st).clone()), Arc::new(m), cap);
         }
         hook.fast.closing_key = st;
     }
