@@ -224,6 +224,11 @@ struct ConstraintArgs {
     /// A JSON Schema file the output must validate against.
     #[arg(long, conflicts_with_all = ["json", "regex", "grammar"])]
     schema: Option<PathBuf>,
+    /// With --schema: `integer` values as plain literals `-?(0|[1-9][0-9]*)` only, as
+    /// XGrammar and llguidance generate them (default: every spelling of an integer value,
+    /// `1.0` and `1e3` too, as validators accept them).
+    #[arg(long, requires = "schema", conflicts_with_all = ["json", "regex", "grammar"])]
+    plain_integers: bool,
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
     /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call,
@@ -508,6 +513,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
             }
         }
         options.engine = engine_limits(c, options.engine);
+        options.plain_integers = c.plain_integers;
         return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {

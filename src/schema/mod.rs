@@ -212,6 +212,13 @@ pub struct SchemaOptions {
     pub limits: SchemaLimits,
     /// Engine limits (rollback history, mask cache).
     pub engine: EngineOptions,
+    /// Spell `integer` values as plain integer literals, `-?(0|[1-9][0-9]*)` (default
+    /// `false`: every JSON spelling of an integer value, as the JSON Schema validators accept —
+    /// `1.0`, `1e3`, `10.0E-1`). For generation: a model that starts `1.1` under `integer`
+    /// may otherwise write zeros until an exponent brings the value back to an integer
+    /// (`1.1000…0e3`), which a small model never does. XGrammar and llguidance generate the
+    /// plain form. Documents in other spellings are refused under this option.
+    pub plain_integers: bool,
 }
 
 impl SchemaOptions {
@@ -229,6 +236,7 @@ impl Default for SchemaOptions {
             documents: Default::default(),
             limits: SchemaLimits::default(),
             engine: EngineOptions::default(),
+            plain_integers: false,
         }
     }
 }
@@ -248,6 +256,8 @@ builder!(SchemaOptions {
     with_limits => limits: SchemaLimits,
     /// Engine limits (rollback history, mask cache).
     with_engine => engine: EngineOptions,
+    /// Plain integer literals for `integer` (default `false`: every spelling).
+    with_plain_integers => plain_integers: bool,
 });
 
 builder!(SchemaLimits {

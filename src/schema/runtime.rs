@@ -1333,6 +1333,34 @@ mod tests {
         assert_eq!(e.rt().byte_superset(), crate::ByteSet::of(b"\"\\/bfnrtu"));
     }
 
+    /// `plain_integers`: an `integer` takes `-?(0|[1-9][0-9]*)` only, at every depth and under
+    /// bounds, while `number` keeps every spelling; by default `integer` takes every spelling
+    /// of an integer value (`1.0`, `1e3`, `10.0E-1`).
+    #[test]
+    fn plain_integers_take_plain_literals_only() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1, "maximum": 2000},
+            "x": {"type": "number"},
+            "a": {"type": "array", "items": {"type": "integer"}}}});
+        let plain = SchemaOptions::default().with_plain_integers(true);
+        let doc = |opts: &SchemaOptions, text: &str| {
+            let mut e = engine_with(schema.clone(), opts);
+            e.advance_bytes(text.as_bytes()).is_ok() && e.accepting_state()
+        };
+        for ok in [r#"{"n": 12}"#, r#"{"n": 2000, "x": 1.5e3}"#, r#"{"a": [0, -7, 10]}"#] {
+            assert!(doc(&plain, ok), "{ok}");
+            assert!(doc(&SchemaOptions::default(), ok), "{ok}");
+        }
+        for spelled in [r#"{"n": 1.0}"#, r#"{"n": 1e3}"#, r#"{"n": 10.0E-1}"#, r#"{"a": [2.0]}"#] {
+            assert!(!doc(&plain, spelled), "{spelled} is refused under plain_integers");
+            assert!(doc(&SchemaOptions::default(), spelled), "{spelled} is an integer value");
+        }
+        // The prefix that started the loop a model fell into is refused at once.
+        let mut e = engine_with(schema.clone(), &plain);
+        assert!(e.advance_bytes(b"{\"n\": 1.").is_err());
+        assert!(e.advance_bytes(b"{\"n\": 1").is_ok());
+    }
+
     /// The masks all engines of a compiled schema share: a second engine on a document with
     /// the same states (other digits of a bounded number) adds nothing and gets the walk's
     /// masks; `mask_cache: 0` keeps the shared cache off too; `shared_masks` bounds it.

@@ -110,6 +110,38 @@ fn walk_reports_acceptance_and_the_first_refused_token() {
     assert!(v["refused_at"]["bytes"].as_str().unwrap().contains('1'), "{out}");
 }
 
+/// `--plain-integers` (with `--schema`): `integer` takes plain literals only; without it every
+/// spelling of an integer value; the flag without `--schema` is a usage error.
+#[test]
+fn plain_integers_flag_refuses_other_spellings_of_integers() {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-int-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = dir.join("schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#)
+        .unwrap();
+    let walk = |doc: &str, flag: bool| {
+        let input = dir.join("doc.json");
+        std::fs::write(&input, doc).unwrap();
+        let mut a = vec!["walk", "--schema", schema.to_str().unwrap()];
+        a.extend(["--input", input.to_str().unwrap(), "--format", "json"]);
+        if flag {
+            a.push("--plain-integers");
+        }
+        let (_, out, err) = grammask(&a);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| {
+            panic!("{doc}: {out} {err}");
+        });
+        v["accepted"] == true
+    };
+    assert!(walk(r#"{"n": 12}"#, true) && walk(r#"{"n": 12}"#, false));
+    assert!(!walk(r#"{"n": 1.0}"#, true) && walk(r#"{"n": 1.0}"#, false));
+    assert!(!walk(r#"{"n": 1e3}"#, true) && walk(r#"{"n": 1e3}"#, false));
+    let (ok, _, err) = grammask(&["walk", "--plain-integers", "--input", "x"]);
+    assert!(!ok && err.contains("--schema"), "{err}");
+    let (ok, _, err) = grammask(&["walk", "--json", "--plain-integers", "--input", "x"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
 #[test]
 fn walk_dumps_every_mask_in_the_token_mask_layout() {
     let dir = std::env::temp_dir().join(format!("grammask-cli-dump-{}", std::process::id()));

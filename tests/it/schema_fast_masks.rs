@@ -22,12 +22,18 @@ fn fast_masks_equal_the_plain_walk_on_targeted_schemas() {
     let cases: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut n = 0;
     for case in cases.as_array().unwrap() {
-        let schema = CompiledSchema::compile(&case["schema"], &SchemaOptions::default()).unwrap();
+        let schema = CompiledSchema::compile(&case["schema"], &options(case)).unwrap();
         for doc in case["docs"].as_array().unwrap() {
             n += compare(&vocab, &schema, doc.as_str().unwrap(), &case["schema"].to_string());
         }
     }
     assert!(n > 300, "only {n} masks compared");
+}
+
+/// A case's `"options"`: `{"plain_integers": true}` (the others default).
+fn options(case: &Value) -> SchemaOptions {
+    let plain = case["options"]["plain_integers"].as_bool().unwrap_or(false);
+    SchemaOptions::default().with_plain_integers(plain)
 }
 
 #[test]
@@ -80,7 +86,7 @@ fn fast_masks_equal_the_plain_walk_on_a_substring_vocabulary() {
     let mut n = 0;
     let mut seed = 0x9e37_79b9_u64;
     for case in cases.as_array().unwrap() {
-        let schema = CompiledSchema::compile(&case["schema"], &SchemaOptions::default()).unwrap();
+        let schema = CompiledSchema::compile(&case["schema"], &options(case)).unwrap();
         for doc in case["docs"].as_array().unwrap() {
             let text = doc.as_str().unwrap().as_bytes();
             for cut in 0..6 {

@@ -141,11 +141,14 @@ impl PyCompiledConstraint {
     /// `"compact"`), `any_whitespace` (XGrammar's flag: `True` is flexible, `False` compact),
     /// `separators` (`(item, key)`, e.g. `(", ", ": ")`, and no other whitespace),
     /// `property_order` (`"any"` or `"schema"`), `lenient` (ignore unsupported keywords),
-    /// `formats` (`"assert"` or `"annotate"`).
+    /// `formats` (`"assert"` or `"annotate"`), `plain_integers` (`integer` as plain literals
+    /// `-?(0|[1-9][0-9]*)` only, as XGrammar and llguidance generate them; default every
+    /// spelling of an integer value, `1.0` and `1e3` too).
     #[staticmethod]
     #[pyo3(signature = (vocab, schema, *, whitespace=None, max_whitespace_run=None,
                         any_whitespace=None, separators=None, property_order=None, lenient=false,
-                        formats=None, rollback_history=None, mask_cache=None))]
+                        formats=None, rollback_history=None, mask_cache=None,
+                        plain_integers=false))]
     #[allow(clippy::too_many_arguments)]
     fn json_schema(
         py: Python<'_>,
@@ -160,6 +163,7 @@ impl PyCompiledConstraint {
         formats: Option<String>,
         rollback_history: Option<usize>,
         mask_cache: Option<usize>,
+        plain_integers: bool,
     ) -> PyResult<Self> {
         let text: String = if let Ok(s) = schema.cast::<PyString>() {
             s.to_str()?.to_owned()
@@ -191,6 +195,7 @@ impl PyCompiledConstraint {
                 ("formats", opt(py, formats.as_deref())),
                 ("rollback_history", opt(py, rollback_history)),
                 ("mask_cache", opt(py, mask_cache)),
+                ("plain_integers", opt(py, Some(plain_integers))),
             ],
         )?;
         let ws_name = match (whitespace.as_deref(), any_whitespace) {
@@ -228,7 +233,8 @@ impl PyCompiledConstraint {
             .with_property_order(order)
             .with_lenient(lenient)
             .with_formats(formats)
-            .with_engine(engine_options(rollback_history, mask_cache));
+            .with_engine(engine_options(rollback_history, mask_cache))
+            .with_plain_integers(plain_integers);
         Self::compile(py, vocab, Constraint::json_schema_with(&value, opts), Some(text), options)
     }
 

@@ -188,3 +188,13 @@ def test_vocabulary_cache_reads_back_the_same_vocabulary_and_pickles(tmp_path):
     assert again.cache_outcome == "hit"
     with pytest.raises(TypeError):
         gm.Vocabulary.embedded(cache=3.5)
+
+
+def test_plain_integers_option_decides_and_pickles(qwen3):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 2000}}}
+    plain = gm.CompiledConstraint.json_schema(qwen3, schema, plain_integers=True)
+    every = gm.CompiledConstraint.json_schema(qwen3, schema)
+    for c, spelled in ((plain, False), (every, True), (pickle.loads(pickle.dumps(plain)), False)):
+        assert gm.Matcher(c).accept_string('{"n": 12}')
+        assert gm.Matcher(c).accept_string('{"n": 1.0}') is spelled
+        assert gm.Matcher(c).accept_string('{"n": 1e3}') is spelled

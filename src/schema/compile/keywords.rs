@@ -106,7 +106,7 @@ impl<'a> Compiler<'a> {
     ) -> Result<Option<NumCore>, SchemaError> {
         let mut n = NumCore::any();
         n.integer = integer;
-        n.int_syntax = integer && self.draft4;
+        n.int_syntax = integer && (self.draft4 || self.opts.plain_integers);
         let mut lo_parts: Vec<(Dec, bool)> = Vec::new();
         let mut hi_parts: Vec<(Dec, bool)> = Vec::new();
         if let Some(v) = m.get("minimum") {

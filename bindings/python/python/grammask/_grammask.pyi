@@ -74,6 +74,7 @@ class CompiledConstraint:
         formats: str | None = None,
         rollback_history: int | None = None,
         mask_cache: int | None = None,
+        plain_integers: bool = False,
     ) -> CompiledConstraint: ...
     @staticmethod
     def regex(
