@@ -255,10 +255,12 @@ fn tool_tags(app: &App, tools: &[Tool], choice: &ToolChoice) -> Result<Tagged, A
 }
 
 /// Tool arguments are written as Python's `json.dumps` writes them (`", "`, `": "`, no
-/// newlines): a small model otherwise spends its tokens on indentation.
+/// newlines): a small model otherwise spends its tokens on indentation. Integers as plain
+/// literals, as for `response_format`.
 fn args_options() -> SchemaOptions {
     SchemaOptions::default()
         .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() })
+        .with_plain_integers(true)
 }
 
 /// A function as one prompt line: `name(arg: type, …)`, with the description if any.
@@ -310,7 +312,11 @@ async fn compiled(
     }
     let constraint = match spec {
         Spec::Json => Constraint::json(),
-        Spec::Schema(s) => Constraint::json_schema(s),
+        // Integers as plain literals (`plain_integers`): what a model is asked for here is
+        // generated output, and OpenAI's, XGrammar's and llguidance's are spelled so.
+        Spec::Schema(s) => {
+            Constraint::json_schema_with(s, SchemaOptions::default().with_plain_integers(true))
+        }
         Spec::Regex(r) => Constraint::regex(r),
         Spec::Grammar(g) => Constraint::gbnf(g),
         Spec::Choice(c) => Constraint::regex(&choice_regex(c)),
