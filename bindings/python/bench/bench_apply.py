@@ -70,7 +70,7 @@ def main() -> None:
     devices = ["cpu"] + (["cuda"] if torch is not None and torch.cuda.is_available() else [])
     if torch is not None and "cuda" in devices:
         print(f"# device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
-    print("| logits | width | batch | bitmask from | median µs | min µs | floor (masked_fill_) µs |")
+    print("| logits | width | batch | bitmask from | median µs | min µs | masked_fill_ µs |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for width in (151_936, 262_144):
         for batch in (1, 16, 64):
@@ -85,11 +85,20 @@ def main() -> None:
                 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
                 for dtype in (torch.float32, torch.bfloat16):
                     t = torch.from_numpy(base).to(dtype).to(device)
-                    forbid = ~torch.from_numpy(
-                        np.unpackbits(bm.view(np.uint8), axis=-1, bitorder="little")[:, :width].astype(bool)
-                    ).to(device)
-                    floor, _ = timed(lambda: t.masked_fill_(forbid, float("-inf")), args.iterations, sync)
+                    bits = np.unpackbits(bm.view(np.uint8), axis=-1, bitorder="little")
+                    forbid = ~torch.from_numpy(bits[:, :width].astype(bool)).to(device)
+                    fill = lambda: t.masked_fill_(forbid, float("-inf"))  # noqa: E731
+                    floor, _ = timed(fill, args.iterations, sync)
                     on_device = torch.from_numpy(bm).to(device)
+
+                    def row(label, source, f) -> None:
+                        med, lo = timed(f, args.iterations, sync)
+                        dt = str(dtype).removeprefix("torch.")
+                        print(
+                            f"| torch {dt} on {device}, {label} | {width} | {batch} | {source} | "
+                            f"{med:.1f} | {lo:.1f} | {floor:.1f} |"
+                        )
+
                     kinds = [("numpy", bm), (device, on_device)]
                     if device == "cuda":
                         kinds.insert(1, ("pinned", torch.from_numpy(bm).pin_memory()))
@@ -105,25 +114,15 @@ def main() -> None:
                             continue
                         results[path] = a
                         for name, b in kinds:
-                            med, lo = timed(
-                                lambda: gm.apply_token_bitmask_inplace(t, b), args.iterations, sync
-                            )
-                            dt = str(dtype).removeprefix("torch.")
-                            print(
-                                f"| torch {dt} on {device}, {path} | {width} | {batch} | {name} | "
-                                f"{med:.1f} | {lo:.1f} | {floor:.1f} |"
-                            )
+                            row(f"{path}", name, lambda: gm.apply_token_bitmask_inplace(t, b))
                     if device == "cuda" and xgr is not None:
                         a = t.clone()
                         xgr.apply_token_bitmask_inplace(a, on_device)
                         same = torch.equal(a, results.get("triton", results["torch ops"]))
-                        med, lo = timed(
-                            lambda: xgr.apply_token_bitmask_inplace(t, on_device), args.iterations, sync
-                        )
-                        dt = str(dtype).removeprefix("torch.")
-                        print(
-                            f"| torch {dt} on cuda, xgrammar (same logits: {same}) | "
-                            f"{width} | {batch} | cuda | {med:.1f} | {lo:.1f} | {floor:.1f} |"
+                        row(
+                            f"xgrammar (same logits: {same})",
+                            "cuda",
+                            lambda: xgr.apply_token_bitmask_inplace(t, on_device),
                         )
                     if len(results) == 2:
                         same = torch.equal(results["triton"], results["torch ops"])

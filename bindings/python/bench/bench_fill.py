@@ -55,6 +55,14 @@ def vocabs() -> list[tuple[str, gm.Vocabulary, Path | None]]:
     return out
 
 
+def per_call(f, n: int) -> float:
+    """Seconds per call of `f` over `n` calls in a row."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    return (time.perf_counter() - t0) / n
+
+
 def best_of(f, repeats: int = 5) -> float:
     return min(f() for _ in range(repeats))
 
@@ -119,6 +127,16 @@ def parallel_control() -> float:
     return best_of(serial, 3) / best_of(two, 3)
 
 
+def costliest_states(compiled: gm.CompiledConstraint) -> list[str]:
+    """The prefixes of the four `STATES` whose masks cost most (timed in Rust, cache off)."""
+    cost = {}
+    for _, p in STATES:
+        m = gm.Matcher(compiled)
+        assert m.accept_string(p)
+        cost[p] = m._time_fill_mask(20)
+    return sorted(cost, key=cost.get, reverse=True)[:4]
+
+
 def batch(iterations: int) -> None:
     print("\n## batch of 16: fill_next_token_bitmask_batch, n_threads=2 vs serial (n_threads=1)")
     print(f"# control: sha256 on 2 threads vs serial here and now: {parallel_control():.2f}x")
@@ -126,12 +144,7 @@ def batch(iterations: int) -> None:
         compiled = gm.CompiledConstraint.json_object(vocab, mask_cache=0)
         # Sixteen requests in the four costliest states of the list above (masks >= 20 us on
         # Qwen3 and Llama 3, the regime the target is set for).
-        cost = {}
-        for _, p in STATES:
-            m = gm.Matcher(compiled)
-            assert m.accept_string(p)
-            cost[p] = m._time_fill_mask(20)
-        costly = sorted(cost, key=cost.get, reverse=True)[:4]
+        costly = costliest_states(compiled)
         matchers = []
         for p in costly * 4:
             m = gm.Matcher(compiled)
@@ -193,12 +206,13 @@ def xgrammar_peer(path: Path, vocab: gm.Vocabulary):
     t0 = time.perf_counter()
     compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
     took = time.perf_counter() - t0
-    print(f"# xgrammar {getattr(xgr, '__version__', '?')}: builtin JSON grammar compiled in {took:.2f} s")
+    version = getattr(xgr, "__version__", "?")
+    print(f"# xgrammar {version}: builtin JSON grammar compiled in {took:.2f} s")
     return xgr, compiled
 
 
 def peers(iterations: int) -> None:
-    print("\n## side by side: llguidance's and XGrammar's Python packages on the same states, us per mask")
+    print("\n## side by side: llguidance's and XGrammar's packages on the same states, us per mask")
     print("# repeated fills in one state; grammask with its mask cache off, then on (default)")
     try:
         import llguidance
@@ -236,14 +250,8 @@ def peers(iterations: int) -> None:
                     print(f"{name}/{state}: llguidance refused the prefix ({ll.get_error()})")
                     continue
                 llbm = lnp.allocate_token_bitmask(1, tok.vocab_size)
-
-                def ll_fill() -> float:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        lnp.fill_next_token_bitmask(ll, llbm, 0)
-                    return (time.perf_counter() - t0) / n
-
-                theirs = best_of(ll_fill, 3)
+                ll_fill = lambda: lnp.fill_next_token_bitmask(ll, llbm, 0)  # noqa: E731
+                theirs = best_of(lambda: per_call(ll_fill, n), 3)
             xgr_time = float("nan")
             if xg is not None:
                 xgr, xcompiled = xg
@@ -252,14 +260,8 @@ def peers(iterations: int) -> None:
                     print(f"{name}/{state}: xgrammar refused the prefix")
                     continue
                 xbm = xgr.allocate_token_bitmask(1, vocab.vocab_size)
-
-                def xg_fill() -> float:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        xm.fill_next_token_bitmask(xbm, 0)
-                    return (time.perf_counter() - t0) / n
-
-                xgr_time = best_of(xg_fill, 3)
+                xg_fill = lambda: xm.fill_next_token_bitmask(xbm, 0)  # noqa: E731
+                xgr_time = best_of(lambda: per_call(xg_fill, n), 3)
             m = gm.Matcher(compiled)
             assert m.accept_string(prefix)
             cached = gm.Matcher(compiled_cached)
@@ -280,12 +282,7 @@ def xg_batch(xg, vocab: gm.Vocabulary, iterations: int) -> None:
     XGrammar's own per-state cache is always on, and off)."""
     xgr, xcompiled = xg
     compiled = gm.CompiledConstraint.json_object(vocab, mask_cache=0)
-    cost = {}
-    for _, p in STATES:
-        m = gm.Matcher(compiled)
-        assert m.accept_string(p)
-        cost[p] = m._time_fill_mask(20)
-    costly = sorted(cost, key=cost.get, reverse=True)[:4] * 4
+    costly = costliest_states(compiled) * 4
     xms = []
     for p in costly:
         xm = xgr.GrammarMatcher(xcompiled)
@@ -318,8 +315,8 @@ def xg_batch(xg, vocab: gm.Vocabulary, iterations: int) -> None:
             gs_on.append(time.perf_counter() - t0)
         med = statistics.median
         line.append(
-            f"{threads} thread(s): xgrammar {med(xs) * 1e6:.0f} us, grammask {med(gs_off) * 1e6:.0f} us "
-            f"(cache off) / {med(gs_on) * 1e6:.0f} us (on)"
+            f"{threads} thread(s): xgrammar {med(xs) * 1e6:.0f} us, grammask "
+            f"{med(gs_off) * 1e6:.0f} us (cache off) / {med(gs_on) * 1e6:.0f} us (on)"
         )
     print("# batch of 16 (medians of interleaved calls): " + "; ".join(line))
 

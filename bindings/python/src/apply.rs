@@ -141,16 +141,7 @@ pub(crate) fn apply_bitmask_rows(
                 "bitmask must be a C-contiguous, 4-byte aligned int32 array",
             ));
         }
-        let (b_rows, width) = match bb.shape() {
-            [w] => (1, *w),
-            [r, w] => (*r, *w),
-            s => {
-                return Err(PyValueError::new_err(format!(
-                    "bitmask must have 1 or 2 dimensions, not {}",
-                    s.len()
-                )))
-            }
-        };
+        let (b_rows, width) = crate::bitmask::rows_and_width(&bb)?;
         if width * 32 < vocab {
             return Err(PyValueError::new_err(format!(
                 "bitmask rows cover {} tokens, the logits have {vocab}",

@@ -58,6 +58,19 @@ impl Rows {
     }
 }
 
+/// A bitmask buffer's (rows, words per row): `[words]` is one row; other shapes than 1-D and
+/// 2-D are a `ValueError`.
+pub(crate) fn rows_and_width(buffer: &PyUntypedBuffer) -> PyResult<(usize, usize)> {
+    match buffer.shape() {
+        [w] => Ok((1, *w)),
+        [r, w] => Ok((*r, *w)),
+        s => Err(PyValueError::new_err(format!(
+            "bitmask must have 1 or 2 dimensions, not {}",
+            s.len()
+        ))),
+    }
+}
+
 /// An exported bitmask buffer, checked: 32-bit integers, writable, C-contiguous, 1 or 2
 /// dimensions. Release it with [`Bitmask::release`] (dropping it re-attaches to Python).
 pub(crate) struct Bitmask {
@@ -96,16 +109,7 @@ impl Bitmask {
         if !buffer.is_c_contiguous() {
             return Err(PyValueError::new_err("bitmask must be C-contiguous"));
         }
-        let (rows, width) = match buffer.shape() {
-            [w] => (1, *w),
-            [r, w] => (*r, *w),
-            s => {
-                return Err(PyValueError::new_err(format!(
-                    "bitmask must have 1 or 2 dimensions, not {}",
-                    s.len()
-                )))
-            }
-        };
+        let (rows, width) = rows_and_width(&buffer)?;
         let base = buffer.buf_ptr().cast::<u32>();
         if base.align_offset(std::mem::align_of::<u32>()) != 0 {
             return Err(PyValueError::new_err("bitmask memory is not 4-byte aligned"));

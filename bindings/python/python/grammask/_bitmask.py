@@ -94,7 +94,9 @@ def apply_token_bitmask_inplace(
     (``GRAMMASK_TRITON=0`` turns it off), other torch tensors by torch ops on their device."""
     module = type(logits).__module__
     if module.startswith("mlx"):
-        raise TypeError("MLX arrays are immutable: use grammask.apply_token_bitmask(logits, bitmask)")
+        raise TypeError(
+            "MLX arrays are immutable: use grammask.apply_token_bitmask(logits, bitmask)"
+        )
     if vocab_size is not None and vocab_size < logits.shape[-1]:
         # A view: writing through it is writing into `logits`.
         apply_token_bitmask_inplace(logits[..., :vocab_size], bitmask, indices=indices)
