@@ -229,6 +229,11 @@ struct ConstraintArgs {
     /// `1.0` and `1e3` too, as validators accept them).
     #[arg(long, requires = "schema", conflicts_with_all = ["json", "regex", "grammar"])]
     plain_integers: bool,
+    /// With --schema: in objects that take no other keys, declared names spelled as written
+    /// (an escape only where a name's character needs one; default: any JSON spelling, so
+    /// `"colo\u0072"` is the key `color`).
+    #[arg(long, requires = "schema", conflicts_with_all = ["json", "regex", "grammar"])]
+    literal_keys: bool,
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
     /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call,
@@ -514,6 +519,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         }
         options.engine = engine_limits(c, options.engine);
         options.plain_integers = c.plain_integers;
+        options.literal_keys = c.literal_keys;
         return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {

@@ -219,6 +219,12 @@ pub struct SchemaOptions {
     /// (`1.1000…0e3`), which a small model never does. XGrammar and llguidance generate the
     /// plain form. Documents in other spellings are refused under this option.
     pub plain_integers: bool,
+    /// In an object that takes no keys but its declared ones, spell those names as written:
+    /// `\` only where a name's next character must be escaped (`"`, `\`, a control
+    /// character). Default `false`: any JSON spelling of a name (`"colo\u0072"` is `color`),
+    /// which a model masked away from a misspelling can take (SmolLM2-135M wrote exactly that,
+    /// docs/python.md). Objects that take undeclared keys keep every spelling.
+    pub literal_keys: bool,
 }
 
 impl SchemaOptions {
@@ -237,6 +243,7 @@ impl Default for SchemaOptions {
             limits: SchemaLimits::default(),
             engine: EngineOptions::default(),
             plain_integers: false,
+            literal_keys: false,
         }
     }
 }
@@ -258,6 +265,8 @@ builder!(SchemaOptions {
     with_engine => engine: EngineOptions,
     /// Plain integer literals for `integer` (default `false`: every spelling).
     with_plain_integers => plain_integers: bool,
+    /// Declared names spelled as written in closed objects (default `false`).
+    with_literal_keys => literal_keys: bool,
 });
 
 builder!(SchemaLimits {
@@ -339,6 +348,8 @@ pub struct CompiledSchema {
     pub(crate) ws: WsRules,
     pub(crate) order: PropertyOrder,
     pub(crate) engine: EngineOptions,
+    /// [`SchemaOptions::literal_keys`].
+    pub(crate) literal_keys: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -381,6 +392,7 @@ impl CompiledSchema {
             ws,
             order: options.property_order,
             engine: options.engine.clone(),
+            literal_keys: options.literal_keys,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),

@@ -592,6 +592,20 @@ impl<'a> Rt<'a> {
         s
     }
 
+    /// Under [`crate::schema::SchemaOptions::literal_keys`]: may key frame `fi` take `\` at
+    /// this position? Yes where some live alternative takes undeclared keys, or a declared
+    /// name the key text is a prefix of goes on with a character JSON requires escaped.
+    pub(super) fn key_may_escape(&self, fi: usize) -> bool {
+        let pos = self.st.buf.len() - self.st.frames[fi].buf as usize;
+        self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive).any(|a| {
+            let k = a.key();
+            k.extra != DEAD
+                || self.obj(a.core).names[k.lo as usize..k.hi as usize]
+                    .iter()
+                    .any(|n| n.get(pos).is_some_and(|&b| b == b'"' || b == b'\\' || b < 0x20))
+        })
+    }
+
     fn num_close(&mut self, fi: usize) -> bool {
         let at = self.st.frames[fi].buf as usize;
         number::is_complete(&self.st.buf[at..])
@@ -1359,6 +1373,31 @@ mod tests {
         let mut e = engine_with(schema.clone(), &plain);
         assert!(e.advance_bytes(b"{\"n\": 1.").is_err());
         assert!(e.advance_bytes(b"{\"n\": 1").is_ok());
+    }
+
+    /// `literal_keys`: in an object that takes only its declared keys, a name is spelled as
+    /// written (an escape only where the name's character needs one); objects that take other
+    /// keys, and the default, keep every spelling.
+    #[test]
+    fn literal_keys_spell_declared_names_as_written() {
+        let closed = json!({"type": "object", "additionalProperties": false,
+            "properties": {"color": {"type": "string"}, "a\"b": {"type": "integer"}}});
+        let open = json!({"type": "object", "properties": {"color": {"type": "string"}}});
+        let literal = SchemaOptions::default().with_literal_keys(true);
+        let doc = |schema: &serde_json::Value, opts: &SchemaOptions, text: &str| {
+            let mut e = engine_with(schema.clone(), opts);
+            e.advance_bytes(text.as_bytes()).is_ok() && e.accepting_state()
+        };
+        let escaped = r#"{"colo\u0072": "x"}"#;
+        assert!(doc(&closed, &literal, r#"{"color": "x"}"#));
+        assert!(!doc(&closed, &literal, escaped), "an escape the name does not need");
+        assert!(!doc(&closed, &literal, r#"{"\u0063olor": "x"}"#));
+        assert!(doc(&closed, &literal, r#"{"a\"b": 1}"#), "an escape the name needs");
+        assert!(doc(&closed, &SchemaOptions::default(), escaped), "any spelling by default");
+        assert!(doc(&open, &literal, escaped), "an object that takes other keys");
+        // Refused at the backslash itself.
+        let mut e = engine_with(closed.clone(), &literal);
+        assert!(e.advance_bytes(br#"{"colo\"#).is_err());
     }
 
     /// The masks all engines of a compiled schema share: a second engine on a document with

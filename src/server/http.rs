@@ -255,12 +255,18 @@ fn tool_tags(app: &App, tools: &[Tool], choice: &ToolChoice) -> Result<Tagged, A
 }
 
 /// Tool arguments are written as Python's `json.dumps` writes them (`", "`, `": "`, no
-/// newlines): a small model otherwise spends its tokens on indentation. Integers as plain
-/// literals, as for `response_format`.
+/// newlines): a small model otherwise spends its tokens on indentation.
 fn args_options() -> SchemaOptions {
-    SchemaOptions::default()
+    generation_options()
         .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() })
-        .with_plain_integers(true)
+}
+
+/// What a model is asked for here is generated output: integers as plain literals and
+/// declared names as written (`plain_integers`, `literal_keys`), as OpenAI, XGrammar and
+/// llguidance spell them — a small model masked away from a misspelling otherwise escapes its
+/// way into the name (`"colo\u0072"`), or writes zeros after `1.1` under `integer`.
+fn generation_options() -> SchemaOptions {
+    SchemaOptions::default().with_plain_integers(true).with_literal_keys(true)
 }
 
 /// A function as one prompt line: `name(arg: type, …)`, with the description if any.
@@ -312,11 +318,7 @@ async fn compiled(
     }
     let constraint = match spec {
         Spec::Json => Constraint::json(),
-        // Integers as plain literals (`plain_integers`): what a model is asked for here is
-        // generated output, and OpenAI's, XGrammar's and llguidance's are spelled so.
-        Spec::Schema(s) => {
-            Constraint::json_schema_with(s, SchemaOptions::default().with_plain_integers(true))
-        }
+        Spec::Schema(s) => Constraint::json_schema_with(s, generation_options()),
         Spec::Regex(r) => Constraint::regex(r),
         Spec::Grammar(g) => Constraint::gbnf(g),
         Spec::Choice(c) => Constraint::regex(&choice_regex(c)),

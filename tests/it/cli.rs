@@ -111,9 +111,10 @@ fn walk_reports_acceptance_and_the_first_refused_token() {
 }
 
 /// `--plain-integers` (with `--schema`): `integer` takes plain literals only; without it every
-/// spelling of an integer value; the flag without `--schema` is a usage error.
+/// spelling of an integer value; the flag without `--schema` is a usage error. `--literal-keys`:
+/// a closed object's declared names only as written.
 #[test]
-fn plain_integers_flag_refuses_other_spellings_of_integers() {
+fn plain_integers_and_literal_keys_flags_refuse_other_spellings() {
     let dir = std::env::temp_dir().join(format!("grammask-cli-int-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema = dir.join("schema.json");
@@ -136,6 +137,25 @@ fn plain_integers_flag_refuses_other_spellings_of_integers() {
     assert!(walk(r#"{"n": 12}"#, true) && walk(r#"{"n": 12}"#, false));
     assert!(!walk(r#"{"n": 1.0}"#, true) && walk(r#"{"n": 1.0}"#, false));
     assert!(!walk(r#"{"n": 1e3}"#, true) && walk(r#"{"n": 1e3}"#, false));
+    // --literal-keys: a closed object's names as written.
+    let closed = dir.join("closed.json");
+    std::fs::write(
+        &closed,
+        r#"{"type": "object", "additionalProperties": false, "properties": {"color": {}}}"#,
+    )
+    .unwrap();
+    let keyed = |doc: &str, flag: &str| {
+        let input = dir.join("keys.json");
+        std::fs::write(&input, doc).unwrap();
+        let mut a = vec!["walk", "--schema", closed.to_str().unwrap(), "--format", "json"];
+        a.extend(["--input", input.to_str().unwrap()]);
+        a.extend((!flag.is_empty()).then_some(flag));
+        let (_, out, _) = grammask(&a);
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["accepted"] == true
+    };
+    assert!(keyed(r#"{"color": 1}"#, "--literal-keys"));
+    assert!(!keyed(r#"{"colo\u0072": 1}"#, "--literal-keys"));
+    assert!(keyed(r#"{"colo\u0072": 1}"#, ""));
     let (ok, _, err) = grammask(&["walk", "--plain-integers", "--input", "x"]);
     assert!(!ok && err.contains("--schema"), "{err}");
     let (ok, _, err) = grammask(&["walk", "--json", "--plain-integers", "--input", "x"]);

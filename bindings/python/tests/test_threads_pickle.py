@@ -198,3 +198,17 @@ def test_plain_integers_option_decides_and_pickles(qwen3):
         assert gm.Matcher(c).accept_string('{"n": 12}')
         assert gm.Matcher(c).accept_string('{"n": 1.0}') is spelled
         assert gm.Matcher(c).accept_string('{"n": 1e3}') is spelled
+
+
+def test_literal_keys_option_decides_and_pickles(qwen3):
+    schema = {"type": "object", "properties": {"color": {"type": "string"}}}
+    closed = dict(schema, additionalProperties=False)
+    literal = gm.CompiledConstraint.json_schema(qwen3, closed, literal_keys=True)
+    for c, escaped in (
+        (literal, False),
+        (pickle.loads(pickle.dumps(literal)), False),
+        (gm.CompiledConstraint.json_schema(qwen3, closed), True),
+        (gm.CompiledConstraint.json_schema(qwen3, schema, literal_keys=True), True),
+    ):
+        assert gm.Matcher(c).accept_string('{"color": "x"}')
+        assert gm.Matcher(c).accept_string('{"colo\\u0072": "x"}') is escaped

@@ -76,7 +76,11 @@ def test_generate_with_a_real_model_gives_valid_documents(loaded, device, sample
     # Plain integers, as XGrammar and llguidance generate them: with every spelling allowed
     # the greedy run of this model wrote `"weight_grams": 1.111000…` until the token budget
     # ran out (zeros are live while an exponent could make the value an integer again).
-    compiled = gm.CompiledConstraint.json_schema(vocab, SCHEMA, plain_integers=True)
+    # Declared names as written, too (`literal_keys`): masked away from `colour`, the greedy
+    # run escaped its way into `"colo\u0072"` (exact: that is `color`).
+    compiled = gm.CompiledConstraint.json_schema(
+        vocab, SCHEMA, plain_integers=True, literal_keys=True
+    )
     prompts = [
         "Describe a banana as a JSON object with name, color and weight_grams.",
         "Give me one fruit you like, in JSON.",

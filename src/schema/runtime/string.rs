@@ -30,6 +30,9 @@ impl<'a> Rt<'a> {
                     }
                 }
                 b'\\' => {
+                    if f.kind() == Kind::Key && self.cs.literal_keys && !self.key_may_escape(fi) {
+                        return false;
+                    }
                     if !self.range_live(fi, 0, 0x10FFFF) {
                         return false;
                     }

@@ -75,6 +75,7 @@ class CompiledConstraint:
         rollback_history: int | None = None,
         mask_cache: int | None = None,
         plain_integers: bool = False,
+        literal_keys: bool = False,
     ) -> CompiledConstraint: ...
     @staticmethod
     def regex(

@@ -133,8 +133,11 @@ class GrammaskBackend:
         ``CompileError`` for a spec that does not compile."""
         kind = getattr(request_type, "name", str(request_type))
         if kind == "JSON":
-            # Integers as plain literals, as XGrammar (vLLM's default backend) generates them.
-            compiled = CompiledConstraint.json_schema(self.vocab, grammar_spec, plain_integers=True)
+            # Integers as plain literals and declared names as written, as XGrammar (vLLM's
+            # default backend) generates them.
+            compiled = CompiledConstraint.json_schema(
+                self.vocab, grammar_spec, plain_integers=True, literal_keys=True
+            )
         elif kind == "JSON_OBJECT":
             compiled = CompiledConstraint.json_object(self.vocab)
         elif kind == "REGEX":
