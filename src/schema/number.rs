@@ -493,6 +493,9 @@ fn pow10(p: i64) -> Dec {
     Dec { neg: false, digits: vec![1], exp: p + 1 }
 }
 
+/// 1, made once: [`NumCore::live`] runs once per new automaton transition.
+static ONE: std::sync::LazyLock<Dec> = std::sync::LazyLock::new(|| pow10(0));
+
 impl NumCore {
     /// Any number.
     pub(crate) fn any() -> NumCore {
@@ -700,8 +703,8 @@ impl NumCore {
         {
             return false;
         }
-        let one = pow10(0);
-        let step = self.step(&one);
+        let one: &Dec = &ONE;
+        let step = self.step(one);
         if self.frac && step.is_some_and(Dec::is_integer) {
             // Every multiple of an integer is an integer.
             return false;

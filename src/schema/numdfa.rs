@@ -115,7 +115,9 @@ impl Dfa {
         if let Some(l) = self.open.get(&(trie_id, s)) {
             return Some(l.clone());
         }
-        let mut out: Vec<TokenId> = Vec::new();
+        // Sized for the whole trie (a number-only trie: ~1,200 tokens at most vocabularies),
+        // so the walk never regrows it.
+        let mut out: Vec<TokenId> = Vec::with_capacity(trie.n_tokens());
         let mut over = false;
         trie.walk_states_with(
             s,

@@ -429,6 +429,11 @@ impl TokTrie {
         self.max_depth
     }
 
+    /// How many tokens the trie holds.
+    pub fn n_tokens(&self) -> usize {
+        self.n_tokens
+    }
+
     /// Walk the whole trie with `rec`, setting in `mask` every token whose bytes `rec` accepts
     /// from its current state. Bits already set in `mask` stay set. `rec` is back in its starting
     /// state when this returns.
