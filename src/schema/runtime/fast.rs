@@ -39,14 +39,14 @@ use crate::json::slices::{JsonClasses, NumberClasses, StringClasses};
 use crate::mask::TokenMask;
 use crate::recognizer::Recognizer;
 use crate::schema::numdfa::{NUM_DEAD, NUM_OVER};
-
-/// In the key of a number's closing tokens, an alternative that accepts the number (no
-/// automaton state has this number: their states are below `NUM_STATES_LIMIT`).
-const NUM_CLOSES: u32 = u32::MAX - 2;
 use crate::schema::string::{ByteDfa, DEAD};
 use crate::vocab::{TokTrie, Vocabulary};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
+
+/// In the key of a number's closing tokens, an alternative that accepts the number (no
+/// automaton state has this number: their states are below `NUM_STATES_LIMIT`).
+const NUM_CLOSES: u32 = u32::MAX - 2;
 
 /// What an open-token set is cached under.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -318,41 +318,32 @@ impl Fast<'_, '_> {
         let item = n_frames >= 2 && self.rt.st.frames[n_frames - 2].uniq;
         let key = (keyed && !item)
             .then(|| OpenKey::Num { cores: alts.map(|x| x.0), states: alts.map(|x| x.2) });
+        // The number-only tokens after which some alternative lives: from the automata's
+        // per-state lists, or on text when a state is unknown (what an interrupted automaton
+        // walk added is a subset of what the text walk adds). `true` when the automata did it.
+        let dfas = alts.map(|x| x.1);
+        let walk_numbers = |rt: &mut Rt<'_>, into: &mut TokenMask| {
+            let numeric = (classes.numeric_id, &classes.numeric);
+            let walked = key.is_some()
+                && cs.numbers.walk(&dfas[..alive.len()], alts.map(|x| x.2), numeric, into);
+            if !walked {
+                classes.numeric.walk(rt, into);
+            }
+            walked
+        };
         if !prefix.is_empty() {
             // A prefix's classes (a number opened inside a walked token): few tokens, whose
             // per-state lists the automata keep anyway; a cached copy would be a whole
             // vocabulary-sized bitset to allocate, clear and merge for a handful of bits.
-            let dfas = alts.map(|x| x.1);
-            let numeric = (classes.numeric_id, &classes.numeric);
-            if key.is_none()
-                || !cs.numbers.walk(&dfas[..alive.len()], alts.map(|x| x.2), numeric, mask)
-            {
-                classes.numeric.walk(&mut *self.rt, mask);
-            }
+            walk_numbers(&mut *self.rt, mask);
+        } else if let Some(m) = key.and_then(|k| cs.open_sets.get(classes, k)) {
+            mask.union_with(&m);
         } else {
-            match key.and_then(|k| cs.open_sets.get(classes, k)) {
-                Some(m) => mask.union_with(&m),
-                None => {
-                    let mut m = TokenMask::new(mask.len());
-                    let dfas = alts.map(|x| x.1);
-                    let starts = alts.map(|x| x.2);
-                    let walked = key.is_some()
-                        && cs.numbers.walk(
-                            &dfas[..alive.len()],
-                            starts,
-                            (classes.numeric_id, &classes.numeric),
-                            &mut m,
-                        );
-                    if !walked {
-                        // No states (or an automaton full): the liveness test on each text (what
-                        // an interrupted automaton walk added is a subset of what this adds).
-                        classes.numeric.walk(&mut *self.rt, &mut m);
-                    }
-                    mask.union_with(&m);
-                    if let (Some(k), true) = (key, walked) {
-                        cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
-                    }
-                }
+            let mut m = TokenMask::new(mask.len());
+            let walked = walk_numbers(&mut *self.rt, &mut m);
+            mask.union_with(&m);
+            if let (Some(k), true) = (key, walked) {
+                cs.open_sets.put(self.vocab, classes, k, Arc::new(m));
             }
         }
         let json = self.vocab.extension::<JsonClasses>();
@@ -410,22 +401,23 @@ impl Fast<'_, '_> {
             return;
         };
         let f = *self.rt.st.frames.last().expect("root");
-        let addr = std::ptr::from_ref(classes) as usize;
-        let h = {
-            use std::hash::{Hash, Hasher};
-            let mut h = rustc_hash::FxHasher::default();
-            (addr, &st).hash(&mut h);
-            h.finish()
-        };
-        if !st.alts[f.alts as usize..].iter().any(|a| a.alive && a.num().state == NUM_CLOSES) {
-            // No alternative accepts the number: no byte can close it.
-        } else if let Some(m) = cs.closing.get(self.vocab, h, |k| k.0 == addr && k.1 == *st) {
-            mask.union_with(&m);
-        } else {
-            let mut m = TokenMask::new(mask.len());
-            classes.rest_close.walk_hooked(&mut *self.rt, &mut m, &mut hook);
-            mask.union_with(&m);
-            cs.closing.insert_arc(self.vocab, h, (addr, (*st).clone()), Arc::new(m), cap);
+        // No alternative accepts the number: no byte can close it, and there is nothing to key.
+        if st.alts[f.alts as usize..].iter().any(|a| a.alive && a.num().state == NUM_CLOSES) {
+            let addr = std::ptr::from_ref(classes) as usize;
+            let h = {
+                use std::hash::{Hash, Hasher};
+                let mut h = rustc_hash::FxHasher::default();
+                (addr, &st).hash(&mut h);
+                h.finish()
+            };
+            if let Some(m) = cs.closing.get(self.vocab, h, |k| k.0 == addr && k.1 == *st) {
+                mask.union_with(&m);
+            } else {
+                let mut m = TokenMask::new(mask.len());
+                classes.rest_close.walk_hooked(&mut *self.rt, &mut m, &mut hook);
+                mask.union_with(&m);
+                cs.closing.insert_arc(self.vocab, h, (addr, (*st).clone()), Arc::new(m), cap);
+            }
         }
         hook.fast.closing_key = st;
     }

@@ -22,8 +22,6 @@ from ._errors import VocabularyMismatchError
 from ._grammask import apply_bitmask_rows
 
 
-
-
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
     """An int32 bitmask of shape ``[batch_size, ceil(vocab_size / 32)]``, all tokens allowed
     (every bit set, as XGrammar allocates it). Wrap it with ``torch.from_numpy`` for a tensor
@@ -145,7 +143,7 @@ def _apply_torch(logits: Any, bitmask: Any, indices: Sequence[int] | None) -> An
     import torch
 
     bm = bitmask if isinstance(bitmask, torch.Tensor) else torch.from_numpy(np.asarray(bitmask))
-    bm = bm.to(device=logits.device, dtype=torch.int32)
+    bm = bm.to(device=logits.device, dtype=torch.int32).contiguous()
     vocab = logits.shape[-1]
     _check(vocab, bm.shape[-1])
     n_rows = logits.shape[0] if logits.dim() == 2 else 1
@@ -155,11 +153,11 @@ def _apply_torch(logits: Any, bitmask: Any, indices: Sequence[int] | None) -> An
         rows = [int(i) for i in indices]
         index_tensor = torch.tensor(rows, dtype=torch.int32, device=logits.device)
     # One Triton kernel on CUDA when triton is there (grammask/_triton.py), else torch ops.
-    if _triton.try_apply(logits, bm.contiguous(), index_tensor, torch):
+    if _triton.try_apply(logits, bm, index_tensor, torch):
         return logits
     # The words' bytes, least significant first (torch runs on little-endian hosts), tested
     # against the eight bit values: two elementwise kernels, one byte per token.
-    octets = bm.contiguous().view(torch.uint8)
+    octets = bm.view(torch.uint8)
     bits = octets.unsqueeze(-1) & _bit_values(torch, logits.device)
     forbidden = (bits == 0).reshape(*bm.shape[:-1], -1)[..., :vocab]
     if logits.dim() == 1:
