@@ -17,6 +17,18 @@
 
 use std::fmt;
 
+/// The 64 bytes that continue a multi-byte UTF-8 character (`0x80..=0xBF`, RFC 3629 §3), in
+/// order: what may follow inside an open character, and what counts no code point of its own.
+pub(crate) const UTF8_CONTINUATION: [u8; 64] = {
+    let mut a = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        a[i] = 0x80 + i as u8;
+        i += 1;
+    }
+    a
+};
+
 /// A set of bytes (256 bits). See the [module docs](self) for the layout.
 ///
 /// # Example

@@ -16,22 +16,11 @@ use super::cursor::{complete, Cursor, Unfinished};
 use super::hints::KeyHints;
 use super::numbers::NumberHints;
 use super::Rng as Pcg32;
+use crate::bytes::UTF8_CONTINUATION;
 
 /// The bytes tried at each step before falling back to all 256: printable ASCII, the JSON
 /// whitespace, and the lead bytes of a few multi-byte characters (é, λ, —, 中, an emoji).
 const ALPHABET: &[u8] = b" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\t\n\r\xc3\xce\xe2\xe4\xf0";
-
-/// The bytes that can follow inside a multi-byte UTF-8 character (RFC 3629 §3): continuation
-/// bytes only, so a JSON string's open character is finished without probing the rest.
-const CONTINUATION: [u8; 64] = {
-    let mut a = [0u8; 64];
-    let mut i = 0;
-    while i < 64 {
-        a[i] = 0x80 + i as u8;
-        i += 1;
-    }
-    a
-};
 
 /// Every byte JSON allows outside strings (RFC 8259 §2–§6): structure, whitespace, numbers and
 /// the letters of `true`, `false`, `null`.
@@ -39,7 +28,7 @@ const JSON_OUTSIDE: &[u8] = b" \t\n\r,]}:\"[{-0123456789.eE+tfnruals";
 
 /// Characters tried inside a string, by weight: letters and digits, other printable ASCII, and
 /// the lead bytes of a few multi-byte characters (their continuation bytes come from the
-/// general path, which probes [`CONTINUATION`] there).
+/// general path, which probes only [`UTF8_CONTINUATION`] there).
 fn draw_char(rng: &mut Pcg32) -> u8 {
     const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const PUNCT: &[u8] = b" !#$%&'()*+,-./:;<=>?@[]^_`{|}~";
@@ -305,7 +294,8 @@ pub(crate) fn walk(
         let alphabet: &[u8] = if json && !pos.in_string {
             JSON_OUTSIDE
         } else if json && !pos.escape && utf8_open(cur.bytes()) {
-            &CONTINUATION
+            // Inside an open character only continuation bytes can follow.
+            &UTF8_CONTINUATION
         } else {
             ALPHABET
         };

@@ -418,8 +418,7 @@ fn shortest_completions(
     accept: &[bool],
     classes: &[u8; 256],
 ) -> Vec<u32> {
-    let continuation: [u8; 64] = std::array::from_fn(|i| 0x80 + i as u8);
-    shortest_completions_in(trans, stride, accept, classes, &continuation)
+    shortest_completions_in(trans, stride, accept, classes, &crate::bytes::UTF8_CONTINUATION)
 }
 
 /// [`shortest_completions`] where the bytes of `free` cost nothing and every other byte one:
