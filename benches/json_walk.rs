@@ -2,7 +2,8 @@
 //! (valid MaskBench instances, serialised as Python's `json.dumps` does, in
 //! `benches/data/json_docs.jsonl`) walked token by token, timing every mask as a decode loop
 //! would see it (mask cache on, the default). Prints mean, p50, p99 and max per tokenizer:
-//! the embedded Qwen3 always, llama3 and gemma3 from `../shared/tokenizers` when present.
+//! the embedded Qwen3 always, llama3 and gemma3 from `../shared/tokenizers` when present, and
+//! what the first engine over each vocabulary costs (its slices are built then).
 //!
 //! Run: `cargo bench --bench json_walk`
 
@@ -22,6 +23,14 @@ fn main() {
         }
     }
     for (name, vocab) in &vocabs {
+        // The first engine over a vocabulary builds its string and structural slices.
+        let t0 = Instant::now();
+        JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
+        let first = t0.elapsed().as_secs_f64() * 1e3;
+        let t0 = Instant::now();
+        JsonObjectConstraint::new(vocab, &JsonConfig::default()).unwrap();
+        let next = t0.elapsed().as_secs_f64() * 1e6;
+        println!("{name:7} first engine {first:.1} ms (slices built), next {next:.1} µs");
         for (label, cache) in [("cache on (default)", 8), ("cache off", 0)] {
             let config =
                 JsonConfig::default().with_engine(EngineOptions::default().with_mask_cache(cache));

@@ -55,33 +55,37 @@ where
 /// on its first use (a pass over the vocabulary) and kept, so only the sub-contexts a document
 /// reaches cost anything. Shared by every engine over the vocabulary.
 pub struct SliceSet {
-    slots: Box<[std::sync::OnceLock<Arc<TokenSlice>>]>,
-    build: fn(&Vocabulary, usize) -> Arc<TokenSlice>,
+    slots: Box<[std::sync::OnceLock<Option<Arc<TokenSlice>>>]>,
+    build: SliceBuild,
 }
+
+/// How a [`SliceSet`] builds slice `i` over a vocabulary; `None` where index `i` has no
+/// slice (the engine then walks the trie at those states).
+pub type SliceBuild = Box<dyn Fn(&Vocabulary, usize) -> Option<Arc<TokenSlice>> + Send + Sync>;
 
 impl std::fmt::Debug for SliceSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let built = self.slots.iter().filter(|s| s.get().is_some()).count();
+        let built = self.slots.iter().filter(|s| matches!(s.get(), Some(Some(_)))).count();
         f.debug_struct("SliceSet").field("slots", &self.slots.len()).field("built", &built).finish()
     }
 }
 
 impl SliceSet {
     /// `n` slices, slice `i` built by `build(vocab, i)` when first asked for.
-    pub fn new(n: usize, build: fn(&Vocabulary, usize) -> Arc<TokenSlice>) -> SliceSet {
+    pub fn new(n: usize, build: SliceBuild) -> SliceSet {
         SliceSet { slots: (0..n).map(|_| std::sync::OnceLock::new()).collect(), build }
     }
 
     /// [`SliceSet::new`] with the slices of `built` (index, slice) already in place.
     pub fn with_built(
         n: usize,
-        build: fn(&Vocabulary, usize) -> Arc<TokenSlice>,
+        build: SliceBuild,
         built: impl IntoIterator<Item = (usize, Arc<TokenSlice>)>,
     ) -> SliceSet {
         let set = SliceSet::new(n, build);
         for (i, slice) in built {
             if let Some(slot) = set.slots.get(i) {
-                let _ = slot.set(slice);
+                let _ = slot.set(Some(slice));
             }
         }
         set
@@ -89,13 +93,13 @@ impl SliceSet {
 
     /// One slice, already built.
     pub fn single(slice: Arc<TokenSlice>) -> SliceSet {
-        SliceSet::with_built(1, |_, _| unreachable!("the single slice is built"), [(0, slice)])
+        SliceSet::with_built(1, Box::new(|_, _| None), [(0, slice)])
     }
 
     /// Slice `i` over `vocab` (the vocabulary the set was made for), built now if it is not
-    /// yet; `None` past the set's size.
+    /// yet; `None` past the set's size or where index `i` has no slice.
     pub fn get(&self, vocab: &Vocabulary, i: usize) -> Option<&Arc<TokenSlice>> {
-        Some(self.slots.get(i)?.get_or_init(|| (self.build)(vocab, i)))
+        self.slots.get(i)?.get_or_init(|| (self.build)(vocab, i)).as_ref()
     }
 }
 
@@ -108,8 +112,9 @@ pub struct TokenSlice {
     /// Tokens allowed from every state of the context, whatever follows it.
     pub inside: TokenMask,
     /// For tokens that close the context and go on: their bytes after the closing byte, each
-    /// carrying the ids that end that way. Walked from the state after the closing byte.
-    pub exits: TokTrie,
+    /// carrying the ids that end that way. Walked from the state after the closing byte
+    /// (shared by the slices whose exits are the same).
+    pub exits: Arc<TokTrie>,
 }
 
 /// A [`ConstraintEngine`] over a [`CopyGrammar`].

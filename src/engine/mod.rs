@@ -24,7 +24,9 @@ pub(crate) mod history;
 pub(crate) mod mask_cache;
 mod options;
 
-pub use copy::{CopyGrammar, CopyStateEngine, SliceSet, TokenSlice, FORCED_BYTES_LIMIT};
+pub use copy::{
+    CopyGrammar, CopyStateEngine, SliceBuild, SliceSet, TokenSlice, FORCED_BYTES_LIMIT,
+};
 pub use options::{EngineOptions, Whitespace};
 
 use crate::mask::TokenMask;

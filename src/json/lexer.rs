@@ -23,6 +23,34 @@ pub(crate) const STRING_SLICES: usize = 4 + 256 + 256;
 /// The deepest nesting the state can represent.
 pub const MAX_DEPTH_LIMIT: usize = 128;
 
+/// How many levels a token may open past a state for the structural slices to hold there:
+/// a structural slice is built at depth 1 with room for this many, so it applies at depth `d`
+/// only when `d + STRUCT_PUSH_LIMIT` fits the grammar's `max_depth`, and only over a
+/// vocabulary where no token has more `[`/`{` bytes than this (real ones have at most 4).
+pub(crate) const STRUCT_PUSH_LIMIT: usize = 16;
+
+/// Lexical positions outside strings with structural slices, by code (see
+/// [`JsonGrammar::structural_slice_index`]): the six between-values positions, numbers and
+/// literals.
+const STRUCT_CODES: usize = 8;
+
+/// How many slices the free-form JSON engine numbers: the string sub-states', then the
+/// structural positions' (code × byte × top-is-object).
+pub(crate) const JSON_SLICES: usize = STRING_SLICES + STRUCT_CODES * 256 * 2;
+
+/// [`NumPhase`]s by their `as u8` value (structural slice indices carry the phase).
+const PHASES: [NumPhase; 9] = [
+    NumPhase::Empty,
+    NumPhase::Minus,
+    NumPhase::Zero,
+    NumPhase::Int,
+    NumPhase::Dot,
+    NumPhase::Frac,
+    NumPhase::E,
+    NumPhase::ESign,
+    NumPhase::Exp,
+];
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Lex {
     /// Before the document.
@@ -118,6 +146,12 @@ impl JsonState {
         JsonState { lex, ws: 0, aux: 0, ..self }
     }
 
+    /// How many containers are open.
+    #[inline]
+    pub(crate) fn depth(&self) -> usize {
+        self.depth as usize
+    }
+
     #[inline]
     fn top_is_object(&self) -> bool {
         self.depth > 0 && (self.stack >> (self.depth - 1)) & 1 == 1
@@ -155,7 +189,7 @@ impl JsonGrammar {
         Some(n.with(if object { Lex::ObjFirst } else { Lex::ArrFirst }))
     }
 
-    fn pop(&self, s: JsonState) -> JsonState {
+    pub(crate) fn pop(&self, s: JsonState) -> JsonState {
         let mut n = s;
         n.depth -= 1;
         n.stack &= !(1u128 << n.depth);
@@ -383,6 +417,99 @@ impl JsonGrammar {
             i => (Lex::StrUtf8, (i - 4 - 256) as u8),
         };
         (g, JsonState { lex, aux, ..s })
+    }
+
+    /// Where `s` is between values, in a number or in a literal inside a container, its
+    /// structural slice: the tokens that, from any state of the same lexical position, the same
+    /// whitespace run and the same kind of innermost container, never close that container
+    /// (or close it at their last byte) are allowed whatever the containers around it — so
+    /// states that differ only in the stack below share one slice, and a mask there is a
+    /// bitset copy and a walk of the tokens that close the container and go on, from
+    /// [`JsonGrammar::pop`] of the state. `None` at depth 0, in strings (their own slices),
+    /// and where a token opening [`STRUCT_PUSH_LIMIT`] levels could meet `max_depth`.
+    pub(crate) fn structural_slice_index(&self, s: &JsonState) -> Option<usize> {
+        if s.depth == 0 || s.key || s.depth as usize + STRUCT_PUSH_LIMIT > self.max_depth as usize {
+            return None;
+        }
+        let (code, sub) = match s.lex {
+            Lex::Value => (0, s.ws),
+            Lex::ArrFirst => (1, s.ws),
+            Lex::ObjFirst => (2, s.ws),
+            Lex::ObjKey => (3, s.ws),
+            Lex::Colon => (4, s.ws),
+            Lex::After => (5, s.ws),
+            Lex::Num(p) if s.ws == 0 && s.aux == 0 => (6, p as u8),
+            Lex::Lit if s.ws == 0 => (7, s.aux),
+            _ => return None,
+        };
+        if code < 6 && s.aux != 0 {
+            return None;
+        }
+        Some(STRING_SLICES + ((code * 256 + sub as usize) * 2 + s.top_is_object() as usize))
+    }
+
+    /// The grammar and depth-1 state a structural slice `index` (as numbered by
+    /// [`JsonGrammar::structural_slice_index`]) is built from: this grammar's whitespace, room
+    /// for [`STRUCT_PUSH_LIMIT`] levels, so closing the container ends the document (`Done`).
+    /// `None` for an index that numbers no state.
+    pub(crate) fn structural_probe_at(&self, index: usize) -> Option<(JsonGrammar, JsonState)> {
+        let i = index.checked_sub(STRING_SLICES)?;
+        let (object, sub, code) = (i % 2 == 1, (i / 2 % 256) as u8, i / 512);
+        let (lex, ws, aux) = match code {
+            0 => (Lex::Value, sub, 0),
+            1 => (Lex::ArrFirst, sub, 0),
+            2 => (Lex::ObjFirst, sub, 0),
+            3 => (Lex::ObjKey, sub, 0),
+            4 => (Lex::Colon, sub, 0),
+            5 => (Lex::After, sub, 0),
+            6 => (Lex::Num(*PHASES.get(sub as usize)?), 0, 0),
+            7 => (Lex::Lit, 0, sub),
+            _ => return None,
+        };
+        let g = JsonGrammar {
+            whitespace: self.whitespace,
+            top: TopLevel::AnyValue,
+            max_depth: 1 + STRUCT_PUSH_LIMIT as u8,
+        };
+        let s = JsonState { stack: object as u128, depth: 1, lex, ws, aux, key: false };
+        Some((g, s))
+    }
+
+    /// The structural slices a document reaches first: every position inside a container of
+    /// either kind (keys and strings passed through) after at most one whitespace byte —
+    /// between values, each number phase, each literal prefix. About fifty; building them with
+    /// the engine's first use keeps those builds out of the masks.
+    pub(crate) fn common_structural_indices(&self) -> Vec<usize> {
+        let g = JsonGrammar { max_depth: 1 + STRUCT_PUSH_LIMIT as u8, ..self.clone() };
+        let mut seen = std::collections::HashSet::new();
+        let mut queue: Vec<JsonState> = [false, true]
+            .into_iter()
+            .map(|object| JsonState {
+                stack: object as u128,
+                depth: 1,
+                lex: if object { Lex::ObjFirst } else { Lex::ArrFirst },
+                ws: 0,
+                aux: 0,
+                key: false,
+            })
+            .collect();
+        let mut out = Vec::new();
+        while let Some(s) = queue.pop() {
+            if !seen.insert(s) {
+                continue;
+            }
+            if let Some(i) = g.structural_slice_index(&s) {
+                out.push(i);
+            }
+            for b in 0..=255u8 {
+                match g.step(&s, b) {
+                    Some(n) if n.depth == 1 && n.ws <= 1 && !seen.contains(&n) => queue.push(n),
+                    _ => {}
+                }
+            }
+        }
+        out.sort_unstable();
+        out
     }
 
     /// The state after the closing quote of the string `s` is inside (any sub-state): the

@@ -150,10 +150,16 @@ impl CopyGrammar for JsonGrammar {
         self.continues(s)
     }
     fn slice_exit(&self, s: &JsonState) -> Option<Option<JsonState>> {
-        JsonGrammar::in_string_body(s).then(|| self.after_string(s))
+        if JsonGrammar::in_string_body(s) {
+            Some(self.after_string(s))
+        } else {
+            self.structural_slice_index(s).map(|_| Some(self.pop(*s)))
+        }
     }
     fn slice_index(&self, s: &JsonState) -> usize {
-        JsonGrammar::string_slice_index(s).unwrap_or(usize::MAX)
+        JsonGrammar::string_slice_index(s)
+            .or_else(|| self.structural_slice_index(s))
+            .unwrap_or(usize::MAX)
     }
 }
 
@@ -175,8 +181,9 @@ impl CopyStateEngine<JsonGrammar> {
         grammar: Arc<JsonGrammar>,
         engine: &EngineOptions,
     ) -> Self {
-        // The vocabulary's string slice: built once per vocabulary, on the first engine.
-        CopyStateEngine::with_grammar(grammar, vocab, engine.clone())
-            .with_slices(vocab.string_slices())
+        // The vocabulary's string and structural slices: built once per vocabulary (and
+        // whitespace policy), each on its first use.
+        let slices = vocab.json_slices(grammar.whitespace);
+        CopyStateEngine::with_grammar(grammar, vocab, engine.clone()).with_slices(slices)
     }
 }

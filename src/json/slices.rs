@@ -25,13 +25,14 @@
 //! vocabulary through its extension cache ([`JsonClasses`], [`JsonVocab`]): built once per
 //! vocabulary, on first use or by [`JsonVocab::prepare_json_classes`].
 
-use super::lexer::STRING_SLICES;
-use super::JsonGrammar;
+use super::lexer::{Whitespace, JSON_SLICES, STRING_SLICES, STRUCT_PUSH_LIMIT};
+use super::{JsonGrammar, TopLevel};
 use crate::engine::{SliceSet, TokenSlice};
 use crate::mask::TokenMask;
-use crate::recognizer::ByteLogic;
+use crate::recognizer::{ByteLogic, CopyStack};
 use crate::token::TokenId;
 use crate::vocab::{TokTrie, VocabExtension, Vocabulary};
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The vocabulary classified for the inside of an unconstrained JSON string: as a
@@ -112,7 +113,7 @@ fn string_sub_slice<'a>(
             StringEffect::Refused => {}
         }
     }
-    TokenSlice { inside, exits: TokTrie::build(exits) }
+    TokenSlice { inside, exits: Arc::new(TokTrie::build(exits)) }
 }
 
 /// The string sub-states reachable from a character boundary (breadth first over bytes), by
@@ -173,10 +174,135 @@ impl VocabExtension for StringSlices {
         }
         StringSlices(Arc::new(SliceSet::with_built(
             STRING_SLICES,
-            |vocab, i| Arc::new(string_sub_slice(vocab.n_vocab(), i, vocab.text_tokens())),
+            Box::new(|vocab, i| {
+                Some(Arc::new(string_sub_slice(vocab.n_vocab(), i, vocab.text_tokens())))
+            }),
             built,
         )))
     }
+}
+
+/// The free-form JSON engine's slices over one vocabulary, one [`SliceSet`] per whitespace
+/// policy (the only part of the grammar a slice depends on): the string sub-states' slices
+/// (shared with [`StringSlices`]) and the structural positions' (between values, in numbers
+/// and literals, by innermost container kind; see `JsonGrammar::structural_slice_index`),
+/// each built on first use by one trie walk and a pass over the tokens that hold `]` or `}`.
+pub(crate) struct JsonSlices {
+    sets: Mutex<Vec<(Whitespace, Arc<SliceSet>)>>,
+    closers: Arc<Closers>,
+}
+
+/// The tokens that close a structural slice's container and go on, each with where its bytes
+/// after the close start: the key of a shared exits trie.
+type ExitList = Box<[(TokenId, u16)]>;
+
+/// The tokens that can close a container (a `]` or `}` byte), by first byte, and the exits
+/// tries already built from them (slices of nearby positions — whitespace runs of different
+/// lengths, say — have the same exits and share one trie).
+struct Closers {
+    by_first: Box<[Box<[TokenId]>]>,
+    tries: Mutex<FxHashMap<ExitList, Arc<TokTrie>>>,
+    /// Some token has more than [`STRUCT_PUSH_LIMIT`] `[`/`{` bytes: structural slices do not
+    /// hold over this vocabulary (the engine walks there).
+    deep: bool,
+}
+
+impl VocabExtension for JsonSlices {
+    fn build(vocab: &Vocabulary) -> JsonSlices {
+        let mut by_first = vec![Vec::new(); 256];
+        let mut deep = false;
+        for (t, b) in vocab.text_tokens() {
+            if b.iter().any(|&c| c == b']' || c == b'}') {
+                by_first[b[0] as usize].push(t);
+            }
+            deep |= b.iter().filter(|&&c| c == b'[' || c == b'{').count() > STRUCT_PUSH_LIMIT;
+        }
+        let closers = Closers {
+            by_first: by_first.into_iter().map(Vec::into_boxed_slice).collect(),
+            tries: Mutex::new(FxHashMap::default()),
+            deep,
+        };
+        JsonSlices { sets: Mutex::new(Vec::new()), closers: Arc::new(closers) }
+    }
+}
+
+impl JsonSlices {
+    fn set(&self, vocab: &Vocabulary, whitespace: Whitespace) -> Arc<SliceSet> {
+        let mut sets = self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, set)) = sets.iter().find(|(w, _)| *w == whitespace) {
+            return set.clone();
+        }
+        let strings = vocab.string_slices();
+        let closers = self.closers.clone();
+        let grammar = JsonGrammar { whitespace, top: TopLevel::AnyValue, max_depth: 64 };
+        let common = grammar.common_structural_indices();
+        let set = Arc::new(SliceSet::new(
+            JSON_SLICES,
+            Box::new(move |vocab, i| {
+                if i < STRING_SLICES {
+                    return strings.get(vocab, i).cloned();
+                }
+                if closers.deep {
+                    return None;
+                }
+                let (g, probe) = grammar.structural_probe_at(i)?;
+                Some(Arc::new(structural_slice(vocab, &g, probe, &closers)))
+            }),
+        ));
+        for i in common {
+            set.get(vocab, i);
+        }
+        sets.push((whitespace, set.clone()));
+        set
+    }
+}
+
+/// The slice of a structural position from its depth-1 `probe` (see
+/// `JsonGrammar::structural_probe_at`): `inside` by one trie walk — closing the probe's
+/// container ends its document, so the walk keeps exactly the tokens that never close it or
+/// close it at their last byte — and, for the `closers` that close it and go on, their bytes
+/// after the closing byte in the `exits` trie.
+fn structural_slice(
+    vocab: &Vocabulary,
+    g: &JsonGrammar,
+    probe: crate::json::JsonState,
+    closers: &Closers,
+) -> TokenSlice {
+    let trie = vocab.trie();
+    let mut inside = TokenMask::new(vocab.n_vocab());
+    let mut buf = Vec::new();
+    let mut rec = CopyStack::new(g, probe, &mut buf, trie.max_depth());
+    trie.walk(&mut rec, &mut inside);
+    let mut exits: Vec<(TokenId, u16)> = Vec::new();
+    for first in 0..=255u8 {
+        let Some(after_first) = g.step(&probe, first) else { continue };
+        for &t in closers.by_first[first as usize].iter() {
+            let b = vocab.token_bytes(t);
+            let mut s = after_first;
+            for (j, &c) in b.iter().enumerate() {
+                if j > 0 {
+                    let Some(n) = g.step(&s, c) else { break };
+                    s = n;
+                }
+                if s.depth() == 0 {
+                    if j + 1 < b.len() {
+                        exits.push((t, (j + 1) as u16));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    let mut tries = closers.tries.lock().unwrap_or_else(|e| e.into_inner());
+    let exits = tries
+        .entry(exits.into_boxed_slice())
+        .or_insert_with_key(|exits| {
+            Arc::new(TokTrie::build(
+                exits.iter().map(|&(t, j)| (t, &vocab.token_bytes(t)[j as usize..])),
+            ))
+        })
+        .clone();
+    TokenSlice { inside, exits }
 }
 
 /// The vocabulary classified for string bodies whose content is constrained (a `pattern`, a
@@ -560,6 +686,8 @@ pub(crate) trait JsonVocab {
     fn string_slice(&self) -> Arc<TokenSlice>;
     /// The slices of every string sub-state (slice 0 is [`JsonVocab::string_slice`]).
     fn string_slices(&self) -> Arc<SliceSet>;
+    /// The free-form JSON engine's slices (strings and structure) under `whitespace`.
+    fn json_slices(&self, whitespace: Whitespace) -> Arc<SliceSet>;
     /// The vocabulary classified for constrained string bodies.
     fn string_classes(&self) -> Arc<StringClasses>;
     /// The classes of the tokens that start with `prefix` (a token prefix that has just
@@ -583,6 +711,10 @@ impl JsonVocab for Vocabulary {
 
     fn string_slices(&self) -> Arc<SliceSet> {
         self.extension::<StringSlices>().0.clone()
+    }
+
+    fn json_slices(&self, whitespace: Whitespace) -> Arc<SliceSet> {
+        self.extension::<JsonSlices>().set(self, whitespace)
     }
 
     fn string_classes(&self) -> Arc<StringClasses> {

@@ -258,3 +258,123 @@ fn masks_inside_escapes_and_split_characters_equal_the_oracle() {
     }
     assert!(positions > 100);
 }
+
+/// Structural slices (between values, inside numbers and literals, shared by every state that
+/// differs only in the containers below the innermost): at every position of documents nested
+/// in both container kinds — walked one byte-token at a time and as the tokenizer spells them —
+/// the mask equals the grammar's naive oracle, under the default whitespace, compact
+/// whitespace, runs of at most 2 bytes, and a `max_depth` past which the slices stop applying
+/// (18: depth 3 and deeper walk the trie; 8: the second document reaches it, where `[` and
+/// `[[` must be refused).
+#[test]
+fn masks_between_values_equal_the_oracle_at_every_depth_and_policy() {
+    use grammask::json::TopLevel;
+    use grammask::{TokenId, Whitespace};
+    let vocab = qwen3();
+    let mut single = vec![None; 256];
+    for (t, b) in vocab.text_tokens() {
+        if b.len() == 1 {
+            single[b[0] as usize] = Some(t);
+        }
+    }
+    let byte_tokens = |doc: &str| -> Vec<TokenId> {
+        doc.bytes().map(|b| single[b as usize].expect("a single-byte token")).collect()
+    };
+    let compact = [
+        r#"{"a":[1,-2.5e+3,true,false,null,{"b":[[],{}],"c":"x"}],"d":{"e":{"f":[0,0.1,"y",[-0]]}},"g":[]}"#,
+        r#"[{"k":[{"k":[{"k":[1E9,{"z":null}]}]}]},[[[[true]]]],12]"#,
+    ];
+    let spaced = [
+        "{ \"a\" : [ 1 ,  2 ] ,\n \"b\" : { \"c\" : [ ] , \"d\" :  {  } } , \"e\" : [ [ 3 ] ] }",
+        "[ { \"k\" : [ 1.5 , { \"q\" : false } ] } ,\t[ ] ]",
+    ];
+    let flexible = JsonConfig::default().with_top_level(TopLevel::AnyValue);
+    let configs = [
+        ("default", flexible.clone(), true),
+        ("compact", flexible.clone().with_whitespace(Whitespace::Compact), false),
+        ("runs of 2", flexible.clone().with_whitespace(Whitespace::Flexible { max_run: 2 }), true),
+        ("max_depth 18", flexible.clone().with_max_depth(18), true),
+        ("max_depth 8", flexible.clone().with_max_depth(8), true),
+    ];
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    let mut positions = 0;
+    for (name, config, spaces) in &configs {
+        let docs = compact.iter().chain(if *spaces { &spaced[..] } else { &[][..] });
+        for doc in docs {
+            for tokens in [byte_tokens(doc), vocab.encode(doc).unwrap()] {
+                let mut e = JsonObjectConstraint::new(vocab, config).unwrap();
+                for (i, &t) in tokens.iter().enumerate() {
+                    e.fill_mask(&mut mask).unwrap();
+                    let o = common::grammar_oracle(vocab, &**e.grammar(), e.state());
+                    assert!(
+                        mask == o,
+                        "{name}: {doc:?} after {}: {}",
+                        trace(vocab, &tokens[..i], None),
+                        mask_diff(vocab, &mask, &o)
+                    );
+                    assert!(mask.contains(t), "{name}: {doc:?} token {i} refused");
+                    e.advance(t).unwrap();
+                    positions += 1;
+                }
+                e.fill_mask(&mut mask).unwrap();
+                assert!(e.is_accepting(), "{name}: {doc:?} is complete");
+            }
+        }
+    }
+    assert!(positions > 1000, "{positions}");
+}
+
+/// Over a vocabulary with a token of 17 `[` (more levels than a structural slice has room
+/// for), the slices do not apply and masks are walked: still the oracle's, at every position,
+/// also where that token is allowed and where `max_depth` refuses it.
+#[test]
+fn a_token_deeper_than_the_slices_room_is_still_masked_exactly() {
+    use grammask::json::TopLevel;
+    use grammask::vocab::VocabConfig;
+    use grammask::{TokenId, Vocabulary};
+    let deep = "[".repeat(17);
+    let mut pieces: Vec<serde_json::Value> = vec![
+        serde_json::json!(["</s>", 0.0]),
+        serde_json::json!(["<unk>", 0.0]),
+        serde_json::json!([deep, -0.5]),
+    ];
+    for p in ["[", "]", "{", "}", "\"", ":", ",", "a", "1", " ", "]]", "1]", "}]", "],", "\"a\""] {
+        pieces.push(serde_json::json!([p, -1.0]));
+    }
+    let tok = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [{"id": 0, "content": "</s>", "single_word": false, "lstrip": false,
+                          "rstrip": false, "normalized": false, "special": true}],
+        "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+        "model": {"type": "Unigram", "unk_id": 1, "byte_fallback": false, "vocab": pieces}
+    });
+    let vocab =
+        Vocabulary::from_bytes(tok.to_string().as_bytes(), None, &VocabConfig::default()).unwrap();
+    let deep_id = TokenId(2);
+    let doc = format!("[{{\"a\":[{deep}1{}]}}, 1]", "]".repeat(17));
+    let mut mask = TokenMask::new(vocab.n_vocab());
+    for max_depth in [64, 19, 20] {
+        let config =
+            JsonConfig::default().with_top_level(TopLevel::AnyValue).with_max_depth(max_depth);
+        let tokens = vocab.encode(&doc).unwrap();
+        let mut e = JsonObjectConstraint::new(&vocab, &config).unwrap();
+        assert!(tokens.contains(&deep_id), "the document is spelled with the deep token");
+        for (i, &t) in tokens.iter().enumerate() {
+            e.fill_mask(&mut mask).unwrap();
+            let o = common::grammar_oracle(&vocab, &**e.grammar(), e.state());
+            assert!(
+                mask == o,
+                "max_depth {max_depth}, token {i}: {}",
+                mask_diff(&vocab, &mask, &o)
+            );
+            if t == deep_id {
+                // 3 levels open: 17 more fit in 20, not in 19.
+                assert_eq!(mask.contains(t), max_depth != 19, "max_depth {max_depth}");
+                if max_depth == 19 {
+                    break;
+                }
+            }
+            e.advance(t).unwrap();
+        }
+    }
+}
