@@ -11,7 +11,8 @@
 //!
 //! `ONLY=<part of a name>` runs only the matching workloads (for a profiler); `STEPS=<part of a
 //! name>` also prints, per step, the best and worst mask time over the replays, the token
-//! before it and how many tokens the mask allows (where the time goes).
+//! before it and how many tokens the mask allows (where the time goes). `SHARED=0` turns the
+//! grammars' shared mask cache off, so every replay is a first request (for a profiler).
 
 use grammask::{json::TopLevel, Whitespace};
 use grammask::{
@@ -174,7 +175,10 @@ fn main() {
         ("sql_select.gbnf CFG, cache on", "sql_select.gbnf", SQL_DOC, 32),
         ("c_expr.gbnf CFG, cache on", "c_expr.gbnf", C_DOC, 32),
     ] {
-        let cfg = CfgConfig::default().with_engine(EngineOptions::default().with_mask_cache(cache));
+        // `SHARED=0`: no masks shared between replays, so each is a first request (profiling).
+        let shared = std::env::var("SHARED").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+        let options = EngineOptions::default().with_mask_cache(cache).with_shared_masks(shared);
+        let cfg = CfgConfig::default().with_engine(options);
         let t0 = Instant::now();
         let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();
         println!(

@@ -30,7 +30,7 @@ const MAX_HINTS: usize = 256;
 /// One step of a document path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Step {
-    Key(String),
+    Key(Arc<str>),
     Index(usize),
 }
 
@@ -44,6 +44,20 @@ pub(crate) struct KeyHints {
     /// The names per object path, in hint order, before the keys present are taken out
     /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
     by_path: Mutex<HashMap<Vec<Step>, PathNames>>,
+    /// The last prefix asked about, scanned (see [`ScanCache`]).
+    scan: Mutex<ScanCache>,
+    /// The last answer: the completion search asks again and again at one object with the
+    /// same keys written (each attempt it takes back), and building the list clones up to
+    /// [`MAX_HINTS`] names.
+    last: Mutex<Option<LastAnswer>>,
+}
+
+/// What [`KeyHints`] answered last, and for which object.
+struct LastAnswer {
+    patterns: bool,
+    path: Vec<Step>,
+    present: Vec<Arc<str>>,
+    out: Arc<[Vec<u8>]>,
 }
 
 /// An object path's names in hint order, each with its hint bytes ([`quoted`]) and whether it
@@ -62,6 +76,8 @@ impl KeyHints {
             global: global.into(),
             global_named: named.into(),
             by_path: Mutex::default(),
+            scan: Mutex::default(),
+            last: Mutex::default(),
         }
     }
 
@@ -89,7 +105,30 @@ impl KeyHints {
     fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Vec<u8>]> {
         let global = if patterns { &self.global } else { &self.global_named };
         let Some(schema) = &self.schema else { return global.clone() };
-        let Some((path, present)) = open_object(doc) else { return global.clone() };
+        let scanned = self.scan.lock().unwrap_or_else(|e| e.into_inner()).open_object(doc);
+        let Some((path, present)) = scanned else { return global.clone() };
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = last
+            .as_ref()
+            .filter(|l| l.patterns == patterns && l.path == path && l.present == present)
+        {
+            return l.out.clone();
+        }
+        let asked = (path.clone(), present.clone());
+        let out = self.answer(schema, global, path, &present, patterns);
+        *last = Some(LastAnswer { patterns, path: asked.0, present: asked.1, out: out.clone() });
+        out
+    }
+
+    /// The hints at the object of `path` whose keys `present` are written.
+    fn answer(
+        &self,
+        schema: &Value,
+        global: &Arc<[Vec<u8>]>,
+        path: Vec<Step>,
+        present: &[Arc<str>],
+        patterns: bool,
+    ) -> Arc<[Vec<u8>]> {
         let names = {
             let mut m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
             if m.len() >= MAX_PATHS {
@@ -112,7 +151,7 @@ impl KeyHints {
         let Some(names) = names else { return global.clone() };
         let out: Vec<Vec<u8>> = names
             .iter()
-            .filter(|(k, _, pattern)| (patterns || !pattern) && !present.contains(k))
+            .filter(|(k, _, pattern)| (patterns || !pattern) && !present.iter().any(|p| **p == **k))
             .take(MAX_HINTS)
             .map(|(_, q, _)| q.clone())
             .collect();
@@ -123,79 +162,163 @@ impl KeyHints {
     }
 }
 
-/// The path of the innermost open object of the JSON prefix `doc` and the keys it already has;
-/// `None` when `doc` does not end inside an object.
-///
-/// One scan of the prefix that keeps the keys of open objects as byte spans (a closed object's
-/// spans are dropped with it) and decodes only those the answer names: the walk and the
-/// completion search ask at every key they open, and decoding every key of the document each
-/// time (a `String` per key through `serde_json`) was a third of a run on 4–8 kB documents.
-fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<String>)> {
-    // Per open container: for an object where its key spans start in `spans` and whether the
-    // next string is a key; for an array the index of the current element.
-    enum Frame {
-        Obj { first: usize, want_key: bool },
-        Arr { index: usize },
-    }
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < doc.len() {
-        match doc[i] {
-            b'"' => {
-                // A whole string: its end, escapes skipped.
-                let start = i;
-                i += 1;
-                while i < doc.len() && doc[i] != b'"' {
-                    i += if doc[i] == b'\\' { 2 } else { 1 };
-                }
-                if i >= doc.len() {
-                    break; // the string still open: the key just opened
-                }
-                if let Some(Frame::Obj { want_key, .. }) = stack.last_mut() {
-                    if *want_key {
-                        spans.push((start, i + 1));
-                        *want_key = false;
+/// Per open container of a scanned prefix: for an object where its keys start in
+/// [`Scan::keys`] and whether the next string is a key; for an array the index of the current
+/// element.
+#[derive(Clone, Debug)]
+enum Frame {
+    Obj { first: usize, want_key: bool },
+    Arr { index: usize },
+}
+
+/// Where a scan of a JSON prefix stands: the bytes before `pos` summarised as the open
+/// containers and the keys of the open objects (decoded; `None` for a key `serde_json` cannot
+/// read). `pos` is never inside a string: a scan that meets an unterminated string stops at
+/// its opening quote.
+#[derive(Clone, Debug, Default)]
+struct Scan {
+    pos: usize,
+    stack: Vec<Frame>,
+    keys: Vec<Option<Arc<str>>>,
+}
+
+/// Bytes between the scan checkpoints kept for a prefix that shrinks (the completion search
+/// takes bytes back).
+const CHECKPOINT_BYTES: usize = 512;
+
+impl Scan {
+    /// Scan on from `self.pos` to the end of `doc` (or to the quote of an unterminated
+    /// string), handing the state to `checkpoint` at the first position from
+    /// `next_checkpoint` on, then every [`CHECKPOINT_BYTES`].
+    fn run(&mut self, doc: &[u8], mut next_checkpoint: usize, mut checkpoint: impl FnMut(&Scan)) {
+        let mut i = self.pos;
+        while i < doc.len() {
+            if i >= next_checkpoint {
+                self.pos = i;
+                checkpoint(self);
+                next_checkpoint = i + CHECKPOINT_BYTES;
+            }
+            match doc[i] {
+                b'"' => {
+                    // A whole string: its end, escapes skipped.
+                    let start = i;
+                    i += 1;
+                    while i < doc.len() && doc[i] != b'"' {
+                        i += if doc[i] == b'\\' { 2 } else { 1 };
+                    }
+                    if i >= doc.len() {
+                        // The string still open: the key just opened.
+                        self.pos = start;
+                        return;
+                    }
+                    if let Some(Frame::Obj { want_key, .. }) = self.stack.last_mut() {
+                        if *want_key {
+                            let key = serde_json::from_slice::<String>(&doc[start..=i]);
+                            self.keys.push(key.ok().map(Arc::from));
+                            *want_key = false;
+                        }
                     }
                 }
-            }
-            b'{' => stack.push(Frame::Obj { first: spans.len(), want_key: true }),
-            b'[' => stack.push(Frame::Arr { index: 0 }),
-            b'}' | b']' => {
-                if let Some(Frame::Obj { first, .. }) = stack.pop() {
-                    spans.truncate(first);
+                b'{' => self.stack.push(Frame::Obj { first: self.keys.len(), want_key: true }),
+                b'[' => self.stack.push(Frame::Arr { index: 0 }),
+                b'}' | b']' => {
+                    if let Some(Frame::Obj { first, .. }) = self.stack.pop() {
+                        self.keys.truncate(first);
+                    }
                 }
+                b',' => match self.stack.last_mut() {
+                    Some(Frame::Obj { want_key, .. }) => *want_key = true,
+                    Some(Frame::Arr { index }) => *index += 1,
+                    None => {}
+                },
+                _ => {}
             }
-            b',' => match stack.last_mut() {
-                Some(Frame::Obj { want_key, .. }) => *want_key = true,
-                Some(Frame::Arr { index }) => *index += 1,
-                None => {}
-            },
-            _ => {}
+            i += 1;
         }
+        self.pos = doc.len();
+    }
+
+    /// The path of the innermost open object and the keys it already has; `None` when the
+    /// scanned prefix does not end inside an object (or a key on the way cannot be read).
+    fn open_object(&self) -> Option<(Vec<Step>, Vec<Arc<str>>)> {
+        let Some(Frame::Obj { first, .. }) = self.stack.last() else { return None };
+        let present = self.keys[*first..].iter().cloned().collect::<Option<Vec<_>>>()?;
+        let mut path = Vec::new();
+        for (d, f) in self.stack[..self.stack.len() - 1].iter().enumerate() {
+            path.push(match f {
+                // The object's last key: the one before the next open frame's keys.
+                Frame::Obj { first, .. } => {
+                    let end = self.stack[d + 1..]
+                        .iter()
+                        .find_map(|g| match g {
+                            Frame::Obj { first, .. } => Some(*first),
+                            Frame::Arr { .. } => None,
+                        })
+                        .unwrap_or(self.keys.len());
+                    Step::Key(self.keys[*first..end].last()?.clone()?)
+                }
+                Frame::Arr { index } => Step::Index(*index),
+            });
+        }
+        Some((path, present))
+    }
+}
+
+/// The last prefix scanned and where its scan stood: the walk and the completion search ask
+/// at every key they open, each time with the previous prefix grown by a few bytes (or taken
+/// back by a few), so a new prefix is scanned on from the last state — or from the last
+/// checkpoint before the first byte that changed — not from its start (a scan from the start
+/// each time was quadratic: 12% of a run on 8–13 kB documents).
+#[derive(Default)]
+struct ScanCache {
+    doc: Vec<u8>,
+    checkpoints: Vec<Scan>,
+    last: Scan,
+}
+
+impl ScanCache {
+    fn open_object(&mut self, doc: &[u8]) -> Option<(Vec<Step>, Vec<Arc<str>>)> {
+        let same = common_prefix(&self.doc, doc);
+        let mut scan = if self.last.pos <= same {
+            std::mem::take(&mut self.last)
+        } else {
+            while self.checkpoints.last().is_some_and(|c| c.pos > same) {
+                self.checkpoints.pop();
+            }
+            self.checkpoints.last().cloned().unwrap_or_default()
+        };
+        let checkpoints = &mut self.checkpoints;
+        let next = checkpoints.last().map_or(0, |c| c.pos) + CHECKPOINT_BYTES;
+        scan.run(doc, next, |s| checkpoints.push(s.clone()));
+        self.doc.truncate(same);
+        self.doc.extend_from_slice(&doc[same..]);
+        let out = scan.open_object();
+        self.last = scan;
+        out
+    }
+}
+
+/// How many leading bytes `a` and `b` share (compared 32 at a time).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n && a[i..i + 32] == b[i..i + 32] {
+        i += 32;
+    }
+    while i < n && a[i] == b[i] {
         i += 1;
     }
-    let key = |(a, b): (usize, usize)| serde_json::from_slice::<String>(&doc[a..b]).ok();
-    let Some(Frame::Obj { first, .. }) = stack.last() else { return None };
-    let present = spans[*first..].iter().map(|&sp| key(sp)).collect::<Option<Vec<_>>>()?;
-    let mut path = Vec::new();
-    for (d, f) in stack[..stack.len() - 1].iter().enumerate() {
-        path.push(match f {
-            // The object's last key: the one before the next open frame's spans.
-            Frame::Obj { first, .. } => {
-                let end = stack[d + 1..]
-                    .iter()
-                    .find_map(|g| match g {
-                        Frame::Obj { first, .. } => Some(*first),
-                        Frame::Arr { .. } => None,
-                    })
-                    .unwrap_or(spans.len());
-                Step::Key(key(*spans[*first..end].last()?)?)
-            }
-            Frame::Arr { index } => Step::Index(*index),
-        });
-    }
-    Some((path, present))
+    i
+}
+
+/// The path of the innermost open object of the JSON prefix `doc` and the keys it already has;
+/// `None` when `doc` does not end inside an object. One scan from the start (the reference the
+/// incremental [`ScanCache`] is tested against).
+#[cfg(test)]
+fn open_object(doc: &[u8]) -> Option<(Vec<Step>, Vec<Arc<str>>)> {
+    let mut scan = Scan::default();
+    scan.run(doc, usize::MAX, |_| {});
+    scan.open_object()
 }
 
 /// Resolve a local `$ref` (`#`, `#/json/pointer`, `#anchor`) against `root`.
@@ -275,7 +398,7 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
             match step {
                 Step::Key(k) => {
                     let mut named = false;
-                    if let Some(x) = m.get("properties").and_then(|p| p.get(k.as_str())) {
+                    if let Some(x) = m.get("properties").and_then(|p| p.get(&**k)) {
                         expand(root, x, &mut next)?;
                         named = true;
                     }
@@ -557,8 +680,57 @@ mod tests {
         assert_eq!(names(&h.at(br#"{"wells": {""#))[..2], ["A0", "B1"]);
     }
 
+    fn strs(keys: &[Arc<str>]) -> Vec<String> {
+        keys.iter().map(|k| k.to_string()).collect()
+    }
+
     fn names(h: &[Vec<u8>]) -> Vec<String> {
         h.iter().map(|k| String::from_utf8_lossy(&k[..k.len() - 1]).into_owned()).collect()
+    }
+
+    /// The incremental scan answers as a scan from the start, on prefixes that grow, shrink
+    /// (to before and after checkpoints) and change in the middle, in a long document with
+    /// escapes, nested containers and keys of closed objects.
+    #[test]
+    fn the_incremental_scan_answers_as_a_scan_from_the_start() {
+        let mut doc = String::from("{");
+        for i in 0..120 {
+            doc.push_str(&format!(
+                r#""k{i}\"x": {{"a": [1, {{"b{i}": "}}]", "c": {{"d": [[], {{}}]}}}}, 2], "e": "\\"}}, "#
+            ));
+        }
+        doc.push_str(r#""last": {"y": 1, ""#);
+        let doc = doc.as_bytes();
+        let mut cache = ScanCache::default();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut end = 1usize;
+        let mut longest = 0;
+        for step in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let r = (seed >> 8) as usize;
+            end = if step % 300 == 299 {
+                // Now and then far back (before several checkpoints).
+                end.saturating_sub(r % 3000).max(1)
+            } else if seed.is_multiple_of(4) {
+                // A few bytes taken back.
+                end.saturating_sub(r % 40).max(1)
+            } else {
+                (end + r % 50).min(doc.len())
+            };
+            longest = longest.max(end);
+            let mut prefix = doc[..end].to_vec();
+            if step % 97 == 0 && end > 10 {
+                // A changed byte in the middle (another document).
+                prefix[end / 2] = b' ';
+            }
+            assert_eq!(cache.open_object(&prefix), open_object(&prefix), "prefix of {end} bytes");
+        }
+        assert!(longest == doc.len(), "the walk reached {longest} of {} bytes", doc.len());
+        assert!(cache.checkpoints.len() >= 8, "{} checkpoints", cache.checkpoints.len());
+        assert_eq!(cache.open_object(doc), open_object(doc));
+        assert!(open_object(doc).is_some());
     }
 
     #[test]
@@ -568,19 +740,19 @@ mod tests {
         assert!(present.is_empty());
         let (path, present) = open_object(br#"{"a": 1, "b\"c": {"k": [], ""#).expect("open");
         assert_eq!(path, vec![Step::Key("b\"c".into())]);
-        assert_eq!(present, vec!["k".to_string()]);
+        assert_eq!(strs(&present), vec!["k".to_string()]);
         assert!(open_object(br#"{"a": ["#).is_none());
         // Keys of closed objects are not the open ones' (their spans are dropped).
         let doc = br#"{"a": {"p": 1, "q": {"z": 2}}, "b": [{"c": 1}, {"d": {"e": 0}, "f": 1, ""#;
         let (path, present) = open_object(doc).expect("open");
         assert_eq!(path, vec![Step::Key("b".into()), Step::Index(1)]);
-        assert_eq!(present, vec!["d".to_string(), "f".to_string()]);
+        assert_eq!(strs(&present), vec!["d".to_string(), "f".to_string()]);
         let (path, present) = open_object(br#"{"a": {"k": 1}, "b": 2, "c": {"x": {}, ""#).unwrap();
         assert_eq!(path, vec![Step::Key("c".into())]);
-        assert_eq!(present, vec!["x".to_string()]);
+        assert_eq!(strs(&present), vec!["x".to_string()]);
         let (path, present) = open_object(br#"{"a": {"k": 1}, "b": 2, ""#).unwrap();
         assert!(path.is_empty());
-        assert_eq!(present, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(strs(&present), vec!["a".to_string(), "b".to_string()]);
     }
 
     #[test]
