@@ -29,6 +29,11 @@ pub const MAX_DEPTH_LIMIT: usize = 128;
 /// vocabulary where no token has more `[`/`{` bytes than this (real ones have at most 4).
 pub(crate) const STRUCT_PUSH_LIMIT: usize = 16;
 
+/// Longest whitespace run (bytes so far) with structural slices: past it the engine walks,
+/// so a vocabulary keeps at most ~100 of them (each a bitset over the vocabulary, 16–32 KB)
+/// whatever `max_run` allows.
+const STRUCT_MAX_WS: u8 = 4;
+
 /// Lexical positions outside strings with structural slices, by code (see
 /// [`JsonGrammar::structural_slice_index`]): the six between-values positions, numbers and
 /// literals.
@@ -426,9 +431,13 @@ impl JsonGrammar {
     /// states that differ only in the stack below share one slice, and a mask there is a
     /// bitset copy and a walk of the tokens that close the container and go on, from
     /// [`JsonGrammar::pop`] of the state. `None` at depth 0, in strings (their own slices),
-    /// and where a token opening [`STRUCT_PUSH_LIMIT`] levels could meet `max_depth`.
+    /// where a token opening [`STRUCT_PUSH_LIMIT`] levels could meet `max_depth`, and after
+    /// more than [`STRUCT_MAX_WS`] bytes of whitespace.
     pub(crate) fn structural_slice_index(&self, s: &JsonState) -> Option<usize> {
         if s.depth == 0 || s.key || s.depth as usize + STRUCT_PUSH_LIMIT > self.max_depth as usize {
+            return None;
+        }
+        if s.ws > STRUCT_MAX_WS {
             return None;
         }
         let (code, sub) = match s.lex {

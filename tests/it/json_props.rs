@@ -263,7 +263,8 @@ fn masks_inside_escapes_and_split_characters_equal_the_oracle() {
 /// differs only in the containers below the innermost): at every position of documents nested
 /// in both container kinds — walked one byte-token at a time and as the tokenizer spells them —
 /// the mask equals the grammar's naive oracle, under the default whitespace, compact
-/// whitespace, runs of at most 2 bytes, and a `max_depth` past which the slices stop applying
+/// whitespace, runs of at most 2 bytes (and runs of 6–7, past the slices' 4), and a
+/// `max_depth` past which the slices stop applying
 /// (18: depth 3 and deeper walk the trie; 8: the second document reaches it, where `[` and
 /// `[[` must be refused).
 #[test]
@@ -299,7 +300,13 @@ fn masks_between_values_equal_the_oracle_at_every_depth_and_policy() {
     let mut mask = TokenMask::new(vocab.n_vocab());
     let mut positions = 0;
     for (name, config, spaces) in &configs {
-        let docs = compact.iter().chain(if *spaces { &spaced[..] } else { &[][..] });
+        // Runs past the slices' 4 whitespace bytes (walked there), where runs may be long.
+        let long =
+            ["{\"a\" :      [ 1 ,       {\"b\" :\n\n\n\n\n\n null } ] ,     \"c\":       -1 }"];
+        let docs = compact
+            .iter()
+            .chain(if *spaces { &spaced[..] } else { &[][..] })
+            .chain(if *name == "default" { &long[..] } else { &[][..] });
         for doc in docs {
             for tokens in [byte_tokens(doc), vocab.encode(doc).unwrap()] {
                 let mut e = JsonObjectConstraint::new(vocab, config).unwrap();
