@@ -220,6 +220,18 @@ proptest! {
     }
 }
 
+/// `doc` spelled one byte per token (every byte has a single-byte token in Qwen3), so a walk
+/// stops at every byte position.
+fn byte_tokens(vocab: &grammask::Vocabulary, doc: &str) -> Vec<grammask::TokenId> {
+    let mut single = vec![None; 256];
+    for (t, b) in vocab.text_tokens() {
+        if b.len() == 1 {
+            single[b[0] as usize] = Some(t);
+        }
+    }
+    doc.bytes().map(|b| single[b as usize].expect("a single-byte token")).collect()
+}
+
 /// Every string sub-state has a slice of its own (after `\`, inside `\uXXXX` and between the
 /// halves of a surrogate pair, inside a multi-byte character): walking documents one byte-token
 /// at a time reaches each of them, in keys and values, at two depths, and at every position the
@@ -227,17 +239,8 @@ proptest! {
 #[test]
 fn masks_inside_escapes_and_split_characters_equal_the_oracle() {
     use grammask::engine::CopyGrammar;
-    use grammask::TokenId;
     let vocab = qwen3();
-    let mut single = vec![None; 256];
-    for (t, b) in vocab.text_tokens() {
-        if b.len() == 1 {
-            single[b[0] as usize] = Some(t);
-        }
-    }
-    let byte_tokens = |doc: &str| -> Vec<TokenId> {
-        doc.bytes().map(|b| single[b as usize].expect("a single-byte token")).collect()
-    };
+    let byte_tokens = |doc: &str| byte_tokens(vocab, doc);
     let docs = [
         r#"{"k\u00e9y":"caf\u00E9 \ud83c\udf89 \"q\" \\ \/ \b\f\n\r\t","a":["\u6771\u4eac"]}"#,
         "{\"東京\":\"🎉é\",\"x\":[{\"\\u00e9\":\"\\uD83D\\uDE00\"}]}",
@@ -270,17 +273,9 @@ fn masks_inside_escapes_and_split_characters_equal_the_oracle() {
 #[test]
 fn masks_between_values_equal_the_oracle_at_every_depth_and_policy() {
     use grammask::json::TopLevel;
-    use grammask::{TokenId, Whitespace};
+    use grammask::Whitespace;
     let vocab = qwen3();
-    let mut single = vec![None; 256];
-    for (t, b) in vocab.text_tokens() {
-        if b.len() == 1 {
-            single[b[0] as usize] = Some(t);
-        }
-    }
-    let byte_tokens = |doc: &str| -> Vec<TokenId> {
-        doc.bytes().map(|b| single[b as usize].expect("a single-byte token")).collect()
-    };
+    let byte_tokens = |doc: &str| byte_tokens(vocab, doc);
     let compact = [
         r#"{"a":[1,-2.5e+3,true,false,null,{"b":[[],{}],"c":"x"}],"d":{"e":{"f":[0,0.1,"y",[-0]]}},"g":[]}"#,
         r#"[{"k":[{"k":[{"k":[1E9,{"z":null}]}]}]},[[[[true]]]],12]"#,
