@@ -164,7 +164,7 @@ struct FuzzArgs {
     max_work: u64,
     /// Byte pushes the whole run may spend: past it the run stops with the instances it has
     /// and says so (reproducible by seed, unlike a time limit).
-    #[arg(long, default_value_t = 4_000_000)]
+    #[arg(long, default_value_t = 6_000_000)]
     max_total_work: u64,
     /// Write the JSON lines here instead of stdout.
     #[arg(long)]

@@ -104,7 +104,7 @@ pub struct FuzzConfig {
     /// Pushes one document may spend, the completion search included (default 200,000).
     pub max_work: u64,
     /// Pushes the whole run may spend, walks and byte-level checks of mutants included
-    /// (default 4,000,000): past it the run stops with what it has and says so
+    /// (default 6,000,000): past it the run stops with what it has and says so
     /// ([`FuzzStats::out_of_work`]). It bounds a run on a schema where documents are hard to
     /// finish (each unfinished one costs `max_work`) and keeps a run reproducible by seed,
     /// as a wall-clock limit would not. The valid instances may spend `n / (n + invalid)` of
@@ -154,7 +154,7 @@ impl Default for FuzzConfig {
             seed: 0,
             max_bytes: 4096,
             max_work: 200_000,
-            max_total_work: 4_000_000,
+            max_total_work: 6_000_000,
             attempts_per_instance: 4,
             variant_share: 0.25,
             max_duplicate_run: 48,
