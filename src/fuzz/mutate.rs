@@ -58,23 +58,29 @@ fn shift_frac(n: &Number, delta: f64) -> Option<Value> {
     f.is_finite().then(|| num(&format!("{f:?}"))).flatten()
 }
 
-/// A value of a JSON type `types` does not allow (`integer` allowing whole numbers only).
+/// Values of each JSON type for [`wrong_type`], a few of each so that one location gives
+/// more than one near miss (a schema whose only constraint is its root `type` would otherwise
+/// have six at most). The `number` ones are not whole, so they are wrong for `integer`.
+const WRONG_TYPED: [(&str, &[&str]); 7] = [
+    ("string", &[r#""x""#, r#""""#, r#""near miss""#, r#""0""#, r#""true""#, r#""[]""#]),
+    ("integer", &["0", "1", "-7", "1000", "-1", "65536"]),
+    ("number", &["0.5", "-2.25", "3.75", "0.001", "12.125", "-0.5"]),
+    ("boolean", &["true", "false"]),
+    ("null", &["null"]),
+    ("array", &["[]", "[0]", r#"["x"]"#, "[null, true]", "[[]]", "[{}]"]),
+    ("object", &["{}", r#"{"x": 0}"#, r#"{"near": "miss"}"#, r#"{"": null}"#, r#"{"a": []}"#]),
+];
+
+/// A value of a JSON type `types` does not allow (`integer` allowing whole numbers only): a
+/// random one of such types, a random one of its [`WRONG_TYPED`] values.
 fn wrong_type(types: &[&str], rng: &mut Rng) -> Option<Value> {
-    let candidates = [
-        ("string", Value::String("x".into())),
-        ("integer", Value::from(0)),
-        ("number", num("0.5").expect("a number")),
-        ("boolean", Value::Bool(true)),
-        ("null", Value::Null),
-        ("array", Value::Array(Vec::new())),
-        ("object", Value::Object(Map::new())),
-    ];
     let allowed = |t: &str| types.contains(&t) || (t == "integer" && types.contains(&"number"));
-    let offset = rng.below(candidates.len() as u32) as usize;
-    (0..candidates.len())
-        .map(|i| &candidates[(i + offset) % candidates.len()])
-        .find(|(t, _)| !allowed(t))
-        .map(|(_, v)| v.clone())
+    let offset = rng.below(WRONG_TYPED.len() as u32) as usize;
+    let (_, values) = (0..WRONG_TYPED.len())
+        .map(|i| &WRONG_TYPED[(i + offset) % WRONG_TYPED.len()])
+        .find(|(t, _)| !allowed(t))?;
+    let text = values[rng.below(values.len() as u32) as usize];
+    serde_json::from_str(text).ok()
 }
 
 fn char_len(s: &str) -> usize {
@@ -344,5 +350,53 @@ fn shuffle<T>(xs: &mut [T], rng: &mut Rng) {
     for i in (1..xs.len()).rev() {
         let j = rng.below(i as u32 + 1) as usize;
         xs.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON Schema types a value has (`integer` for whole numbers, also `number`).
+    fn types_of(v: &Value) -> Vec<&'static str> {
+        match v {
+            Value::Null => vec!["null"],
+            Value::Bool(_) => vec!["boolean"],
+            Value::Number(n) if is_integer(n) => vec!["integer", "number"],
+            Value::Number(_) => vec!["number"],
+            Value::String(_) => vec!["string"],
+            Value::Array(_) => vec!["array"],
+            Value::Object(_) => vec!["object"],
+        }
+    }
+
+    #[test]
+    fn wrong_types_are_wrong_and_varied() {
+        let mut rng = Rng::new(7);
+        let sets: [&[&str]; 6] = [
+            &["object"],
+            &["integer"],
+            &["number"],
+            &["string", "null"],
+            &["array", "object", "boolean"],
+            &["string", "integer", "number", "boolean", "null", "array"],
+        ];
+        for types in sets {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..400 {
+                let v = wrong_type(types, &mut rng).expect("some type is left");
+                assert!(
+                    types_of(&v).iter().all(|t| !types.contains(t)),
+                    "{v} is allowed by {types:?}"
+                );
+                seen.insert(v.to_string());
+            }
+            // Root `type: object` alone still gives more than the 20 near misses asked for.
+            if types == ["object"] {
+                assert!(seen.len() >= 20, "{} values: {seen:?}", seen.len());
+            }
+        }
+        let all = ["string", "integer", "number", "boolean", "null", "array", "object"];
+        assert_eq!(wrong_type(&all, &mut rng), None);
     }
 }
