@@ -34,10 +34,14 @@ pub(crate) const STRUCT_PUSH_LIMIT: usize = 16;
 /// whatever `max_run` allows.
 const STRUCT_MAX_WS: u8 = 4;
 
-/// Lexical positions outside strings with structural slices, by code (see
-/// [`JsonGrammar::structural_slice_index`]): the six between-values positions, numbers and
-/// literals.
-const STRUCT_CODES: usize = 8;
+/// The positions between values with structural slices, by code (see
+/// [`JsonGrammar::structural_slice_index`]); numbers and literals take the next two codes.
+const BETWEEN: [Lex; 6] =
+    [Lex::Value, Lex::ArrFirst, Lex::ObjFirst, Lex::ObjKey, Lex::Colon, Lex::After];
+
+/// Lexical positions outside strings with structural slices, by code: [`BETWEEN`], numbers
+/// and literals.
+const STRUCT_CODES: usize = BETWEEN.len() + 2;
 
 /// How many slices the free-form JSON engine numbers: the string sub-states', then the
 /// structural positions' (code × byte × top-is-object).
@@ -440,56 +444,48 @@ impl JsonGrammar {
         if s.ws > STRUCT_MAX_WS {
             return None;
         }
-        let (code, sub) = match s.lex {
-            Lex::Value => (0, s.ws),
-            Lex::ArrFirst => (1, s.ws),
-            Lex::ObjFirst => (2, s.ws),
-            Lex::ObjKey => (3, s.ws),
-            Lex::Colon => (4, s.ws),
-            Lex::After => (5, s.ws),
-            Lex::Num(p) if s.ws == 0 && s.aux == 0 => (6, p as u8),
-            Lex::Lit if s.ws == 0 => (7, s.aux),
-            _ => return None,
+        let (code, sub) = match BETWEEN.iter().position(|&l| l == s.lex) {
+            Some(c) if s.aux == 0 => (c, s.ws),
+            Some(_) => return None,
+            None => match s.lex {
+                Lex::Num(p) if s.ws == 0 && s.aux == 0 => (BETWEEN.len(), p as u8),
+                Lex::Lit if s.ws == 0 => (BETWEEN.len() + 1, s.aux),
+                _ => return None,
+            },
         };
-        if code < 6 && s.aux != 0 {
-            return None;
-        }
         Some(STRING_SLICES + ((code * 256 + sub as usize) * 2 + s.top_is_object() as usize))
     }
 
-    /// The grammar and depth-1 state a structural slice `index` (as numbered by
-    /// [`JsonGrammar::structural_slice_index`]) is built from: this grammar's whitespace, room
-    /// for [`STRUCT_PUSH_LIMIT`] levels, so closing the container ends the document (`Done`).
-    /// `None` for an index that numbers no state.
-    pub(crate) fn structural_probe_at(&self, index: usize) -> Option<(JsonGrammar, JsonState)> {
+    /// The grammar structural slices are built over (see
+    /// [`JsonGrammar::structural_probe_at`]): `whitespace`, any top-level value, room for
+    /// [`STRUCT_PUSH_LIMIT`] levels past depth 1.
+    pub(crate) fn structural_probe(whitespace: Whitespace) -> JsonGrammar {
+        JsonGrammar { whitespace, top: TopLevel::AnyValue, max_depth: 1 + STRUCT_PUSH_LIMIT as u8 }
+    }
+
+    /// The depth-1 state a structural slice `index` (as numbered by
+    /// [`JsonGrammar::structural_slice_index`]) is built from, in the
+    /// [`JsonGrammar::structural_probe`] grammar: closing its container ends the document
+    /// (`Done`). `None` for an index that numbers no state.
+    pub(crate) fn structural_probe_at(index: usize) -> Option<JsonState> {
         let i = index.checked_sub(STRING_SLICES)?;
         let (object, sub, code) = (i % 2 == 1, (i / 2 % 256) as u8, i / 512);
         let (lex, ws, aux) = match code {
-            0 => (Lex::Value, sub, 0),
-            1 => (Lex::ArrFirst, sub, 0),
-            2 => (Lex::ObjFirst, sub, 0),
-            3 => (Lex::ObjKey, sub, 0),
-            4 => (Lex::Colon, sub, 0),
-            5 => (Lex::After, sub, 0),
-            6 => (Lex::Num(*PHASES.get(sub as usize)?), 0, 0),
-            7 => (Lex::Lit, 0, sub),
+            c if c < BETWEEN.len() => (BETWEEN[c], sub, 0),
+            c if c == BETWEEN.len() => (Lex::Num(*PHASES.get(sub as usize)?), 0, 0),
+            c if c == BETWEEN.len() + 1 => (Lex::Lit, 0, sub),
             _ => return None,
         };
-        let g = JsonGrammar {
-            whitespace: self.whitespace,
-            top: TopLevel::AnyValue,
-            max_depth: 1 + STRUCT_PUSH_LIMIT as u8,
-        };
-        let s = JsonState { stack: object as u128, depth: 1, lex, ws, aux, key: false };
-        Some((g, s))
+        Some(JsonState { stack: object as u128, depth: 1, lex, ws, aux, key: false })
     }
 
-    /// The structural slices a document reaches first: every position inside a container of
-    /// either kind (keys and strings passed through) after at most one whitespace byte —
-    /// between values, each number phase, each literal prefix. About fifty; building them with
-    /// the engine's first use keeps those builds out of the masks.
+    /// The structural slices a document reaches first, where `self` is a
+    /// [`JsonGrammar::structural_probe`]: every position inside a container of either kind
+    /// (keys and strings passed through) after at most one whitespace byte — between values,
+    /// each number phase, each literal prefix. About fifty; building them with the engine's
+    /// first use keeps those builds out of the masks.
     pub(crate) fn common_structural_indices(&self) -> Vec<usize> {
-        let g = JsonGrammar { max_depth: 1 + STRUCT_PUSH_LIMIT as u8, ..self.clone() };
+        let g = self;
         let mut seen = std::collections::HashSet::new();
         let mut queue: Vec<JsonState> = [false, true]
             .into_iter()

@@ -26,7 +26,7 @@
 //! vocabulary, on first use or by [`JsonVocab::prepare_json_classes`].
 
 use super::lexer::{Whitespace, JSON_SLICES, STRING_SLICES, STRUCT_PUSH_LIMIT};
-use super::{JsonGrammar, TopLevel};
+use super::JsonGrammar;
 use crate::engine::{SliceSet, TokenSlice};
 use crate::mask::TokenMask;
 use crate::recognizer::{ByteLogic, CopyStack};
@@ -234,7 +234,7 @@ impl JsonSlices {
         }
         let strings = vocab.string_slices();
         let closers = self.closers.clone();
-        let grammar = JsonGrammar { whitespace, top: TopLevel::AnyValue, max_depth: 64 };
+        let grammar = JsonGrammar::structural_probe(whitespace);
         let common = grammar.common_structural_indices();
         let set = Arc::new(SliceSet::new(
             JSON_SLICES,
@@ -245,8 +245,8 @@ impl JsonSlices {
                 if closers.deep {
                     return None;
                 }
-                let (g, probe) = grammar.structural_probe_at(i)?;
-                Some(Arc::new(structural_slice(vocab, &g, probe, &closers)))
+                let probe = JsonGrammar::structural_probe_at(i)?;
+                Some(Arc::new(structural_slice(vocab, &grammar, probe, &closers)))
             }),
         ));
         for i in common {
@@ -257,8 +257,8 @@ impl JsonSlices {
     }
 }
 
-/// The slice of a structural position from its depth-1 `probe` (see
-/// `JsonGrammar::structural_probe_at`): `inside` by one trie walk — closing the probe's
+/// The slice of a structural position from its depth-1 `probe` in `g`, a
+/// `JsonGrammar::structural_probe` (see `JsonGrammar::structural_probe_at`): `inside` by one trie walk — closing the probe's
 /// container ends its document, so the walk keeps exactly the tokens that never close it or
 /// close it at their last byte — and, for the `closers` that close it and go on, their bytes
 /// after the closing byte in the `exits` trie.
@@ -768,6 +768,23 @@ impl JsonVocab for Vocabulary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every structural slice a document reaches first numbers its probe state and back, for
+    /// both whitespace policies, and the probe is at depth 1 in the probe grammar.
+    #[test]
+    fn common_structural_indices_round_trip_through_their_probes() {
+        use super::super::lexer::Whitespace;
+        for ws in [Whitespace::Compact, Whitespace::Flexible { max_run: 32 }] {
+            let g = JsonGrammar::structural_probe(ws);
+            let common = g.common_structural_indices();
+            assert!(common.len() >= 30 && common.len() <= 100, "{} indices", common.len());
+            for &i in &common {
+                let s = JsonGrammar::structural_probe_at(i).expect("a probe state");
+                assert_eq!(s.depth(), 1);
+                assert_eq!(g.structural_slice_index(&s), Some(i));
+            }
+        }
+    }
 
     #[test]
     fn reachable_string_sub_states_are_few_and_each_has_a_slice_index_that_round_trips() {
