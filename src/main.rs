@@ -160,11 +160,11 @@ struct FuzzArgs {
     #[arg(long)]
     max_bytes: Option<usize>,
     /// Byte pushes one document may spend, its completion search included.
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = grammask::fuzz::FuzzConfig::default().max_work)]
     max_work: u64,
     /// Byte pushes the whole run may spend: past it the run stops with the instances it has
     /// and says so (reproducible by seed, unlike a time limit).
-    #[arg(long, default_value_t = 6_000_000)]
+    #[arg(long, default_value_t = grammask::fuzz::FuzzConfig::default().max_total_work)]
     max_total_work: u64,
     /// Write the JSON lines here instead of stdout.
     #[arg(long)]

@@ -114,9 +114,8 @@ impl KeyHints {
         {
             return l.out.clone();
         }
-        let asked = (path.clone(), present.clone());
-        let out = self.answer(schema, global, path, &present, patterns);
-        *last = Some(LastAnswer { patterns, path: asked.0, present: asked.1, out: out.clone() });
+        let out = self.answer(schema, global, path.clone(), &present, patterns);
+        *last = Some(LastAnswer { patterns, path, present, out: out.clone() });
         out
     }
 
