@@ -132,6 +132,21 @@ impl<K> SharedMasks<K> {
             .and_then(|v| v.iter().find(|(k, _)| matches(k)).map(|(_, m)| Arc::clone(m)))
     }
 
+    /// [`SharedMasks::get`] with the stored key too, for keys that are cheap to clone (an
+    /// `Arc`): the engine's own cache can then hold the same key instead of a copy.
+    pub(crate) fn get_with_key(
+        &self,
+        vocab: &Vocabulary,
+        hash: u64,
+        matches: impl Fn(&K) -> bool,
+    ) -> Option<(K, Arc<TokenMask>)>
+    where
+        K: Clone,
+    {
+        let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        m.map.get(&(vocab.addr(), hash)).and_then(|v| v.iter().find(|(k, _)| matches(k)).cloned())
+    }
+
     /// Masks held now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

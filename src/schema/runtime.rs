@@ -1017,11 +1017,12 @@ impl ConstraintEngine for SchemaConstraint {
         // Then the masks every engine of this schema has computed.
         let cap = self.schema.engine.shared_cap();
         let shared = cap > 0;
-        if let Some(m) =
-            shared.then(|| self.schema.masks.get(&self.vocab, h, |s| **s == *st)).flatten()
+        if let Some((key, m)) =
+            shared.then(|| self.schema.masks.get_with_key(&self.vocab, h, |s| **s == *st)).flatten()
         {
             mask.copy_from(&m);
-            self.cache.insert_arc((h, Arc::new(st.clone())), m);
+            // The shared entry's key, not a copy of the state.
+            self.cache.insert_arc((h, key), m);
             return Ok(());
         }
         self.compute(mask);
