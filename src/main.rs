@@ -234,6 +234,11 @@ struct ConstraintArgs {
     /// `"colo\u0072"` is the key `color`).
     #[arg(long, requires = "schema", conflicts_with_all = ["json", "regex", "grammar"])]
     literal_keys: bool,
+    /// With --schema: string values with finitely many choices left (`enum`, `const`)
+    /// spelled as written (an escape only where a character needs one; default: any JSON
+    /// spelling, so `"p\u0075rple"` is `purple`).
+    #[arg(long, requires = "schema", conflicts_with_all = ["json", "regex", "grammar"])]
+    literal_values: bool,
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
     /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call,
@@ -520,6 +525,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         options.engine = engine_limits(c, options.engine);
         options.plain_integers = c.plain_integers;
         options.literal_keys = c.literal_keys;
+        options.literal_values = c.literal_values;
         return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {

@@ -225,6 +225,15 @@ pub struct SchemaOptions {
     /// which a model masked away from a misspelling can take (SmolLM2-135M wrote exactly that,
     /// docs/python.md). Objects that take undeclared keys keep every spelling.
     pub literal_keys: bool,
+    /// Spell a string value as written where its schema leaves finitely many strings from
+    /// there (`enum`, `const`, a pattern such as `^(red|green)$`): `\` only where the next
+    /// character must be escaped (`"`, `\`, a control character). Default `false`: any JSON
+    /// spelling (`"p\u0075rple"` is `purple`), which a model masked away from a value outside
+    /// the enum can take (SmolLM2-135M wrote `"p\u0075r\u0070\u006c\u0065"` for `purple`,
+    /// docs/python.md). XGrammar and llguidance generate enum members as written. A string
+    /// that may still go on without bound (`{"type": "string"}`, `^a.*$`) keeps every
+    /// spelling.
+    pub literal_values: bool,
 }
 
 impl SchemaOptions {
@@ -244,6 +253,7 @@ impl Default for SchemaOptions {
             engine: EngineOptions::default(),
             plain_integers: false,
             literal_keys: false,
+            literal_values: false,
         }
     }
 }
@@ -267,6 +277,8 @@ builder!(SchemaOptions {
     with_plain_integers => plain_integers: bool,
     /// Declared names spelled as written in closed objects (default `false`).
     with_literal_keys => literal_keys: bool,
+    /// Finite-language string values (`enum`, `const`) spelled as written (default `false`).
+    with_literal_values => literal_values: bool,
 });
 
 builder!(SchemaLimits {
@@ -350,6 +362,8 @@ pub struct CompiledSchema {
     pub(crate) engine: EngineOptions,
     /// [`SchemaOptions::literal_keys`].
     pub(crate) literal_keys: bool,
+    /// [`SchemaOptions::literal_values`].
+    pub(crate) literal_values: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -393,6 +407,7 @@ impl CompiledSchema {
             order: options.property_order,
             engine: options.engine.clone(),
             literal_keys: options.literal_keys,
+            literal_values: options.literal_values,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),

@@ -606,6 +606,25 @@ impl<'a> Rt<'a> {
         })
     }
 
+    /// Under [`crate::schema::SchemaOptions::literal_values`]: may string frame `fi` take `\`
+    /// at this position? Yes where some live alternative's automaton still accepts infinitely
+    /// many strings from its state, or the next character may be one JSON requires escaped
+    /// (`"`, `\`, a control character).
+    pub(super) fn str_may_escape(&self, fi: usize) -> bool {
+        let prog = self.prog();
+        let infinite =
+            self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive).any(|a| match &prog
+                .cores[a.core]
+            {
+                CoreRt::String { dfa, .. } => prog.dfas[*dfa].finite_count(a.str().state).is_none(),
+                _ => true,
+            });
+        infinite
+            || self.range_live(fi, 0, 0x1F)
+            || self.range_live(fi, u32::from(b'"'), u32::from(b'"'))
+            || self.range_live(fi, u32::from(b'\\'), u32::from(b'\\'))
+    }
+
     fn num_close(&mut self, fi: usize) -> bool {
         let at = self.st.frames[fi].buf as usize;
         number::is_complete(&self.st.buf[at..])
@@ -1399,6 +1418,45 @@ mod tests {
         // Refused at the backslash itself.
         let mut e = engine_with(closed.clone(), &literal);
         assert!(e.advance_bytes(br#"{"colo\"#).is_err());
+    }
+
+    /// `literal_values`: a string value with finitely many choices left is spelled as written
+    /// (an escape only where its next character needs one); a string that may still go on
+    /// without bound, any alternative of that kind, and the default keep every spelling.
+    #[test]
+    fn literal_values_spell_enum_members_as_written() {
+        let literal = SchemaOptions::default().with_literal_values(true);
+        let doc = |schema: serde_json::Value, opts: &SchemaOptions, text: &str| {
+            let mut e = engine_with(schema, opts);
+            e.advance_bytes(text.as_bytes()).is_ok() && e.accepting_state()
+        };
+        let colors = json!({"enum": ["red", "purple", "a\"b", "tab\there", 3]});
+        assert!(doc(colors.clone(), &literal, r#""purple""#));
+        assert!(!doc(colors.clone(), &literal, r#""p\u0075rple""#), "an escape not needed");
+        assert!(!doc(colors.clone(), &literal, r#""purpl\u0065""#));
+        assert!(doc(colors.clone(), &literal, r#""a\"b""#), "an escape the member needs");
+        assert!(doc(colors.clone(), &literal, r#""tab\there""#));
+        assert!(doc(colors.clone(), &literal, "3"));
+        assert!(doc(colors.clone(), &SchemaOptions::default(), r#""p\u0075rple""#));
+        assert!(doc(json!({"const": "red"}), &literal, r#""red""#));
+        assert!(!doc(json!({"const": "red"}), &literal, r#""r\u0065d""#));
+        // A finite pattern is a finite language too; an unbounded one keeps every spelling.
+        let finite = json!({"type": "string", "pattern": "^(ab|cd)$"});
+        assert!(!doc(finite.clone(), &literal, r#""\u0061b""#));
+        assert!(doc(finite, &literal, r#""ab""#));
+        let open = json!({"type": "string", "pattern": "^a"});
+        assert!(doc(open, &literal, r#""a\u0062c""#));
+        assert!(doc(json!({"type": "string"}), &literal, r#""\u0061""#));
+        // Finite from here: after `x` only `y` is left, although the pattern started open.
+        let tail = json!({"type": "string", "pattern": "^(a.*|xy)$"});
+        assert!(doc(tail.clone(), &literal, r#""a\u0062""#));
+        assert!(!doc(tail, &literal, r#""x\u0079""#));
+        // One live alternative that is not finite: every spelling.
+        let either = json!({"anyOf": [{"enum": ["red"]}, {"type": "string", "maxLength": 8}]});
+        assert!(doc(either, &literal, r#""r\u0065d""#));
+        // Refused at the backslash itself.
+        let mut e = engine_with(colors, &literal);
+        assert!(e.advance_bytes(br#""pur\"#).is_err());
     }
 
     /// The masks all engines of a compiled schema share: a second engine on a document with

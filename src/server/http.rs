@@ -261,12 +261,16 @@ fn args_options() -> SchemaOptions {
         .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() })
 }
 
-/// What a model is asked for here is generated output: integers as plain literals and
-/// declared names as written (`plain_integers`, `literal_keys`), as OpenAI, XGrammar and
-/// llguidance spell them — a small model masked away from a misspelling otherwise escapes its
-/// way into the name (`"colo\u0072"`), or writes zeros after `1.1` under `integer`.
+/// What a model is asked for here is generated output: integers as plain literals, declared
+/// names and enum members as written (`plain_integers`, `literal_keys`, `literal_values`), as
+/// OpenAI, XGrammar and llguidance spell them — a small model masked away from a misspelling
+/// otherwise escapes its way into the name or the member (`"colo\u0072"`), or writes zeros
+/// after `1.1` under `integer`.
 fn generation_options() -> SchemaOptions {
-    SchemaOptions::default().with_plain_integers(true).with_literal_keys(true)
+    SchemaOptions::default()
+        .with_plain_integers(true)
+        .with_literal_keys(true)
+        .with_literal_values(true)
 }
 
 /// A function as one prompt line: `name(arg: type, …)`, with the description if any.

@@ -114,7 +114,7 @@ fn walk_reports_acceptance_and_the_first_refused_token() {
 /// spelling of an integer value; the flag without `--schema` is a usage error. `--literal-keys`:
 /// a closed object's declared names only as written.
 #[test]
-fn plain_integers_and_literal_keys_flags_refuse_other_spellings() {
+fn plain_integers_and_literal_spelling_flags_refuse_other_spellings() {
     let dir = std::env::temp_dir().join(format!("grammask-cli-int-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema = dir.join("schema.json");
@@ -156,6 +156,11 @@ fn plain_integers_and_literal_keys_flags_refuse_other_spellings() {
     assert!(keyed(r#"{"color": 1}"#, "--literal-keys"));
     assert!(!keyed(r#"{"colo\u0072": 1}"#, "--literal-keys"));
     assert!(keyed(r#"{"colo\u0072": 1}"#, ""));
+    // --literal-values: an enum member as written.
+    std::fs::write(&closed, r#"{"enum": ["purple", "red"]}"#).unwrap();
+    assert!(keyed(r#""purple""#, "--literal-values"));
+    assert!(!keyed(r#""p\u0075rple""#, "--literal-values"));
+    assert!(keyed(r#""p\u0075rple""#, ""));
     let (ok, _, err) = grammask(&["walk", "--plain-integers", "--input", "x"]);
     assert!(!ok && err.contains("--schema"), "{err}");
     let (ok, _, err) = grammask(&["walk", "--json", "--plain-integers", "--input", "x"]);

@@ -30,13 +30,14 @@ fn fast_masks_equal_the_plain_walk_on_targeted_schemas() {
     assert!(n > 300, "only {n} masks compared");
 }
 
-/// A case's `"options"`: `{"plain_integers": true, "literal_keys": true}` (the others
-/// default).
+/// A case's `"options"`: `{"plain_integers": true, "literal_keys": true,
+/// "literal_values": true}` (the others default).
 fn options(case: &Value) -> SchemaOptions {
     let flag = |name: &str| case["options"][name].as_bool().unwrap_or(false);
     SchemaOptions::default()
         .with_plain_integers(flag("plain_integers"))
         .with_literal_keys(flag("literal_keys"))
+        .with_literal_values(flag("literal_values"))
 }
 
 #[test]

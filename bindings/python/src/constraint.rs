@@ -144,12 +144,14 @@ impl PyCompiledConstraint {
     /// `formats` (`"assert"` or `"annotate"`), `plain_integers` (`integer` as plain literals
     /// `-?(0|[1-9][0-9]*)` only, as XGrammar and llguidance generate them; default every
     /// spelling of an integer value, `1.0` and `1e3` too), `literal_keys` (declared names
-    /// spelled as written in objects that take no other keys; default any JSON spelling).
+    /// spelled as written in objects that take no other keys; default any JSON spelling),
+    /// `literal_values` (string values with finitely many choices left — `enum`, `const` —
+    /// spelled as written; default any JSON spelling).
     #[staticmethod]
     #[pyo3(signature = (vocab, schema, *, whitespace=None, max_whitespace_run=None,
                         any_whitespace=None, separators=None, property_order=None, lenient=false,
                         formats=None, rollback_history=None, mask_cache=None,
-                        plain_integers=false, literal_keys=false))]
+                        plain_integers=false, literal_keys=false, literal_values=false))]
     #[allow(clippy::too_many_arguments)]
     fn json_schema(
         py: Python<'_>,
@@ -166,6 +168,7 @@ impl PyCompiledConstraint {
         mask_cache: Option<usize>,
         plain_integers: bool,
         literal_keys: bool,
+        literal_values: bool,
     ) -> PyResult<Self> {
         let text: String = if let Ok(s) = schema.cast::<PyString>() {
             s.to_str()?.to_owned()
@@ -199,6 +202,7 @@ impl PyCompiledConstraint {
                 ("mask_cache", opt(py, mask_cache)),
                 ("plain_integers", opt(py, Some(plain_integers))),
                 ("literal_keys", opt(py, Some(literal_keys))),
+                ("literal_values", opt(py, Some(literal_values))),
             ],
         )?;
         let ws_name = match (whitespace.as_deref(), any_whitespace) {
@@ -238,7 +242,8 @@ impl PyCompiledConstraint {
             .with_formats(formats)
             .with_engine(engine_options(rollback_history, mask_cache))
             .with_plain_integers(plain_integers)
-            .with_literal_keys(literal_keys);
+            .with_literal_keys(literal_keys)
+            .with_literal_values(literal_values);
         Self::compile(py, vocab, Constraint::json_schema_with(&value, opts), Some(text), options)
     }
 

@@ -212,3 +212,16 @@ def test_literal_keys_option_decides_and_pickles(qwen3):
     ):
         assert gm.Matcher(c).accept_string('{"color": "x"}')
         assert gm.Matcher(c).accept_string('{"colo\\u0072": "x"}') is escaped
+
+
+def test_literal_values_option_decides_and_pickles(qwen3):
+    schema = {"enum": ["purple", "red"]}
+    literal = gm.CompiledConstraint.json_schema(qwen3, schema, literal_values=True)
+    for c, escaped in (
+        (literal, False),
+        (pickle.loads(pickle.dumps(literal)), False),
+        (gm.CompiledConstraint.json_schema(qwen3, schema), True),
+        (gm.CompiledConstraint.json_schema(qwen3, {"type": "string"}, literal_values=True), True),
+    ):
+        assert gm.Matcher(c).accept_string('"purple"')
+        assert gm.Matcher(c).accept_string('"p\\u0075rple"') is escaped

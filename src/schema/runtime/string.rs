@@ -33,6 +33,9 @@ impl<'a> Rt<'a> {
                     if f.kind() == Kind::Key && self.cs.literal_keys && !self.key_may_escape(fi) {
                         return false;
                     }
+                    if f.kind() == Kind::Str && self.cs.literal_values && !self.str_may_escape(fi) {
+                        return false;
+                    }
                     if !self.range_live(fi, 0, 0x10FFFF) {
                         return false;
                     }

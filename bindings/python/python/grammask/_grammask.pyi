@@ -76,6 +76,7 @@ class CompiledConstraint:
         mask_cache: int | None = None,
         plain_integers: bool = False,
         literal_keys: bool = False,
+        literal_values: bool = False,
     ) -> CompiledConstraint: ...
     @staticmethod
     def regex(

@@ -133,10 +133,14 @@ class GrammaskBackend:
         ``CompileError`` for a spec that does not compile."""
         kind = getattr(request_type, "name", str(request_type))
         if kind == "JSON":
-            # Integers as plain literals and declared names as written, as XGrammar (vLLM's
-            # default backend) generates them.
+            # Integers as plain literals, declared names and enum members as written, as
+            # XGrammar (vLLM's default backend) generates them.
             compiled = CompiledConstraint.json_schema(
-                self.vocab, grammar_spec, plain_integers=True, literal_keys=True
+                self.vocab,
+                grammar_spec,
+                plain_integers=True,
+                literal_keys=True,
+                literal_values=True,
             )
         elif kind == "JSON_OBJECT":
             compiled = CompiledConstraint.json_object(self.vocab)
