@@ -6,9 +6,9 @@
 # One release build of the extension (maturin through pip, into the workspace's target/).
 # PyPI must be reachable for the venv's packages: maturin, pytest, numpy, jsonschema,
 # tokenizers and mlx with its CPU backend (the `mlx-cpu` wheel, so the mlx-lm processor runs on
-# real MLX arrays on Linux). torch is not installed (the PyPI build is the multi-GB CUDA one)
-# and there is no GPU: the torch and transformers tests (tests/test_torch.py, test_contrib.py)
-# print why they are skipped; they run where torch is (docs/python.md, the H200 runs).
+# real MLX arrays on Linux). torch is not installed here (the PyPI build is the multi-GB CUDA
+# one): the torch and transformers tests print why they are skipped in this venv and run in
+# .ci/torch-step.sh's (CPU), and with CUDA where a GPU is lent (docs/python.md, the H200 runs).
 #
 # usage: .ci/python-step.sh   (from anywhere; runs in the repository root)
 set -euo pipefail

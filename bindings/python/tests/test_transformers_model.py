@@ -4,13 +4,14 @@ sampled, a batch of two prompts with left padding, on the CPU and on a CUDA devi
 one. Every generated document must end within the token budget, parse and validate against its
 schema with `jsonschema`.
 
-Needs torch, transformers and the `gguf` package besides the model file; CI has none of the
-first three (torch's PyPI build is the multi-GB CUDA one), so there the test says why it is
+Needs torch, transformers, `gguf` and `accelerate` besides the model file; CI has none of the
+first two (torch's PyPI build is the multi-GB CUDA one), so there the test says why it is
 skipped. It runs where they are installed (docs/python.md)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -38,6 +39,9 @@ def requirements():
         print(f"SKIP reason: {e.name} is not importable")
         pytest.skip(f"{e.name} is not importable: no real transformers model is run")
     pytest.importorskip("gguf", reason="the gguf package (transformers' GGUF reader) is missing")
+    # transformers refuses to load a GGUF file without accelerate (a ValueError at load time,
+    # which would read as a failure of this test rather than a missing package).
+    pytest.importorskip("accelerate", reason="accelerate is missing (transformers needs it for GGUF)")
     from conftest import shared_dir
 
     s = shared_dir()
@@ -77,9 +81,11 @@ def test_generate_with_a_real_model_gives_valid_documents(loaded, device, sample
     # the greedy run of this model wrote `"weight_grams": 1.111000…` until the token budget
     # ran out (zeros are live while an exponent could make the value an integer again).
     # Declared names as written, too (`literal_keys`): masked away from `colour`, the greedy
-    # run escaped its way into `"colo\u0072"` (exact: that is `color`).
+    # run escaped its way into `"colo\u0072"` (exact: that is `color`). And enum members as
+    # written (`literal_values`): on the CPU (2026-12-04) the second greedy row wrote the color
+    # `"p\u0075r\u0070\u006c\u0065"` (`purple`, exact too).
     compiled = gm.CompiledConstraint.json_schema(
-        vocab, SCHEMA, plain_integers=True, literal_keys=True
+        vocab, SCHEMA, plain_integers=True, literal_keys=True, literal_values=True
     )
     prompts = [
         "Describe a banana as a JSON object with name, color and weight_grams.",
@@ -115,4 +121,9 @@ def test_generate_with_a_real_model_gives_valid_documents(loaded, device, sample
         text = b"".join(vocab.token_bytes(t) for t in row[:end]).decode()
         doc = json.loads(text)
         jsonschema.validate(doc, SCHEMA)
+        # `literal_keys` and `literal_values`: the keys and the enum member as written.
+        for key in SCHEMA["properties"]:
+            assert f'"{key}"' in text, f"{key} not spelled as written: {text!r}"
+        color = re.search(r'"color"\s*:\s*"([^"]*)"', text)
+        assert color and color.group(1) == doc["color"], f"color escaped: {text!r}"
         print(f"{device} sample={sample}: {text}")
