@@ -1334,6 +1334,16 @@ impl InnerSlot {
         }
     }
 
+    /// The shortest rest of the string value open in the probe's state, with its closing
+    /// quote, where the engine knows it (JSON Schema: the string automaton's shortest path,
+    /// `schema::runtime::completion`); `None` for the others.
+    pub(crate) fn string_rest(&mut self) -> Option<Vec<u8>> {
+        match &mut self.engine {
+            InnerEngine::Schema(e) => e.probe_string_rest(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn accepting(&self) -> bool {
         match &self.engine {
             InnerEngine::Json(e) => e.grammar().is_accepting(self.json.last().expect("base")),

@@ -10,7 +10,7 @@
 //! raised 64 → 256 → 1024 → … up to the byte budget, and a work budget in pushes) and says so when
 //! it cannot finish, rather than running on.
 
-use super::hints::KeyHints;
+use super::hints::{Hint, KeyHints};
 use super::numbers::NumberHints;
 use crate::constraint::tagged::InnerSlot;
 use crate::constraint::CompiledConstraint;
@@ -185,6 +185,12 @@ impl Cursor {
         self.slot.completion_bound().map_or(nesting, |b| b.max(nesting))
     }
 
+    /// The shortest rest of the open string value, closing quote included, where the engine
+    /// knows it (JSON Schema); tried by the completion search as one move.
+    pub fn string_rest(&mut self) -> Option<Vec<u8>> {
+        self.slot.string_rest()
+    }
+
     /// Are the bytes so far a complete document?
     pub fn accepting(&self) -> bool {
         self.slot.accepting()
@@ -352,7 +358,7 @@ fn dfs(
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     // Per frame where a key was just opened: the hints for that object (looked up once); where
     // a value starts, the number literals (`true` in `frame_numbers`).
-    let mut frame_hints: Vec<Option<Arc<[Vec<u8>]>>> = vec![None];
+    let mut frame_hints: Vec<Option<Arc<[Hint]>>> = vec![None];
     let mut frame_numbers: Vec<bool> = vec![false];
     let mut out_of_work = false;
     // Engine states reached (where the engine has a state key) and the fewest added bytes they
@@ -368,8 +374,20 @@ fn dfs(
         let pos = cur.json();
         let key_opened = json && pos.in_key && pos.in_string && cur.bytes().last() == Some(&b'"');
         let top = stack.len() - 1;
+        // Where a string value is open — at the search's start, or just opened by its move —
+        // its shortest rest is tried first, as one move: a string under patterns that needs
+        // a thousand characters (`Handwritten---string2`) was spelled byte by byte, 120–250k
+        // pushes a document.
+        let string_entered = json
+            && pos.in_string
+            && !pos.in_key
+            && !pos.escape
+            && (top == 0 || cur.bytes().last() == Some(&b'"'));
         if key_opened && frame_hints[top].is_none() {
             frame_hints[top] = Some(hints.at(cur.bytes()));
+        } else if string_entered && frame_hints[top].is_none() {
+            let rest: Vec<Hint> = cur.string_rest().into_iter().map(Hint::from).collect();
+            frame_hints[top] = Some(rest.into());
         } else if json
             && frame_hints[top].is_none()
             && !literals.is_empty()
@@ -379,7 +397,7 @@ fn dfs(
             frame_hints[top] = Some(Arc::clone(&literals));
             frame_numbers[top] = true;
         }
-        let here: &[Vec<u8>] = frame_hints[top].as_deref().unwrap_or(&[]);
+        let here: &[Hint] = frame_hints[top].as_deref().unwrap_or(&[]);
         let n_hints = here.len();
         let mut pushed = 0;
         if added < limit && (!json || added + pos.closing_bytes() <= limit) {

@@ -18,8 +18,9 @@
 //! branches), the schema-wide list is used. The hints only order the search; the engine decides
 //! what is allowed.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// Most subschemas gathered for one path (branches of branches multiply).
@@ -38,31 +39,41 @@ enum Step {
 pub(crate) struct KeyHints {
     schema: Option<Value>,
     /// Every name in the schema (required ones first), JSON-escaped with the closing quote.
-    global: Arc<[Vec<u8>]>,
+    global: Arc<[Hint]>,
     /// The same without the names made from `patternProperties` patterns (the walk's list).
-    global_named: Arc<[Vec<u8>]>,
+    global_named: Arc<[Hint]>,
     /// The names per object path, in hint order, before the keys present are taken out
     /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
-    by_path: Mutex<HashMap<Vec<Step>, PathNames>>,
+    by_path: Mutex<FxHashMap<Vec<Step>, PathNames>>,
     /// The last prefix asked about, scanned (see [`ScanCache`]).
     scan: Mutex<ScanCache>,
-    /// The last answer: the completion search asks again and again at one object with the
-    /// same keys written (each attempt it takes back), and building the list clones up to
-    /// [`MAX_HINTS`] names.
-    last: Mutex<Option<LastAnswer>>,
+    /// The answers given, by (patterns?, object path, keys written): the completion search
+    /// asks again and again at the same objects with the same keys written (each attempt it
+    /// takes back, and its moves alternate between objects), and building a list clones up
+    /// to [`MAX_HINTS`] names. At most [`MAX_ANSWERS`]; cleared when full.
+    answers: Mutex<FxHashMap<AnswerKey, Arc<[Hint]>>>,
+    /// The longest `prefixItems` (or array-form `items`) in the schema: array indices from
+    /// there on resolve alike, so paths are cached with larger ones lowered to it (each
+    /// element of a long array was a new path, and resolving one was most of a fitted
+    /// `Github_ultra` run's hint time).
+    max_tuple: usize,
 }
 
-/// What [`KeyHints`] answered last, and for which object.
-struct LastAnswer {
-    patterns: bool,
-    path: Vec<Step>,
-    present: Vec<Arc<str>>,
-    out: Arc<[Vec<u8>]>,
-}
+/// What an answer of [`KeyHints`] depends on: whether pattern names count, the object's
+/// path, the keys written in it.
+type AnswerKey = (bool, Vec<Step>, Vec<Arc<str>>);
+
+/// Most answers [`KeyHints`] keeps. (One answered list per key during a fitted
+/// `Github_ultra` run was 17–20% of its time, in allocations.)
+const MAX_ANSWERS: usize = 1024;
+
+/// One hint: a move of several bytes (a property name with its closing quote), shared, so
+/// that an answer's list is a list of reference counts rather than of copies.
+pub(crate) type Hint = Arc<[u8]>;
 
 /// An object path's names in hint order, each with its hint bytes ([`quoted`]) and whether it
 /// was made from a pattern; `None` where the path does not resolve.
-type PathNames = Option<Arc<[(String, Vec<u8>, bool)]>>;
+type PathNames = Option<Arc<[(String, Hint, bool)]>>;
 
 /// Most object paths whose names are kept.
 const MAX_PATHS: usize = 4096;
@@ -77,20 +88,21 @@ impl KeyHints {
             global_named: named.into(),
             by_path: Mutex::default(),
             scan: Mutex::default(),
-            last: Mutex::default(),
+            answers: Mutex::default(),
+            max_tuple: schema.map_or(0, longest_tuple),
         }
     }
 
     /// The schema-wide list (required names first).
     #[cfg(test)]
-    pub(crate) fn global(&self) -> &Arc<[Vec<u8>]> {
+    pub(crate) fn global(&self) -> &Arc<[Hint]> {
         &self.global
     }
 
     /// The hints for the object whose key `doc` has just opened (`doc` ends inside that
     /// object, after the key's opening quote): scoped to it where its path resolves, else the
     /// schema-wide list.
-    pub(crate) fn at(&self, doc: &[u8]) -> Arc<[Vec<u8>]> {
+    pub(crate) fn at(&self, doc: &[u8]) -> Arc<[Hint]> {
         self.lookup(doc, true)
     }
 
@@ -98,24 +110,32 @@ impl KeyHints {
     /// choices. Four names per pattern are good moves for the completion search, but taken
     /// for 80% of a walk's keys they would make nearly every key of a pattern-keyed object
     /// (`^[a-zA-Z_][a-zA-Z0-9_]*$` labels) one of the same four; the walk's own bytes vary.
-    pub(crate) fn named_at(&self, doc: &[u8]) -> Arc<[Vec<u8>]> {
+    pub(crate) fn named_at(&self, doc: &[u8]) -> Arc<[Hint]> {
         self.lookup(doc, false)
     }
 
-    fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Vec<u8>]> {
+    fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Hint]> {
         let global = if patterns { &self.global } else { &self.global_named };
         let Some(schema) = &self.schema else { return global.clone() };
         let scanned = self.scan.lock().unwrap_or_else(|e| e.into_inner()).open_object(doc);
         let Some((path, present)) = scanned else { return global.clone() };
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = last
-            .as_ref()
-            .filter(|l| l.patterns == patterns && l.path == path && l.present == present)
-        {
-            return l.out.clone();
+        let path: Vec<Step> = path
+            .into_iter()
+            .map(|s| match s {
+                Step::Index(i) => Step::Index(i.min(self.max_tuple)),
+                k => k,
+            })
+            .collect();
+        let key = (patterns, path, present);
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(out) = answers.get(&key) {
+            return out.clone();
         }
-        let out = self.answer(schema, global, path.clone(), &present, patterns);
-        *last = Some(LastAnswer { patterns, path, present, out: out.clone() });
+        let out = self.answer(schema, global, key.1.clone(), &key.2, patterns);
+        if answers.len() >= MAX_ANSWERS {
+            answers.clear();
+        }
+        answers.insert(key, out.clone());
         out
     }
 
@@ -123,11 +143,11 @@ impl KeyHints {
     fn answer(
         &self,
         schema: &Value,
-        global: &Arc<[Vec<u8>]>,
+        global: &Arc<[Hint]>,
         path: Vec<Step>,
         present: &[Arc<str>],
         patterns: bool,
-    ) -> Arc<[Vec<u8>]> {
+    ) -> Arc<[Hint]> {
         let names = {
             let mut m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
             if m.len() >= MAX_PATHS {
@@ -148,9 +168,17 @@ impl KeyHints {
                 .clone()
         };
         let Some(names) = names else { return global.clone() };
-        let out: Vec<Vec<u8>> = names
+        // The keys written as a set where there are many (an object of hundreds of
+        // properties half written: a scan of them per name was most of an answer).
+        let many: Option<FxHashSet<&str>> =
+            (present.len() > 8).then(|| present.iter().map(|p| &**p).collect());
+        let written = |k: &str| match &many {
+            Some(set) => set.contains(k),
+            None => present.iter().any(|p| **p == *k),
+        };
+        let out: Vec<Hint> = names
             .iter()
-            .filter(|(k, _, pattern)| (patterns || !pattern) && !present.iter().any(|p| **p == **k))
+            .filter(|(k, _, pattern)| (patterns || !pattern) && !written(k))
             .take(MAX_HINTS)
             .map(|(_, q, _)| q.clone())
             .collect();
@@ -452,6 +480,22 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
 
 /// The names for an object at `path`, in hint order (see the module docs), duplicates
 /// removed; `None` when the path does not resolve.
+/// The most items a `prefixItems` (or an array-form `items`) anywhere in `v` lists.
+fn longest_tuple(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => {
+            let here = ["prefixItems", "items"]
+                .iter()
+                .filter_map(|k| m.get(*k).and_then(Value::as_array).map(Vec::len))
+                .max()
+                .unwrap_or(0);
+            m.values().map(longest_tuple).fold(here, usize::max)
+        }
+        Value::Array(a) => a.iter().map(longest_tuple).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<(String, bool)>> {
     let scope = at_path(root, path)?;
     let (mut required, mut dependent, mut other, mut pattern) =
@@ -613,16 +657,16 @@ fn pattern_samples(pattern: &str, n: usize) -> Vec<String> {
 }
 
 /// A property name as a hint: JSON-escaped, with the closing quote (the opening one is typed).
-fn quoted(k: &str) -> Vec<u8> {
+fn quoted(k: &str) -> Hint {
     let q = Value::String(k.to_string()).to_string();
-    q.as_bytes()[1..].to_vec()
+    q.as_bytes()[1..].into()
 }
 
 /// Every property name of `schema` ([`node_names`] of every node; required and dependent ones
 /// first, at most [`MAX_HINTS`]), as hints: the list where a path does not resolve; and the
 /// same list without the names made from patterns (the walk's). One walk of the schema makes
 /// both.
-fn schema_names(schema: &Value) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn schema_names(schema: &Value) -> (Vec<Hint>, Vec<Hint>) {
     /// Required and dependent names; the others, each marked when made from a pattern.
     type Lists = (Vec<String>, Vec<(String, bool)>);
     fn walk(v: &Value, lists: &mut Lists, depth: usize) {
@@ -645,7 +689,7 @@ fn schema_names(schema: &Value) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut lists = (Vec::new(), Vec::new());
     walk(schema, &mut lists, 0);
     let (required, other) = lists;
-    let hints = |patterns: bool| -> Vec<Vec<u8>> {
+    let hints = |patterns: bool| -> Vec<Hint> {
         let mut seen = HashSet::new();
         let other = other.iter().filter(|(_, pattern)| patterns || !pattern).map(|(k, _)| k);
         required
@@ -683,7 +727,7 @@ mod tests {
         keys.iter().map(|k| k.to_string()).collect()
     }
 
-    fn names(h: &[Vec<u8>]) -> Vec<String> {
+    fn names(h: &[Hint]) -> Vec<String> {
         h.iter().map(|k| String::from_utf8_lossy(&k[..k.len() - 1]).into_owned()).collect()
     }
 

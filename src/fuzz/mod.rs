@@ -583,6 +583,9 @@ impl<'c> Fuzzer<'c> {
     /// engine (the tokenization [`Vocabulary::encode_exact`](crate::Vocabulary::encode_exact)
     /// gives), EOS included.
     pub fn accepts(&self, text: &str) -> bool {
+        // The tokenizer's pass over the text counts against the run's budget like the pushes
+        // of the check below (see `accepts_tokens`).
+        self.spent.fetch_add(text.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let vocab = self.compiled.vocab();
         // A text the tokenizer cannot spell back (its normaliser maps U+0387 to U+00B7, say) is
         // still a byte string a model can emit token by token: spell it greedily instead.
@@ -603,7 +606,13 @@ impl<'c> Fuzzer<'c> {
     }
 
     /// Does a fresh token-level engine accept `tokens` as a complete document, EOS included?
+    /// Its bytes count against the run's budget as pushes: the check pushes each of them, and
+    /// where documents are long (15 kB for a fitted `Github_ultra` schema) the checks are a
+    /// large share of a run's time, which the budget stands for.
     fn accepts_tokens(&self, tokens: Vec<crate::TokenId>) -> bool {
+        let vocab = self.compiled.vocab();
+        let bytes: usize = tokens.iter().map(|&t| vocab.token_bytes(t).len()).sum();
+        self.spent.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
         let mut engine = self.compiled.engine();
         tokens.into_iter().all(|t| engine.advance(t).is_ok()) && engine.is_accepting()
     }

@@ -110,7 +110,7 @@ pub(crate) struct NumberHints {
     /// `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` values.
     bounds: Vec<Dec>,
     /// The completion search's number moves ([`NumberHints::fixed`]).
-    fixed: Arc<[Vec<u8>]>,
+    fixed: Arc<[super::hints::Hint]>,
 }
 
 impl NumberHints {
@@ -128,7 +128,7 @@ impl NumberHints {
                 }
             }
         }
-        hints.fixed = hints.fixed_moves().into();
+        hints.fixed = hints.fixed_moves().into_iter().map(super::hints::Hint::from).collect();
         hints
     }
 
@@ -158,7 +158,7 @@ impl NumberHints {
     }
 
     /// The completion search's number moves (see [`NumberHints::fixed_moves`]).
-    pub(crate) fn fixed(&self) -> Arc<[Vec<u8>]> {
+    pub(crate) fn fixed(&self) -> Arc<[super::hints::Hint]> {
         Arc::clone(&self.fixed)
     }
 

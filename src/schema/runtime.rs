@@ -904,6 +904,13 @@ impl SchemaConstraint {
         self.rt().completion_bound(node)
     }
 
+    /// The shortest rest of the string value open after the probe bytes pushed so far, with
+    /// its closing quote ([`Rt::string_rest`]); the fuzzer's completion search tries it as one
+    /// move.
+    pub(crate) fn probe_string_rest(&mut self) -> Option<Vec<u8>> {
+        self.rt().string_rest()
+    }
+
     /// End a probe whose bytes were all popped.
     pub(crate) fn probe_done(&mut self) {
         self.log.clear();
@@ -1393,6 +1400,34 @@ mod tests {
         let mut e = engine_with(schema.clone(), &plain);
         assert!(e.advance_bytes(b"{\"n\": 1.").is_err());
         assert!(e.advance_bytes(b"{\"n\": 1").is_ok());
+    }
+
+    /// The fuzzer's string move: the shortest rest of the open string as JSON spells it (a
+    /// quote, a backslash, a control character escaped), which completes the value.
+    #[test]
+    fn string_rest_is_the_shortest_accepted_rest_spelled_as_json() {
+        let rest = |schema: serde_json::Value, prefix: &str| {
+            let mut e = engine(schema);
+            e.advance_bytes(prefix.as_bytes()).unwrap();
+            let r = e.probe_string_rest();
+            if let Some(r) = &r {
+                e.advance_bytes(r).unwrap();
+                assert!(e.accepting_state(), "{prefix}{}", String::from_utf8_lossy(r));
+            }
+            r.map(|r| String::from_utf8(r).unwrap())
+        };
+        let s = |p: &str| json!({"type": "string", "pattern": p});
+        assert_eq!(rest(s("^ab(cd)*$"), "\"a").as_deref(), Some("b\""));
+        assert_eq!(rest(s("^ab(cd)*$"), "\"abc").as_deref(), Some("d\""));
+        assert_eq!(rest(s("^x\"y$"), "\"x").as_deref(), Some("\\\"y\""));
+        assert_eq!(rest(s("^x\\\\$"), "\"x").as_deref(), Some("\\\\\""));
+        assert_eq!(rest(s("^x\\ty$"), "\"x").as_deref(), Some("\\u0009y\""));
+        let long = json!({"type": "string", "minLength": 3, "maxLength": 5});
+        assert_eq!(rest(long.clone(), "\"z").as_deref(), Some("aa\""));
+        assert_eq!(rest(long, "\"zzzz").as_deref(), Some("\""));
+        // Not inside a string value, or inside an escape: no move.
+        assert_eq!(rest(json!({"type": "array"}), "["), None);
+        assert_eq!(rest(s("^ab$"), "\"a\\"), None);
     }
 
     /// `literal_keys`: in an object that takes only its declared keys, a name is spelled as

@@ -239,3 +239,61 @@ impl Rt<'_> {
             .unwrap_or(FAR)
     }
 }
+
+/// Longest string rest [`Rt::string_rest`] spells (bytes of content).
+const MAX_REST: u32 = 1 << 16;
+
+impl Rt<'_> {
+    /// The shortest rest of the string value being written, as JSON spells it, with its
+    /// closing quote: for the first live alternative that has one, its automaton's shortest
+    /// path to acceptance from its state (each byte taken where the fewest bytes remain after
+    /// it, printable ASCII first), after as many `a`s as an unconstrained string's `minLength`
+    /// still needs. The fuzzer's completion search tries it as one move where a string is
+    /// open (`Handwritten---string2`: a thousand characters of three patterns, which byte by
+    /// byte took 120–250k pushes a document). The engine still checks every byte of it;
+    /// `None` outside a string value, inside an escape or a multi-byte character, or when no
+    /// alternative has a rest.
+    pub(crate) fn string_rest(&self) -> Option<Vec<u8>> {
+        let fi = self.st.frames.len().checked_sub(1)?;
+        let f = self.st.frames[fi];
+        if f.kind() != Kind::Str || !f.lex.at_char_boundary() {
+            return None;
+        }
+        let prog = self.prog();
+        self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive).find_map(|a| {
+            let CoreRt::String { dfa, min, max } = prog.cores[a.core] else { return None };
+            let p = a.str();
+            let d = &prog.dfas[dfa];
+            let mut out = Vec::new();
+            let mut s = p.state;
+            if dfa == prog.any_dfa {
+                let n = min.saturating_sub(p.chars);
+                if n > MAX_REST || p.chars + n > max {
+                    return None;
+                }
+                out.resize(n as usize, b'a');
+            } else {
+                let mut left = d.short_bytes(s);
+                if left > MAX_REST || p.chars.saturating_add(d.short(s)) > max {
+                    return None;
+                }
+                while left > 0 {
+                    let next = (0x20..0x7F).chain(0x80..=0xFF).chain(0..0x20).find(|&b| {
+                        let t = d.next(s, b);
+                        t != DEAD && d.short_bytes(t) == left - 1
+                    })?;
+                    match next {
+                        b'"' => out.extend_from_slice(b"\\\""),
+                        b'\\' => out.extend_from_slice(b"\\\\"),
+                        0..=0x1F => out.extend_from_slice(format!("\\u{next:04x}").as_bytes()),
+                        b => out.push(b),
+                    }
+                    s = d.next(s, next);
+                    left -= 1;
+                }
+            }
+            out.push(b'"');
+            Some(out)
+        })
+    }
+}
