@@ -247,7 +247,7 @@ impl Rt<'_> {
     /// The shortest rest of the string value being written, as JSON spells it, with its
     /// closing quote: for the first live alternative that has one, its automaton's shortest
     /// path to acceptance from its state (each byte taken where the fewest bytes remain after
-    /// it, printable ASCII first), after as many `a`s as an unconstrained string's `minLength`
+    /// it, printable ASCII from `1` first), after as many `a`s as an unconstrained string's `minLength`
     /// still needs. The fuzzer's completion search tries it as one move where a string is
     /// open (`Handwritten---string2`: a thousand characters of three patterns, which byte by
     /// byte took 120–250k pushes a document). The engine still checks every byte of it;
@@ -278,7 +278,11 @@ impl Rt<'_> {
                     return None;
                 }
                 while left > 0 {
-                    let next = (0x20..0x7F).chain(0x80..=0xFF).chain(0..0x20).find(|&b| {
+                    // `1` before `0`: a `date` or `date-time` rest of zeros is the year
+                    // 0000, which RFC 3339 allows and Python's `date` refuses.
+                    let mut order =
+                        (b'1'..0x7F).chain(0x20..b'1').chain(0x80..=0xFF).chain(0..0x20);
+                    let next = order.find(|&b| {
                         let t = d.next(s, b);
                         t != DEAD && d.short_bytes(t) == left - 1
                     })?;
