@@ -52,11 +52,6 @@ pub(crate) struct KeyHints {
     /// takes back, and its moves alternate between objects), and building a list clones up
     /// to [`MAX_HINTS`] names. At most [`MAX_ANSWERS`]; cleared when full.
     answers: Mutex<FxHashMap<AnswerKey, Arc<[Hint]>>>,
-    /// The longest `prefixItems` (or array-form `items`) in the schema: array indices from
-    /// there on resolve alike, so paths are cached with larger ones lowered to it (each
-    /// element of a long array was a new path, and resolving one was most of a fitted
-    /// `Github_ultra` run's hint time).
-    max_tuple: usize,
 }
 
 /// What an answer of [`KeyHints`] depends on: whether pattern names count, the object's
@@ -89,7 +84,6 @@ impl KeyHints {
             by_path: Mutex::default(),
             scan: Mutex::default(),
             answers: Mutex::default(),
-            max_tuple: schema.map_or(0, longest_tuple),
         }
     }
 
@@ -119,13 +113,6 @@ impl KeyHints {
         let Some(schema) = &self.schema else { return global.clone() };
         let scanned = self.scan.lock().unwrap_or_else(|e| e.into_inner()).open_object(doc);
         let Some((path, present)) = scanned else { return global.clone() };
-        let path: Vec<Step> = path
-            .into_iter()
-            .map(|s| match s {
-                Step::Index(i) => Step::Index(i.min(self.max_tuple)),
-                k => k,
-            })
-            .collect();
         let key = (patterns, path, present);
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(out) = answers.get(&key) {
@@ -480,22 +467,6 @@ fn at_path<'a>(root: &'a Value, path: &[Step]) -> Option<Vec<&'a Value>> {
 
 /// The names for an object at `path`, in hint order (see the module docs), duplicates
 /// removed; `None` when the path does not resolve.
-/// The most items a `prefixItems` (or an array-form `items`) anywhere in `v` lists.
-fn longest_tuple(v: &Value) -> usize {
-    match v {
-        Value::Object(m) => {
-            let here = ["prefixItems", "items"]
-                .iter()
-                .filter_map(|k| m.get(*k).and_then(Value::as_array).map(Vec::len))
-                .max()
-                .unwrap_or(0);
-            m.values().map(longest_tuple).fold(here, usize::max)
-        }
-        Value::Array(a) => a.iter().map(longest_tuple).max().unwrap_or(0),
-        _ => 0,
-    }
-}
-
 fn scope_names(root: &Value, path: &[Step]) -> Option<Vec<(String, bool)>> {
     let scope = at_path(root, path)?;
     let (mut required, mut dependent, mut other, mut pattern) =

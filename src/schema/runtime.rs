@@ -612,14 +612,11 @@ impl<'a> Rt<'a> {
     /// (`"`, `\`, a control character).
     pub(super) fn str_may_escape(&self, fi: usize) -> bool {
         let prog = self.prog();
-        let infinite =
-            self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive).any(|a| match &prog
-                .cores[a.core]
-            {
-                CoreRt::String { dfa, .. } => prog.dfas[*dfa].finite_count(a.str().state).is_none(),
-                _ => true,
-            });
-        infinite
+        let unbounded = |a: Alt| match &prog.cores[a.core] {
+            CoreRt::String { dfa, .. } => prog.dfas[*dfa].finite_count(a.str().state).is_none(),
+            _ => true,
+        };
+        self.alt_range(fi).map(|ai| self.st.alts[ai]).filter(|a| a.alive).any(unbounded)
             || self.range_live(fi, 0, 0x1F)
             || self.range_live(fi, u32::from(b'"'), u32::from(b'"'))
             || self.range_live(fi, u32::from(b'\\'), u32::from(b'\\'))

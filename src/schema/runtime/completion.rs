@@ -28,6 +28,9 @@ use crate::schema::compile::CoreRt;
 /// "Never" (an unsatisfiable node); sums saturate here.
 const FAR: u32 = 1 << 24;
 
+/// Longest string rest [`Rt::string_rest`] spells (bytes of content).
+const MAX_REST: u32 = 1 << 16;
+
 /// Rounds of the fixed-point iteration at most: each round is already a lower bound, and a
 /// recursion through required members only raises the bound of its nodes by a round's
 /// length each round, so stopping early loses precision, never soundness.
@@ -238,17 +241,12 @@ impl Rt<'_> {
             .min()
             .unwrap_or(FAR)
     }
-}
 
-/// Longest string rest [`Rt::string_rest`] spells (bytes of content).
-const MAX_REST: u32 = 1 << 16;
-
-impl Rt<'_> {
     /// The shortest rest of the string value being written, as JSON spells it, with its
     /// closing quote: for the first live alternative that has one, its automaton's shortest
     /// path to acceptance from its state (each byte taken where the fewest bytes remain after
-    /// it, printable ASCII from `1` first), after as many `a`s as an unconstrained string's `minLength`
-    /// still needs. The fuzzer's completion search tries it as one move where a string is
+    /// it, printable ASCII from `1` first), or as many `a`s as an unconstrained string's
+    /// `minLength` still needs. The fuzzer's completion search tries it as one move where a string is
     /// open (`Handwritten---string2`: a thousand characters of three patterns, which byte by
     /// byte took 120–250k pushes a document). The engine still checks every byte of it;
     /// `None` outside a string value, inside an escape or a multi-byte character, or when no
