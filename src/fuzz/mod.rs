@@ -155,7 +155,7 @@ impl Default for FuzzConfig {
             max_bytes: 4096,
             max_work: 200_000,
             max_total_work: 6_000_000,
-            attempts_per_instance: 4,
+            attempts_per_instance: 16,
             variant_share: 0.25,
             max_duplicate_run: 48,
             fit_max_bytes: true,

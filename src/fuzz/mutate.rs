@@ -134,6 +134,72 @@ fn broken(s: &str, rng: &mut Rng) -> String {
     out.into_iter().collect()
 }
 
+/// `v` changed a little: a string by one character ([`broken`]), a number by one, a boolean
+/// negated; `None` for `null`, arrays and objects.
+fn nudged(v: &Value, rng: &mut Rng) -> Option<Value> {
+    match v {
+        Value::String(s) => Some(Value::String(broken(s, rng))),
+        Value::Number(n) => shift(n, if rng.below(2) == 0 { -1 } else { 1 }),
+        Value::Bool(b) => Some(Value::Bool(!b)),
+        _ => None,
+    }
+}
+
+/// A value outside `values` (an `enum`'s members, or a `const` alone), drawn so that one
+/// location gives many near misses: most often a member nudged by one character or one unit
+/// (the nearest miss there is), else a value of a type no member has, else a fixed
+/// outsider. Before, it was always the first of `"zz-not-in-enum"`, `987654321`, `null`,
+/// so a place constrained by an `enum` alone (`Github_trivial---o46358`: `oneOf` of eight
+/// one-string enums, no `type`) gave one near miss however many were asked for.
+fn outside(values: &[Value], rng: &mut Rng) -> Option<Value> {
+    let fresh = |c: &Value| !values.iter().any(|v| json_eq(v, c));
+    if !values.is_empty() && rng.below(3) != 0 {
+        for _ in 0..4 {
+            let member = &values[rng.below(values.len() as u32) as usize];
+            if let Some(c) = nudged(member, rng).filter(|c| fresh(c)) {
+                return Some(c);
+            }
+        }
+    }
+    let types: Vec<&str> =
+        values.iter().flat_map(|v| super::schema_map::type_names(v).iter().copied()).collect();
+    if let Some(c) = wrong_type(&types, rng).filter(|c| fresh(c)) {
+        return Some(c);
+    }
+    [Value::String("zz-not-in-enum".into()), Value::from(987_654_321), Value::Null]
+        .into_iter()
+        .find(|c| fresh(c))
+}
+
+/// A value the subschema `not` accepts, where that is plain to see: `not` of a `type` alone
+/// (a value of one of its types), of an `enum` (a member) or of a `const`; `None` otherwise.
+/// Annotations beside those keywords are ignored.
+fn inside(not: &Map<String, Value>, rng: &mut Rng) -> Option<Value> {
+    const ANNOTATIONS: [&str; 5] = ["title", "description", "$comment", "examples", "default"];
+    let mut keys = not.keys().filter(|k| !ANNOTATIONS.contains(&k.as_str()));
+    let (Some(key), None) = (keys.next(), keys.next()) else { return None };
+    match (key.as_str(), &not[key]) {
+        ("const", c) => Some(c.clone()),
+        ("enum", Value::Array(members)) if !members.is_empty() => {
+            Some(members[rng.below(members.len() as u32) as usize].clone())
+        }
+        ("type", t) => {
+            let types: Vec<&str> = match t {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                _ => return None,
+            };
+            let t = types.get(rng.below(types.len().max(1) as u32) as usize)?;
+            let (_, values) = WRONG_TYPED.iter().find(|(name, _)| name == t)?;
+            let value: Value =
+                serde_json::from_str(values[rng.below(values.len() as u32) as usize]).ok()?;
+            // `WRONG_TYPED`'s numbers are not whole: wrong for `integer`, right for `number`.
+            (*t != "integer" || value.as_f64().is_some_and(|f| f.fract() == 0.0)).then_some(value)
+        }
+        _ => None,
+    }
+}
+
 /// Candidate near misses of `instance` (not yet judged), in random order.
 pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) -> Vec<Mutant> {
     let mut out = Vec::new();
@@ -157,13 +223,34 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
             add("type", wrong_type(&types, rng));
         }
         if let Some(Value::Array(values)) = node.get("enum") {
-            let candidates =
-                [Value::String("zz-not-in-enum".into()), Value::from(987_654_321), Value::Null];
-            add("enum", candidates.into_iter().find(|c| !values.iter().any(|v| json_eq(v, c))));
+            add("enum", outside(values, rng));
         }
         if let Some(c) = node.get("const") {
-            let other = if json_eq(c, &Value::Null) { Value::from(0) } else { Value::Null };
-            add("const", Some(other));
+            add("const", outside(std::slice::from_ref(c), rng));
+        }
+        if let Some(Value::Object(not)) = node.get("not") {
+            add("not", inside(not, rng));
+        }
+        // `required` binds objects only: where the schema does not declare a type, a
+        // non-object instance (the valid documents of `Github_medium---o48406`, whose root
+        // object can never be valid, are all scalars) still has a near miss here: an object
+        // without the required names.
+        if let (Some(Value::Array(req)), false) = (node.get("required"), value.is_object()) {
+            if !req.is_empty() && declared_types(node).is_none() {
+                let pick = if rng.below(2) == 0 {
+                    let (_, objects) = WRONG_TYPED[6];
+                    serde_json::from_str::<Value>(objects[rng.below(objects.len() as u32) as usize])
+                        .ok()
+                } else {
+                    Some(serde_json::json!({ format!("zz_extra_{}", rng.below(1_000_000)): 0 }))
+                };
+                let lacks = |o: &Value| {
+                    o.as_object().is_some_and(|m| {
+                        req.iter().any(|k| !k.as_str().is_some_and(|k| m.contains_key(k)))
+                    })
+                };
+                add("required", pick.filter(lacks));
+            }
         }
         if let Value::Number(n) = value {
             let integer = declared_types(node).is_some_and(|t| t == ["integer"]) || is_integer(n);
@@ -385,5 +472,55 @@ mod tests {
         }
         let all = ["string", "integer", "number", "boolean", "null", "array", "object"];
         assert_eq!(wrong_type(&all, &mut rng), None);
+    }
+
+    #[test]
+    fn values_inside_a_plain_not_are_inside() {
+        let mut rng = Rng::new(3);
+        let obj = |v: Value| v.as_object().expect("object").clone();
+        for _ in 0..50 {
+            let v = inside(&obj(serde_json::json!({"type": "integer"})), &mut rng);
+            // `None` only where the drawn value was not whole.
+            if let Some(v) = v {
+                assert!(v.as_i64().is_some(), "{v} is not an integer");
+            }
+            let v = inside(&obj(serde_json::json!({"type": ["null", "boolean"]})), &mut rng);
+            assert!(v.as_ref().is_some_and(|v| v.is_null() || v.is_boolean()), "{v:?}");
+            let v = inside(&obj(serde_json::json!({"enum": ["a", 2], "title": "t"})), &mut rng);
+            assert!(v == Some("a".into()) || v == Some(2.into()), "{v:?}");
+        }
+        assert_eq!(inside(&obj(serde_json::json!({"const": 5})), &mut rng), Some(5.into()));
+        // A `type` with another keyword beside it: not plain, no guess.
+        let typed = obj(serde_json::json!({"type": "string", "minLength": 3}));
+        assert_eq!(inside(&typed, &mut rng), None);
+    }
+
+    #[test]
+    fn values_outside_an_enum_are_outside_and_varied() {
+        let mut rng = Rng::new(11);
+        let enums: [Value; 5] = [
+            serde_json::json!(["001", "002", "003", "004", "005", "006", "007", "008"]),
+            serde_json::json!(["yes"]),
+            serde_json::json!([true]),
+            serde_json::json!([0, 1]),
+            serde_json::json!([null, {"a": 1}, [1, 2]]),
+        ];
+        for values in &enums {
+            let values = values.as_array().expect("array");
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..400 {
+                let v = outside(values, &mut rng).expect("something is outside");
+                assert!(!values.iter().any(|m| json_eq(m, &v)), "{v} is a member of {values:?}");
+                seen.insert(v.to_string());
+            }
+            // One `enum` alone gives the 20 near misses a run asks for.
+            assert!(seen.len() >= 20, "{} values outside {values:?}: {seen:?}", seen.len());
+        }
+        // A nudged member is the usual draw: one character or one unit away.
+        let near = (0..100)
+            .filter_map(|_| outside(enums[0].as_array().expect("array"), &mut rng))
+            .filter(|v| v.as_str().is_some_and(|s| (2..=4).contains(&s.chars().count())))
+            .count();
+        assert!(near >= 50, "{near} of 100 draws were nudged members");
     }
 }

@@ -128,6 +128,30 @@ fn near_misses_name_the_keyword_they_break() {
     assert_eq!(report.coverage.exercised(), 10, "{report}");
 }
 
+/// Places whose only constraint is an `enum` (no `type`), a `not`, or a `required` on a value
+/// that is never an object still give the near misses asked for. Before, an `enum` gave one
+/// outsider (`"zz-not-in-enum"`) per place, a `not` none, and an untyped `required` on a
+/// scalar none: MaskBench's `Github_trivial---o46358` (the first schema) had 1 of 20,
+/// `o23153` (the second) 14, and `Github_medium---o48406` (like the third: its root object
+/// can never be valid, so every valid document is a scalar) 0.
+#[test]
+fn enum_not_and_untyped_required_places_give_their_near_misses() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schemas = [
+        serde_json::json!({"oneOf": [{"enum": ["001"]}, {"enum": ["002"]}, {"enum": ["003"]}]}),
+        serde_json::json!({"required": ["foo"], "properties": {"foo": {"not": {"type": "number"}}}}),
+        serde_json::json!({"required": ["a"], "properties": {"a": {"type": "string",
+            "oneOf": [{"type": "string"}, {"minLength": 0}]}}}),
+    ];
+    for schema in &schemas {
+        for seed in 1..=2 {
+            let (valid, invalid) = judge(schema, &vocab, 20, 20, seed);
+            assert!(valid >= 3, "seed {seed}: {valid} valid for {schema}");
+            assert_eq!(invalid, 20, "seed {seed}: {invalid} near misses for {schema}");
+        }
+    }
+}
+
 /// A recursive schema whose random walk keeps opening children: every instance still finishes
 /// within the byte budget, by the completion search.
 #[test]
