@@ -111,7 +111,10 @@ pub struct FuzzConfig {
     /// it first; the near misses are made next, and the valid ones may spend the rest.
     pub max_total_work: u64,
     /// Attempts per wanted instance before giving up on more (duplicates, unfinished walks,
-    /// mutants the engine accepts; default 4).
+    /// mutants the engine accepts; default 16). Large languages whose walks favour a few
+    /// short values repeat often (`Snowplow---sp_71`: `{}` or one optional integer, 84 of 100
+    /// at 4 attempts each); an exhausted language stops earlier ([`Self::max_duplicate_run`])
+    /// and a costly one at the run's budget ([`Self::max_total_work`]).
     pub attempts_per_instance: usize,
     /// Share of the valid instances made as boundary variants of generated ones, for JSON
     /// Schemas (default 0.25).
