@@ -83,6 +83,12 @@ fn wrong_type(types: &[&str], rng: &mut Rng) -> Option<Value> {
     serde_json::from_str(text).ok()
 }
 
+/// One of [`WRONG_TYPED`]'s values of type `t` (its `integer`s are whole), drawn by `rng`.
+fn typed_value(t: &str, rng: &mut Rng) -> Option<Value> {
+    let (_, values) = WRONG_TYPED.iter().find(|(name, _)| *name == t)?;
+    serde_json::from_str(values[rng.below(values.len() as u32) as usize]).ok()
+}
+
 fn char_len(s: &str) -> usize {
     s.chars().count()
 }
@@ -190,11 +196,7 @@ fn inside(not: &Map<String, Value>, rng: &mut Rng) -> Option<Value> {
                 _ => return None,
             };
             let t = types.get(rng.below(types.len().max(1) as u32) as usize)?;
-            let (_, values) = WRONG_TYPED.iter().find(|(name, _)| name == t)?;
-            let value: Value =
-                serde_json::from_str(values[rng.below(values.len() as u32) as usize]).ok()?;
-            // `WRONG_TYPED`'s numbers are not whole: wrong for `integer`, right for `number`.
-            (*t != "integer" || value.as_f64().is_some_and(|f| f.fract() == 0.0)).then_some(value)
+            typed_value(t, rng)
         }
         _ => None,
     }
@@ -238,9 +240,7 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
         if let (Some(Value::Array(req)), false) = (node.get("required"), value.is_object()) {
             if !req.is_empty() && declared_types(node).is_none() {
                 let pick = if rng.below(2) == 0 {
-                    let (_, objects) = WRONG_TYPED[6];
-                    serde_json::from_str::<Value>(objects[rng.below(objects.len() as u32) as usize])
-                        .ok()
+                    typed_value("object", rng)
                 } else {
                     Some(serde_json::json!({ format!("zz_extra_{}", rng.below(1_000_000)): 0 }))
                 };
@@ -480,10 +480,7 @@ mod tests {
         let obj = |v: Value| v.as_object().expect("object").clone();
         for _ in 0..50 {
             let v = inside(&obj(serde_json::json!({"type": "integer"})), &mut rng);
-            // `None` only where the drawn value was not whole.
-            if let Some(v) = v {
-                assert!(v.as_i64().is_some(), "{v} is not an integer");
-            }
+            assert!(v.as_ref().is_some_and(|v| v.as_i64().is_some()), "{v:?} is not an integer");
             let v = inside(&obj(serde_json::json!({"type": ["null", "boolean"]})), &mut rng);
             assert!(v.as_ref().is_some_and(|v| v.is_null() || v.is_boolean()), "{v:?}");
             let v = inside(&obj(serde_json::json!({"enum": ["a", 2], "title": "t"})), &mut rng);
