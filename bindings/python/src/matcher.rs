@@ -363,10 +363,10 @@ pub(crate) fn fill_next_token_bitmask_batch(
 /// through one counter, so a helper that wakes late (tens of µs on a VM) takes fewer rows
 /// instead of holding the batch up. The call returns when every row is *finished*, not when
 /// every helper has run: a helper woken after the last row was taken finds nothing to claim
-/// and touches nothing but this struct (kept alive by its `Arc`), so a batch of cheap masks
-/// never waits for a wake-up, and the caller spins through the last rows' tail instead of
-/// sleeping on a latch and paying a second wake-up. (Before, with `rayon::in_place_scope`, a
-/// batch of sixteen 12 µs Gemma 3 masks ran at 0.90× serial.)
+/// and touches nothing but this struct (kept alive by its `Arc`), so no batch waits for a
+/// helper's wake-up, and the caller spins through the last rows' tail instead of sleeping on
+/// a latch and paying a second wake-up (`rayon::in_place_scope` did both; docs/python.md has
+/// the figures before and after).
 struct Batch {
     /// `len` matchers and their rows, borrowed from the call: only read for a claimed row.
     refs: *const &'static PyMatcher,
