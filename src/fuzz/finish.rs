@@ -135,13 +135,16 @@ impl Fuzzer<'_> {
         let mut cur = self.cursor();
         for (i, &b) in prefix.iter().enumerate() {
             if !cur.push(b) {
+                self.charge(&cur);
                 return Err(FuzzError::new(FuzzErrorKind::Refused { at: i }));
             }
         }
         let left = self.config.max_bytes;
         let start = cur.work;
-        match complete(&mut cur, left, self.config.max_work, self.json, &self.hints, &self.numbers)
-        {
+        let done =
+            complete(&mut cur, left, self.config.max_work, self.json, &self.hints, &self.numbers);
+        self.charge(&cur);
+        match done {
             Ok(_) => Ok(cur.bytes().to_vec()),
             Err(_) => Err(FuzzError::new(FuzzErrorKind::Unfinished {
                 max_bytes: prefix.len() + left,

@@ -568,7 +568,7 @@ const PATTERN_SAMPLES: usize = 4;
 /// has the completion search spell keys byte by byte, and no document finishes. Each sample
 /// is checked against the pattern (ECMA semantics); patterns `regex-syntax` cannot read give
 /// none.
-fn pattern_samples(pattern: &str, n: usize) -> Vec<String> {
+pub(crate) fn pattern_samples(pattern: &str, n: usize) -> Vec<String> {
     use regex_syntax::hir::{Class, Hir, HirKind};
     fn gen(h: &Hir, i: u32, out: &mut String, budget: &mut usize) -> Option<()> {
         *budget = budget.checked_sub(1)?;

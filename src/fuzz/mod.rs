@@ -17,7 +17,9 @@
 //!   a share of the instances are *boundary variants* of generated ones (a number at its
 //!   bound, a string at its length limits, another `enum` value, an optional property left out),
 //!   kept when the engine accepts them. [`Coverage`] says which schema locations (JSON pointers
-//!   of subschemas and `enum` entries) the valid instances exercised.
+//!   of subschemas and `enum` entries) the valid instances exercised, and the last share of
+//!   the instances is aimed at the optional properties, patterns and `enum` members the walks
+//!   missed (`aim.rs`, [`FuzzConfig::aim_share`]).
 //! - **Near misses.** For a JSON Schema, a valid instance changed in one place to break one
 //!   keyword (`mutate.rs`), labelled with a [`Violation`] (the keyword and its pointer) and kept
 //!   only when the engine refuses it; for a regex or grammar, one byte deleted, inserted or
@@ -48,6 +50,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod aim;
 mod cursor;
 mod finish;
 mod hints;
@@ -119,6 +122,12 @@ pub struct FuzzConfig {
     /// Share of the valid instances made as boundary variants of generated ones, for JSON
     /// Schemas (default 0.25).
     pub variant_share: f64,
+    /// Share of the valid instances that may be aimed at schema locations the walks missed,
+    /// for JSON Schemas (default 0.2): once the walks have made the rest, each missed
+    /// optional property, `patternProperties` pattern and `enum` member gets one document
+    /// written to reach it (`aim.rs`), in schema order; the walks make what is left. `0`
+    /// turns it off.
+    pub aim_share: f64,
     /// Walks in a row that only repeat earlier instances before the run takes the language
     /// as exhausted and stops asking for more (default 48, and at least 4 × the valid
     /// instances found so far; [`FuzzStats::saturated`]). A
@@ -146,6 +155,16 @@ enum Candidate {
     Text(String),
 }
 
+/// How a finished document fared ([`Fuzzer::admit`]).
+enum Admitted {
+    Valid,
+    Duplicate,
+    /// Kept aside: a number in it is not what an `f64` reader gets.
+    SetAside,
+    /// The token-level engine refused what the byte-level walk accepted.
+    Disagreement,
+}
+
 /// Duplicate walks in a row that press the next walk's style all the way ([`Style::press`]).
 const PRESSURE_RUN: f64 = 4.0;
 
@@ -160,6 +179,7 @@ impl Default for FuzzConfig {
             max_total_work: 6_000_000,
             attempts_per_instance: 16,
             variant_share: 0.25,
+            aim_share: 0.2,
             max_duplicate_run: 48,
             fit_max_bytes: true,
         }
@@ -183,6 +203,8 @@ builder!(FuzzConfig {
     with_attempts_per_instance => attempts_per_instance: usize,
     /// Share of valid instances made as boundary variants.
     with_variant_share => variant_share: f64,
+    /// Share of valid instances that may be aimed at locations the walks missed.
+    with_aim_share => aim_share: f64,
     /// Duplicate walks in a row that end the search for more valid instances.
     with_max_duplicate_run => max_duplicate_run: usize,
     /// Raise `max_bytes` to fit the shortest documents.
@@ -285,6 +307,8 @@ pub struct FuzzStats {
     /// Valid documents set aside because a number in them is not what an `f64` reader gets
     /// ([`f64_exact_enough`]): used only when the run would otherwise end short.
     pub f64_unsafe: usize,
+    /// Valid instances aimed at a schema location the walks had missed (`aim.rs`).
+    pub aimed: usize,
     /// The run stopped looking for more valid instances after
     /// [`FuzzConfig::max_duplicate_run`] walks in a row found only earlier ones: the language
     /// has (very likely) no more, or none the walk reaches.
@@ -322,11 +346,13 @@ impl fmt::Display for FuzzReport {
         let s = &self.stats;
         writeln!(
             f,
-            "{} valid ({} boundary variants), {} near misses; {} attempts, {} unfinished, {} \
-             duplicates, {} set aside for numbers an f64 reader misreads, {} mutants accepted by \
-             another branch, {} byte/token disagreements; {} pushes{}{}",
+            "{} valid ({} boundary variants, {} aimed at missed locations), {} near misses; {} \
+             attempts, {} unfinished, {} duplicates, {} set aside for numbers an f64 reader \
+             misreads, {} mutants accepted by another branch, {} byte/token disagreements; {} \
+             pushes{}{}",
             self.n_valid(),
             s.variants,
+            s.aimed,
             self.n_invalid(),
             s.attempts,
             s.unfinished,
@@ -675,8 +701,29 @@ impl<'c> Fuzzer<'c> {
         let spent = || self.spent.load(std::sync::atomic::Ordering::Relaxed);
         let mut valid_attempts = 0usize;
         let mut misses: Option<Vec<Instance>> = None;
+        let aim_share = (cfg.n as f64 * cfg.aim_share.clamp(0.0, 1.0)) as usize;
+        let mut aimed = false;
         loop {
             while valid.len() < cfg.n && valid_attempts < max_attempts && spent() < limit {
+                // Once all but the aimed share are made: documents aimed at what the walks
+                // missed (see `aim.rs`); the walks make the rest.
+                if !aimed && valid.len() + aim_share >= cfg.n {
+                    aimed = true;
+                    if let (Some(m), Some(root)) = (map.as_ref(), schema) {
+                        let share = aim_share.min(cfg.n - valid.len());
+                        self.aim(
+                            m,
+                            root,
+                            share,
+                            limit,
+                            &mut seen,
+                            &mut valid,
+                            &mut reserve,
+                            &mut stats,
+                        );
+                        continue;
+                    }
+                }
                 valid_attempts += 1;
                 // Four times the instances found so far, at least: a large language whose walks
                 // favour a few short values (small integers) repeats often without being exhausted.
@@ -734,34 +781,10 @@ impl<'c> Fuzzer<'c> {
                         continue;
                     }
                 };
-                // A leap second where the constraint allows another second too: the validators
-                // users judge with refuse them (see `without_leap_seconds`).
-                let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
-                    Some(t) if self.accepts_bytes(&t) => t,
-                    _ => text,
-                };
-                // Parsed once: the dedup key and the f64 check both read the value.
-                let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
-                let key = match &parsed {
-                    Some(v) => canonical_of(v),
-                    None => text.clone(),
-                };
-                if !seen.insert(key) {
-                    stats.duplicates += 1;
-                    duplicate_run += 1;
-                    continue;
+                match self.admit(text, &mut seen, &mut valid, &mut reserve, &mut stats) {
+                    Admitted::Duplicate => duplicate_run += 1,
+                    _ => duplicate_run = 0,
                 }
-                duplicate_run = 0;
-                if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
-                    stats.f64_unsafe += 1;
-                    reserve.push(text);
-                    continue;
-                }
-                if !self.accepts(&text) {
-                    stats.disagreements += 1;
-                    continue;
-                }
-                valid.push(text);
             }
             if limit >= cfg.max_total_work {
                 break;
@@ -821,6 +844,123 @@ impl<'c> Fuzzer<'c> {
         stats.out_of_work = self.out_of_work()
             && (valid.len() < cfg.n || instances.len() - valid.len() < cfg.invalid);
         Ok(FuzzReport { instances, coverage, violations, stats })
+    }
+
+    /// Take a finished document as a valid instance if it is new and the token-level engine
+    /// accepts it (a leap second made plain first, a number an `f64` reader misreads set
+    /// aside).
+    fn admit(
+        &self,
+        text: String,
+        seen: &mut HashSet<String>,
+        valid: &mut Vec<String>,
+        reserve: &mut Vec<String>,
+        stats: &mut FuzzStats,
+    ) -> Admitted {
+        // A leap second where the constraint allows another second too: the validators
+        // users judge with refuse them (see `without_leap_seconds`).
+        let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
+            Some(t) if self.accepts_bytes(&t) => t,
+            _ => text,
+        };
+        // Parsed once: the dedup key and the f64 check both read the value.
+        let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
+        let key = match &parsed {
+            Some(v) => canonical_of(v),
+            None => text.clone(),
+        };
+        if !seen.insert(key) {
+            stats.duplicates += 1;
+            return Admitted::Duplicate;
+        }
+        if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
+            stats.f64_unsafe += 1;
+            reserve.push(text);
+            return Admitted::SetAside;
+        }
+        if !self.accepts(&text) {
+            stats.disagreements += 1;
+            return Admitted::Disagreement;
+        }
+        valid.push(text);
+        Admitted::Valid
+    }
+
+    /// Up to `share` valid instances aimed at the schema locations `valid` has not exercised
+    /// (see `aim.rs`), in schema order, one try per location, while the run's work is under
+    /// `limit`.
+    #[allow(clippy::too_many_arguments)]
+    fn aim(
+        &self,
+        map: &SchemaMap<'_>,
+        root: &serde_json::Value,
+        share: usize,
+        limit: u64,
+        seen: &mut HashSet<String>,
+        valid: &mut Vec<String>,
+        reserve: &mut Vec<String>,
+        stats: &mut FuzzStats,
+    ) {
+        use aim::{aim_of, in_new_object, prefix, with_key, with_value, Aim, Places};
+        let cov = coverage(map, valid);
+        let missed: Vec<String> = cov.missed().map(str::to_string).collect();
+        if missed.is_empty() || share == 0 {
+            return;
+        }
+        let docs: Vec<serde_json::Value> =
+            valid.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
+        let mut places = Places::default();
+        for (i, d) in docs.iter().enumerate() {
+            places.add(map, i, d);
+        }
+        // Locations an aimed document reached besides its own: not aimed at again.
+        let mut reached: HashSet<String> = HashSet::new();
+        let mut made = 0;
+        for loc in &missed {
+            if made >= share || self.spent.load(std::sync::atomic::Ordering::Relaxed) >= limit {
+                break;
+            }
+            if reached.contains(loc) {
+                continue;
+            }
+            let Some((parent, target)) = aim_of(loc) else { continue };
+            let Some(((d, path), is_object)) = places.find(parent, &target) else { continue };
+            let doc = &docs[*d];
+            let keyed = |k: &str| {
+                if is_object {
+                    prefix(doc, path, &mut with_key(k))
+                } else {
+                    prefix(doc, path, &mut in_new_object(k))
+                }
+            };
+            let prefixes: Vec<String> = match &target {
+                Aim::Property(name) => keyed(name).into_iter().collect(),
+                Aim::Pattern(pattern) => {
+                    hints::pattern_samples(pattern, 4).iter().filter_map(|k| keyed(k)).collect()
+                }
+                Aim::Member(i) => {
+                    let member = root.pointer(parent).and_then(|n| n.get("enum")?.get(*i));
+                    member.and_then(|m| prefix(doc, path, &mut with_value(m))).into_iter().collect()
+                }
+            };
+            for p in prefixes {
+                stats.attempts += 1;
+                let Some(text) =
+                    self.finish(p.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok())
+                else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+                if let Admitted::Valid = self.admit(text, seen, valid, reserve, stats) {
+                    made += 1;
+                    stats.aimed += 1;
+                    map.visit(&value, &mut |visit, _| {
+                        reached.insert(visit.pointer.clone());
+                    });
+                    break;
+                }
+            }
+        }
     }
 
     /// Up to `invalid` near misses of the valid instances, each confirmed refused by the
