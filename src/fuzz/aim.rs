@@ -4,7 +4,7 @@
 //! member among many or a key that must match a `patternProperties` pattern is often never
 //! written (`Github_trivial---o78129`: `checksums` keys of 32 hex digits, never reached in
 //! 100 documents, so no near miss could break them either). After most of the valid
-//! instances are made, each missed location of three kinds gets one aimed document:
+//! instances are made, each missed location of these kinds gets one aimed document:
 //! - `…/properties/<name>`: an object the location's parent subschema applies to, in a
 //!   document already made, gets the key `<name>`;
 //! - `…/patternProperties/<pattern>`: the same with a key matching the pattern;
@@ -30,6 +30,10 @@ pub(crate) enum Aim {
     Pattern(String),
     /// The `enum` member at this index.
     Member(usize),
+    /// One more array element.
+    Item,
+    /// A property no `properties` entry names (`additionalProperties`).
+    Extra,
 }
 
 fn unescape(token: &str) -> String {
@@ -40,14 +44,20 @@ fn unescape(token: &str) -> String {
 /// aims at (see the module docs); `None` for the others.
 pub(crate) fn aim_of(location: &str) -> Option<(&str, Aim)> {
     let (rest, last) = location.rsplit_once('/')?;
-    let (parent, keyword) = rest.rsplit_once('/')?;
-    let aim = match keyword {
-        "properties" => Aim::Property(unescape(last)),
-        "patternProperties" => Aim::Pattern(unescape(last)),
-        "enum" => Aim::Member(last.parse().ok()?),
-        _ => return None,
-    };
-    Some((parent, aim))
+    let named = rest.rsplit_once('/').and_then(|(parent, keyword)| {
+        let aim = match keyword {
+            "properties" => Aim::Property(unescape(last)),
+            "patternProperties" => Aim::Pattern(unescape(last)),
+            "enum" => Aim::Member(last.parse().ok()?),
+            _ => return None,
+        };
+        Some((parent, aim))
+    });
+    named.or(match last {
+        "items" => Some((rest, Aim::Item)),
+        "additionalProperties" => Some((rest, Aim::Extra)),
+        _ => None,
+    })
 }
 
 /// Where a subschema applies in the documents made so far: the first (document, path) per
@@ -55,6 +65,7 @@ pub(crate) fn aim_of(location: &str) -> Option<(&str, Aim)> {
 #[derive(Default)]
 pub(crate) struct Places {
     object: HashMap<String, (usize, Vec<Step>)>,
+    array: HashMap<String, (usize, Vec<Step>)>,
     any: HashMap<String, (usize, Vec<Step>)>,
 }
 
@@ -65,6 +76,10 @@ impl Places {
             let place = || (index, visit.path.clone());
             if value.is_object() && !self.object.contains_key(&visit.pointer) {
                 self.object.insert(visit.pointer.clone(), place());
+            }
+            let filled = value.as_array().is_some_and(|a| !a.is_empty());
+            if filled && !self.array.contains_key(&visit.pointer) {
+                self.array.insert(visit.pointer.clone(), place());
             }
             if !self.any.contains_key(&visit.pointer) {
                 self.any.insert(visit.pointer.clone(), place());
@@ -77,11 +92,12 @@ impl Places {
     /// in its place: `Github_trivial---o78129`'s `checksums` was never an object).
     pub(crate) fn find(&self, parent: &str, aim: &Aim) -> Option<(&(usize, Vec<Step>), bool)> {
         match aim {
-            Aim::Property(_) | Aim::Pattern(_) => match self.object.get(parent) {
+            Aim::Property(_) | Aim::Pattern(_) | Aim::Extra => match self.object.get(parent) {
                 Some(p) => Some((p, true)),
                 None => self.any.get(parent).map(|p| (p, false)),
             },
             Aim::Member(_) => self.any.get(parent).map(|p| (p, false)),
+            Aim::Item => self.array.get(parent).map(|p| (p, false)),
         }
     }
 }
@@ -160,6 +176,25 @@ pub(crate) fn in_new_object(key: &str) -> impl FnMut(&Value, &mut String) -> boo
     }
 }
 
+/// The tail for one more element of the (non-empty) array at the path: its elements, then
+/// `,`.
+pub(crate) fn with_element(v: &Value, out: &mut String) -> bool {
+    let Some(a) = v.as_array().filter(|a| !a.is_empty()) else { return false };
+    out.push('[');
+    for e in a {
+        push_json(out, e);
+        out.push(',');
+    }
+    true
+}
+
+/// A key for `additionalProperties` at the object subschema `node`: one its `properties`
+/// do not name.
+pub(crate) fn extra_key(node: &Value) -> String {
+    let named = |k: &str| node.get("properties").and_then(|p| p.get(k)).is_some();
+    (0..).map(|i| format!("extra{i}")).find(|k| !named(k)).expect("a free name")
+}
+
 /// The tail that writes `member` in place of the value at the path.
 pub(crate) fn with_value(member: &Value) -> impl FnMut(&Value, &mut String) -> bool + '_ {
     move |_, out| {
@@ -184,6 +219,10 @@ mod tests {
             Some(("/properties/c", Aim::Pattern("^[0-9]$".into())))
         );
         assert_eq!(aim_of("/properties/t/enum/3"), Some(("/properties/t", Aim::Member(3))));
+        assert_eq!(aim_of("/properties/a/items"), Some(("/properties/a", Aim::Item)));
+        // A property named `items` is a property.
+        assert_eq!(aim_of("/properties/items"), Some(("", Aim::Property("items".into()))));
+        assert_eq!(aim_of("/additionalProperties"), Some(("", Aim::Extra)));
         assert_eq!(aim_of("/anyOf/1"), None);
         assert_eq!(aim_of(""), None);
     }
@@ -196,6 +235,9 @@ mod tests {
         assert_eq!(p, r#"{"z":"q","a":[1,{"b":true,"c":null,"new":"#);
         let p = prefix(&doc, &path, &mut with_value(&serde_json::json!("m"))).expect("fits");
         assert_eq!(p, r#"{"z":"q","a":[1,"m""#);
+        let p = prefix(&doc, &[Step::Key("a".into())], &mut with_element).expect("fits");
+        assert_eq!(p, r#"{"z":"q","a":[1,{"b":true,"c":null},3,"#);
+        assert_eq!(prefix(&doc, &[Step::Key("z".into())], &mut with_element), None);
         let p = prefix(&doc, &[Step::Key("z".into())], &mut in_new_object("k")).expect("fits");
         assert_eq!(p, r#"{"a":[1,{"b":true,"c":null},3],"z":{"k":"#);
         // A key already there, or a path that does not fit, gives nothing.

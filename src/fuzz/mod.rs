@@ -18,8 +18,8 @@
 //!   bound, a string at its length limits, another `enum` value, an optional property left out),
 //!   kept when the engine accepts them. [`Coverage`] says which schema locations (JSON pointers
 //!   of subschemas and `enum` entries) the valid instances exercised, and the last share of
-//!   the instances is aimed at the optional properties, patterns and `enum` members the walks
-//!   missed (`aim.rs`, [`FuzzConfig::aim_share`]).
+//!   the instances is aimed at the optional properties, patterns, `enum` members, array
+//!   items and additional properties the walks missed (`aim.rs`, [`FuzzConfig::aim_share`]).
 //! - **Near misses.** For a JSON Schema, a valid instance changed in one place to break one
 //!   keyword (`mutate.rs`), labelled with a [`Violation`] (the keyword and its pointer) and kept
 //!   only when the engine refuses it; for a regex or grammar, one byte deleted, inserted or
@@ -124,9 +124,9 @@ pub struct FuzzConfig {
     pub variant_share: f64,
     /// Share of the valid instances that may be aimed at schema locations the walks missed,
     /// for JSON Schemas (default 0.2): once the walks have made the rest, each missed
-    /// optional property, `patternProperties` pattern and `enum` member gets one document
-    /// written to reach it (`aim.rs`), in schema order; the walks make what is left. `0`
-    /// turns it off.
+    /// optional property, `patternProperties` pattern, `enum` member, `items` (of an array
+    /// written non-empty) and `additionalProperties` gets one document written to reach it
+    /// (`aim.rs`), in schema order; the walks make what is left. `0` turns it off.
     pub aim_share: f64,
     /// Walks in a row that only repeat earlier instances before the run takes the language
     /// as exhausted and stops asking for more (default 48, and at least 4 × the valid
@@ -901,7 +901,10 @@ impl<'c> Fuzzer<'c> {
         reserve: &mut Vec<String>,
         stats: &mut FuzzStats,
     ) {
-        use aim::{aim_of, in_new_object, prefix, with_key, with_value, Aim, Places};
+        use aim::{
+            aim_of, extra_key, in_new_object, prefix, with_element, with_key, with_value, Aim,
+            Places,
+        };
         let cov = coverage(map, valid);
         let missed: Vec<String> = cov.missed().map(str::to_string).collect();
         if missed.is_empty() || share == 0 {
@@ -942,6 +945,12 @@ impl<'c> Fuzzer<'c> {
                     let member = root.pointer(parent).and_then(|n| n.get("enum")?.get(*i));
                     member.and_then(|m| prefix(doc, path, &mut with_value(m))).into_iter().collect()
                 }
+                Aim::Item => prefix(doc, path, &mut with_element).into_iter().collect(),
+                Aim::Extra => root
+                    .pointer(parent)
+                    .and_then(|node| keyed(&extra_key(node)))
+                    .into_iter()
+                    .collect(),
             };
             for p in prefixes {
                 stats.attempts += 1;
