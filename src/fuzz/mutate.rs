@@ -15,24 +15,79 @@ use super::schema_map::{declared_types, is_integer, json_eq, SchemaMap, Step};
 use super::Rng;
 use serde_json::{Map, Number, Value};
 
-/// A mutation of an instance — the value at `path` replaced by `new` — and the keyword (with
+/// A mutation of an instance — the value at `path` edited ([`Edit`]) — and the keyword (with
 /// its JSON pointer in the schema) it aims at. The mutated document is made only when asked
 /// ([`Mutant::text`]): a 2 kB document has dozens of candidate mutations and the caller tries
 /// one or two, so copying the document for each candidate was a fifth of a fuzz run.
 #[derive(Clone, Debug)]
 pub(crate) struct Mutant {
     path: Vec<Step>,
-    new: Value,
+    edit: Edit,
     pub keyword: String,
     pub pointer: String,
+}
+
+/// What a mutation does to the value at its path. Object and array edits say what changes
+/// rather than carrying the changed container: a candidate that removed a member from an
+/// object near the root carried a copy of nearly the whole document, one per object, and the
+/// caller tries a few of them (`Github_ultra---o44208`'s 15 kB documents: a fifth of a run
+/// went to `malloc` and `free`).
+#[derive(Clone, Debug)]
+enum Edit {
+    /// The value replaced.
+    Replace(Value),
+    /// An object's member removed (the others keep their order).
+    Remove(String),
+    /// Members added at an object's end.
+    Insert(Vec<(String, Value)>),
+    /// Elements added at an array's end.
+    Append(Vec<Value>),
 }
 
 impl Mutant {
     /// The mutated document, as JSON text (`instance`: the one the mutation was read off).
     pub fn text(&self, instance: &Value) -> String {
-        replaced(instance, &self.path, self.new.clone())
-            .expect("a path read off this instance")
-            .to_string()
+        let mut copy = instance.clone();
+        let at = super::schema_map::at_mut(&mut copy, &self.path)
+            .expect("a path read off this instance");
+        match (&self.edit, at) {
+            (Edit::Replace(v), at) => *at = v.clone(),
+            (Edit::Remove(k), Value::Object(m)) => {
+                m.shift_remove(k);
+            }
+            (Edit::Insert(kv), Value::Object(m)) => {
+                m.extend(kv.iter().cloned());
+            }
+            (Edit::Append(vs), Value::Array(a)) => a.extend(vs.iter().cloned()),
+            _ => unreachable!("an edit read off a value of this type"),
+        }
+        copy.to_string()
+    }
+}
+
+/// Where a visit's mutations go: each with the visited value's path and the keyword's
+/// pointer.
+struct Sink<'a> {
+    out: &'a mut Vec<Mutant>,
+    path: &'a [Step],
+    ptr: &'a str,
+}
+
+impl Sink<'_> {
+    /// The value replaced by `new`, if any.
+    fn add(&mut self, keyword: &str, new: Option<Value>) {
+        if let Some(v) = new {
+            self.edit(keyword, Edit::Replace(v));
+        }
+    }
+
+    fn edit(&mut self, keyword: &str, edit: Edit) {
+        self.out.push(Mutant {
+            path: self.path.to_vec(),
+            edit,
+            keyword: keyword.into(),
+            pointer: format!("{}/{keyword}", self.ptr),
+        });
     }
 }
 
@@ -106,13 +161,6 @@ fn pad_chars(s: &str, n: usize) -> String {
 
 fn as_len(v: Option<&Value>) -> Option<usize> {
     v.and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok())
-}
-
-/// Replace the value at `path` in a copy of `instance`.
-fn replaced(instance: &Value, path: &[Step], new: Value) -> Option<Value> {
-    let mut copy = instance.clone();
-    *super::schema_map::at_mut(&mut copy, path)? = new;
-    Some(copy)
 }
 
 /// One character of `s` changed to break a pattern: a replacement by a character of another
@@ -210,28 +258,18 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
             return;
         }
         let node = visit.node;
-        let ptr = &visit.pointer;
-        let mut add = |keyword: &str, new: Option<Value>| {
-            if let Some(new) = new {
-                out.push(Mutant {
-                    path: visit.path.clone(),
-                    new,
-                    keyword: keyword.into(),
-                    pointer: format!("{ptr}/{keyword}"),
-                });
-            }
-        };
+        let mut sink = Sink { out: &mut out, path: &visit.path, ptr: &visit.pointer };
         if let Some(types) = declared_types(node) {
-            add("type", wrong_type(&types, rng));
+            sink.add("type", wrong_type(&types, rng));
         }
         if let Some(Value::Array(values)) = node.get("enum") {
-            add("enum", outside(values, rng));
+            sink.add("enum", outside(values, rng));
         }
         if let Some(c) = node.get("const") {
-            add("const", outside(std::slice::from_ref(c), rng));
+            sink.add("const", outside(std::slice::from_ref(c), rng));
         }
         if let Some(Value::Object(not)) = node.get("not") {
-            add("not", inside(not, rng));
+            sink.add("not", inside(not, rng));
         }
         // `required` binds objects only: where the schema does not declare a type, a
         // non-object instance (the valid documents of `Github_medium---o48406`, whose root
@@ -249,7 +287,7 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                         req.iter().any(|k| !k.as_str().is_some_and(|k| m.contains_key(k)))
                     })
                 };
-                add("required", pick.filter(lacks));
+                sink.add("required", pick.filter(lacks));
             }
         }
         if let Value::Number(n) = value {
@@ -261,7 +299,7 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                 } else {
                     shift(b, -1)
                 };
-                add("minimum", v);
+                sink.add("minimum", v);
             }
             if let Some(Value::Number(b)) = node.get("maximum") {
                 let v = if draft4_excl("exclusiveMaximum") {
@@ -269,11 +307,11 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                 } else {
                     shift(b, 1)
                 };
-                add("maximum", v);
+                sink.add("maximum", v);
             }
             for k in ["exclusiveMinimum", "exclusiveMaximum"] {
                 if let Some(Value::Number(b)) = node.get(k) {
-                    add(k, Some(Value::Number(b.clone())));
+                    sink.add(k, Some(Value::Number(b.clone())));
                 }
             }
             if let Some(Value::Number(m)) = node.get("multipleOf") {
@@ -282,18 +320,21 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                 } else {
                     m.to_string().parse::<f64>().ok().and_then(|mf| shift_frac(n, mf / 2.0))
                 };
-                add("multipleOf", v);
+                sink.add("multipleOf", v);
             }
         }
         if let Value::String(s) = value {
             if let Some(min) = as_len(node.get("minLength")).filter(|&m| m >= 1) {
-                add("minLength", Some(Value::String(truncate_chars(&pad_chars(s, min), min - 1))));
+                sink.add(
+                    "minLength",
+                    Some(Value::String(truncate_chars(&pad_chars(s, min), min - 1))),
+                );
             }
             if let Some(max) = as_len(node.get("maxLength")).filter(|&m| m < 100_000) {
-                add("maxLength", Some(Value::String(pad_chars(s, max + 1))));
+                sink.add("maxLength", Some(Value::String(pad_chars(s, max + 1))));
             }
             if node.get("pattern").is_some_and(Value::is_string) {
-                add("pattern", Some(Value::String(broken(s, rng))));
+                sink.add("pattern", Some(Value::String(broken(s, rng))));
             }
         }
         if let Value::Object(members) = value {
@@ -305,9 +346,7 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                     .collect();
                 if !present.is_empty() {
                     let k = present[rng.below(present.len() as u32) as usize];
-                    let mut m = members.clone();
-                    m.shift_remove(k);
-                    add("required", Some(Value::Object(m)));
+                    sink.edit("required", Edit::Remove(k.to_string()));
                 }
             }
             let props = node.get("properties").and_then(Value::as_object);
@@ -316,41 +355,39 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
                 .find(|k| !members.contains_key(k) && !props.is_some_and(|p| p.contains_key(k)))
                 .expect("a free key");
             if node.get("additionalProperties") == Some(&Value::Bool(false)) {
-                let mut m = members.clone();
-                m.insert(extra_key.clone(), Value::from(0));
-                add("additionalProperties", Some(Value::Object(m)));
+                sink.edit(
+                    "additionalProperties",
+                    Edit::Insert(vec![(extra_key.clone(), 0.into())]),
+                );
             }
             if let Some(max) = as_len(node.get("maxProperties")).filter(|&m| m < 1000) {
-                let mut m = members.clone();
-                for i in 0..=max.saturating_sub(m.len()) {
-                    m.insert(format!("{extra_key}_{i}"), Value::from(0));
-                }
-                add("maxProperties", Some(Value::Object(m)));
+                let extra = (0..=max.saturating_sub(members.len()))
+                    .map(|i| (format!("{extra_key}_{i}"), Value::from(0)))
+                    .collect();
+                sink.edit("maxProperties", Edit::Insert(extra));
             }
             if let Some(min) = as_len(node.get("minProperties")).filter(|&m| m >= 1) {
                 let m: Map<String, Value> =
                     members.iter().take(min - 1).map(|(k, v)| (k.clone(), v.clone())).collect();
-                add("minProperties", Some(Value::Object(m)));
+                sink.add("minProperties", Some(Value::Object(m)));
             }
         }
         if let Value::Array(items) = value {
             if let Some(min) = as_len(node.get("minItems")).filter(|&m| m >= 1) {
-                add("minItems", Some(Value::Array(items.iter().take(min - 1).cloned().collect())));
+                sink.add(
+                    "minItems",
+                    Some(Value::Array(items.iter().take(min - 1).cloned().collect())),
+                );
             }
             if let (Some(max), Some(first)) = (as_len(node.get("maxItems")), items.first()) {
                 if max < 1000 {
-                    let mut a = items.clone();
-                    while a.len() <= max {
-                        a.push(first.clone());
-                    }
-                    add("maxItems", Some(Value::Array(a)));
+                    let more = (max + 1).saturating_sub(items.len());
+                    sink.edit("maxItems", Edit::Append(vec![first.clone(); more]));
                 }
             }
             if node.get("uniqueItems") == Some(&Value::Bool(true)) && !items.is_empty() {
-                let mut a = items.clone();
                 let i = rng.below(items.len() as u32) as usize;
-                a.push(items[i].clone());
-                add("uniqueItems", Some(Value::Array(a)));
+                sink.edit("uniqueItems", Edit::Append(vec![items[i].clone()]));
             }
         }
     });
@@ -371,41 +408,31 @@ pub(crate) fn boundary_variants(
             return;
         }
         let node = visit.node;
-        let ptr = &visit.pointer;
-        let mut add = |keyword: &str, new: Option<Value>| {
-            if let Some(new) = new {
-                out.push(Mutant {
-                    path: visit.path.clone(),
-                    new,
-                    keyword: keyword.into(),
-                    pointer: format!("{ptr}/{keyword}"),
-                });
-            }
-        };
+        let mut sink = Sink { out: &mut out, path: &visit.path, ptr: &visit.pointer };
         if let Some(Value::Array(values)) = node.get("enum") {
             if !values.is_empty() {
-                add("enum", Some(values[rng.below(values.len() as u32) as usize].clone()));
+                sink.add("enum", Some(values[rng.below(values.len() as u32) as usize].clone()));
             }
         }
         if let Value::Number(_) = value {
             for k in ["minimum", "maximum"] {
                 if let Some(Value::Number(b)) = node.get(k) {
-                    add(k, Some(Value::Number(b.clone())));
+                    sink.add(k, Some(Value::Number(b.clone())));
                 }
             }
             if let Some(Value::Number(b)) = node.get("exclusiveMinimum") {
-                add("exclusiveMinimum", shift(b, 1));
+                sink.add("exclusiveMinimum", shift(b, 1));
             }
             if let Some(Value::Number(b)) = node.get("exclusiveMaximum") {
-                add("exclusiveMaximum", shift(b, -1));
+                sink.add("exclusiveMaximum", shift(b, -1));
             }
         }
         if let Value::String(s) = value {
             if let Some(min) = as_len(node.get("minLength")) {
-                add("minLength", Some(Value::String(truncate_chars(&pad_chars(s, min), min))));
+                sink.add("minLength", Some(Value::String(truncate_chars(&pad_chars(s, min), min))));
             }
             if let Some(max) = as_len(node.get("maxLength")).filter(|&m| m <= 4096) {
-                add("maxLength", Some(Value::String(pad_chars(s, max))));
+                sink.add("maxLength", Some(Value::String(pad_chars(s, max))));
             }
         }
         if let Value::Object(members) = value {
@@ -417,15 +444,13 @@ pub(crate) fn boundary_variants(
                 members.keys().filter(|k| !req.contains(&k.as_str())).collect();
             if !optional.is_empty() {
                 let k = optional[rng.below(optional.len() as u32) as usize];
-                let mut m = members.clone();
-                m.shift_remove(k);
-                add("properties", Some(Value::Object(m)));
+                sink.edit("properties", Edit::Remove(k.clone()));
             }
         }
         if let Value::Array(items) = value {
             let min = as_len(node.get("minItems")).unwrap_or(0);
             if items.len() > min {
-                add("minItems", Some(Value::Array(items[..min].to_vec())));
+                sink.add("minItems", Some(Value::Array(items[..min].to_vec())));
             }
         }
     });
