@@ -87,6 +87,12 @@ impl Places {
         });
     }
 
+    /// Did any document recorded here reach the subschema at `pointer`? (Every visit is
+    /// recorded in `any`: these are the locations [`super::coverage`] counts.)
+    pub(crate) fn reached(&self, pointer: &str) -> bool {
+        self.any.contains_key(pointer)
+    }
+
     /// A place for `aim` at `parent`, and whether its value is an object: for a property an
     /// object if one was written there, else any value (the aimed document writes an object
     /// in its place: `Github_trivial---o78129`'s `checksums` was never an object).

@@ -134,13 +134,17 @@ fn wrong_type(types: &[&str], rng: &mut Rng) -> Option<Value> {
     let (_, values) = (0..WRONG_TYPED.len())
         .map(|i| &WRONG_TYPED[(i + offset) % WRONG_TYPED.len()])
         .find(|(t, _)| !allowed(t))?;
-    let text = values[rng.below(values.len() as u32) as usize];
-    serde_json::from_str(text).ok()
+    draw(values, rng)
 }
 
 /// One of [`WRONG_TYPED`]'s values of type `t` (its `integer`s are whole), drawn by `rng`.
 fn typed_value(t: &str, rng: &mut Rng) -> Option<Value> {
     let (_, values) = WRONG_TYPED.iter().find(|(name, _)| *name == t)?;
+    draw(values, rng)
+}
+
+/// One of `values` (JSON texts), drawn by `rng`.
+fn draw(values: &[&str], rng: &mut Rng) -> Option<Value> {
     serde_json::from_str(values[rng.below(values.len() as u32) as usize]).ok()
 }
 
