@@ -814,6 +814,13 @@ impl Chart {
 
     /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
     #[inline]
+    /// Make the last set's deferred lexeme completions (see [`Chart::materialise`]), as a push
+    /// of one of their FOLLOW bytes would first. `false` on overflow.
+    pub(crate) fn settle(&mut self, g: &CfgGrammar) -> bool {
+        let k = self.set_count() - 1;
+        self.pend[k].is_empty() || self.materialise(g, k)
+    }
+
     pub(crate) fn last_scan(&self) -> ByteSet {
         self.scan[self.set_count() - 1]
     }

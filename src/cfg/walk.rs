@@ -180,6 +180,24 @@ impl<'a> EarleyWalk<'a> {
         self.virt.push((0, q));
     }
 
+    /// After the pushes so far, their deferred completions made, is there an item before
+    /// lexeme `lex` in DFA state `st`? Virtual pushes are made real first (as the next push
+    /// that leaves their run would). `false` when that or the completions overflow (the walk's
+    /// next push would overflow too).
+    pub(crate) fn settled_has(&mut self, lex: u32, st: u32) -> bool {
+        if !self.virt.is_empty() && !self.replay() {
+            return false;
+        }
+        if !self.chart.settle(self.g) {
+            return false;
+        }
+        // The set has more items now and its scannable bytes may be fewer (its deferred bytes
+        // were a FOLLOW set): both are read again on the next push.
+        self.pure_for = usize::MAX;
+        let sym = super::grammar::LEX_FLAG | lex;
+        self.chart.last().iter().any(|it| self.g.syms[it.pos as usize] == sym && it.st == st)
+    }
+
     /// After a virtual push of a run over several lexemes (its states on top of `vstates`): the
     /// loop bytes of the live lexeme with the most (a token must stay inside one lexeme for
     /// [`Recognizer::stay_set`] to hold).

@@ -466,6 +466,16 @@ impl TokTrie {
         self.walk_impl::<R, NoHook, true>(rec, mask, &mut NoHook);
     }
 
+    /// [`TokTrie::walk_staying`] with a [`WalkHook`], asked after the stay-set check.
+    pub fn walk_staying_hooked<R: Recognizer + ?Sized, H: WalkHook<R>>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        hook: &mut H,
+    ) {
+        self.walk_impl::<R, H, true>(rec, mask, hook);
+    }
+
     fn walk_impl<R: Recognizer + ?Sized, H: WalkHook<R>, const STAY: bool>(
         &self,
         rec: &mut R,

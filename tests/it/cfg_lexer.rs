@@ -245,6 +245,11 @@ fn slices_and_pure_exits_keep_masks_on_documents_of_permissive_grammars() {
         let text = grammar(name);
         let fast = CfgConstraint::from_gbnf(v, &text, &CfgConfig::default()).unwrap();
         assert!(fast.slice_count() > 0, "{name}: no slices");
+        // The tokens after a space that run inside an identifier (or a string body): a block
+        // below the trie's `' '` node where the set after the space holds such an item.
+        if name != "json.gbnf" {
+            assert!(fast.node_slice_count() > 0, "{name}: no node slices");
+        }
         let slow = CfgConstraint::from_gbnf(v, &text, &plain).unwrap();
         assert_eq!(slow.slice_count(), 0);
         compare_on_document(name, &mut fast.fork(), &mut slow.fork(), doc);
