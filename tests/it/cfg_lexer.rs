@@ -197,7 +197,17 @@ fn long_rule_chains_compile_and_stay_exact() {
 
 /// Walk `doc` token by token through `a` and `b`, comparing every mask (and the final one).
 fn compare_on_document(name: &str, a: &mut CfgConstraint, b: &mut CfgConstraint, doc: &str) {
-    let v = vocab();
+    compare_on_document_with(vocab(), name, a, b, doc);
+}
+
+/// [`compare_on_document`] over vocabulary `v`.
+fn compare_on_document_with(
+    v: &Vocabulary,
+    name: &str,
+    a: &mut CfgConstraint,
+    b: &mut CfgConstraint,
+    doc: &str,
+) {
     let mut m1 = TokenMask::new(v.n_vocab());
     let mut m2 = TokenMask::new(v.n_vocab());
     let toks = v.encode(doc).unwrap();
@@ -253,5 +263,36 @@ fn slices_and_pure_exits_keep_masks_on_documents_of_permissive_grammars() {
         let slow = CfgConstraint::from_gbnf(v, &text, &plain).unwrap();
         assert_eq!(slow.slice_count(), 0);
         compare_on_document(name, &mut fast.fork(), &mut slow.fork(), doc);
+    }
+}
+
+#[test]
+fn node_slices_keep_masks_on_byte_level_and_sentencepiece_vocabularies() {
+    // The tokens below the vocabulary's space node that run inside one lexeme (a block where
+    // the set after the space holds its item): Llama 3 spells the space as the byte ` `,
+    // Llama 2 (SentencePiece) as `▁`, decoded to a space. On a C document with statement
+    // starts, spaces before operands and runs of indentation, masks with all slices equal
+    // masks without any, step by step.
+    let dir = std::env::var_os("GRAMMASK_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let doc = "int total = 0;\nwhile (i < n) {\n    total += values[i] * weight(i, n);\n    if (total > limit && !force) { return total - limit; }\n  i = i + 1;\n}\nreturn total;";
+    let text = grammar("c_expr.gbnf");
+    let plain = CfgConfig::default().with_slice_min_tokens(usize::MAX);
+    for name in ["llama3", "llama2"] {
+        let path = dir.join("tokenizers").join(format!("{name}.json"));
+        if !path.is_file() {
+            eprintln!(
+                "skipped {name}: {} absent (the shared data is beside the repository in CI)",
+                path.display()
+            );
+            continue;
+        }
+        let v = Vocabulary::from_file(&path).unwrap();
+        let fast = CfgConstraint::from_gbnf(&v, &text, &CfgConfig::default()).unwrap();
+        assert!(fast.node_slice_count() > 0, "{name}: no node slices");
+        let slow = CfgConstraint::from_gbnf(&v, &text, &plain).unwrap();
+        assert_eq!(slow.node_slice_count(), 0);
+        compare_on_document_with(&v, name, &mut fast.fork(), &mut slow.fork(), doc);
     }
 }
