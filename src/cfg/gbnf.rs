@@ -12,7 +12,7 @@
 //! `<[id]>` is the token with that id; `<…>` (anything up to the next `>`, e.g. `<|im_end|>`,
 //! `<think>`) is the token whose string that is, resolved against the vocabulary when an engine
 //! is built ([`Expr::Token`] keeps the name); `!` before either is its negation, any one token
-//! but that one. They match whole tokens by id, never bytes: see [`super::engine`].
+//! but that one. They match whole tokens by id, never bytes: see the `engine` module (`CfgConstraint`).
 
 use super::{CfgError, CfgErrorKind};
 

@@ -791,7 +791,7 @@ impl CfgGrammar {
         &self.names[id as usize]
     }
 
-    /// Number of lexemes: regular sub-rules run as one DFA each (see [`super::lexer`]).
+    /// Number of lexemes: regular sub-rules run as one DFA each (see the `lexer` module).
     pub fn lexeme_count(&self) -> usize {
         self.lexemes.len()
     }

@@ -2,21 +2,21 @@
 //!
 //! - [`gbnf`] parses llama.cpp's GBNF format into an AST ([`gbnf::Rule`]), token terminals
 //!   (`<[id]>`, `<name>`, `!<…>`) included.
-//! - [`grammar`] lowers the AST to a flat byte-level CFG ([`CfgGrammar`]): repetitions become
+//! - `grammar` lowers the AST to a flat byte-level CFG ([`CfgGrammar`]): repetitions become
 //!   left-recursive helper rules, character classes become UTF-8 byte-range sequences, and the
 //!   analysis finds undefined rules (error), unreachable rules (warning) and unproductive rules
 //!   (warning; they are removed, which is what keeps masks exact).
-//! - [`lexer`] infers a lexical level: maximal regular sub-rules (a JSON string or number, an
+//! - `lexer` infers a lexical level: maximal regular sub-rules (a JSON string or number, an
 //!   identifier, a whitespace run) become *lexemes*, each one DFA (`regex-automata`, through
 //!   [`crate::automaton::ByteDfa`]).
-//! - [`earley`] is an Earley recogniser over bytes and lexemes (Earley 1970, with Aycock &
+//! - `earley` is an Earley recogniser over bytes and lexemes (Earley 1970, with Aycock &
 //!   Horspool 2002's handling of nullable symbols): an item before a lexeme carries the lexeme's
 //!   DFA state, so a byte inside a lexeme is one table step. It keeps an append-only chart (undo
 //!   = truncate) and implements [`crate::recognizer::Recognizer`] through `walk`, so the
 //!   shared trie walker drives it.
-//! - [`engine`] is [`CfgConstraint`], the [`crate::ConstraintEngine`]: token terminals resolved
+//! - `engine` is [`CfgConstraint`], the [`crate::ConstraintEngine`]: token terminals resolved
 //!   against the vocabulary and scanned by id beside the byte-level walk; mask cache keyed by
-//!   the signature of the chart's future (see [`earley`]), slices for character-class loops
+//!   the signature of the chart's future (see `earley`), slices for character-class loops
 //!   and lexeme states (walking the other tokens as suffixes after the lexeme),
 //!   rollback by truncating the chart, [`crate::EngineErrorKind::LimitExceeded`] when an
 //!   Earley set would exceed [`CfgConfig::max_items_per_set`].
@@ -103,7 +103,7 @@ pub struct CfgConfig {
     /// Precompute lexical slices for character-class loops and lexeme DFA states whose safe
     /// bytes allow at least this many tokens (default 1,000; `usize::MAX` disables slices).
     pub slice_min_tokens: usize,
-    /// Run maximal regular sub-rules as DFAs (lexemes, see [`lexer`]; default `true`). `false`
+    /// Run maximal regular sub-rules as DFAs (lexemes, see the module docs; default `true`). `false`
     /// keeps every rule at the byte level (slower; the masks are the same).
     pub lexer: bool,
     /// Most live DFA states of one lexeme (default 10,000). A regular sub-rule over it stays

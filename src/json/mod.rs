@@ -1,7 +1,7 @@
 //! Free-form JSON (RFC 8259): OpenAI's `json_object` response format, or any JSON value.
 //!
 //! [`JsonObjectConstraint`] is a [`CopyStateEngine`] over the [`JsonGrammar`] state machine in
-//! [`lexer`]: the whole per-request state is one 32-byte `Copy` value, the mask is one trie walk
+//! `lexer`: the whole per-request state is one 32-byte `Copy` value, the mask is one trie walk
 //! (or the vocabulary's string slice plus a walk of the few tokens outside it when inside a
 //! string), and masks are cached by exact state.
 //!

@@ -265,7 +265,7 @@ pub(crate) fn write(dir: &Path, key: u128, inner: &VocabInner) -> std::io::Resul
     Ok(path)
 }
 
-/// Most cache files a directory keeps ([`prune`]): a changed tokenizer or option leaves its old
+/// Most cache files a directory keeps (`prune`): a changed tokenizer or option leaves its old
 /// file behind, and a cache must not grow without bound. 32 files of 3–13 MB each.
 pub const MAX_FILES: usize = 32;
 
