@@ -812,8 +812,6 @@ impl Chart {
         self.last().iter().any(|it| it.pos == g.accept_pos)
     }
 
-    /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
-    #[inline]
     /// Make the last set's deferred lexeme completions (see [`Chart::materialise`]), as a push
     /// of one of their FOLLOW bytes would first. `false` on overflow.
     pub(crate) fn settle(&mut self, g: &CfgGrammar) -> bool {
@@ -821,6 +819,8 @@ impl Chart {
         self.pend[k].is_empty() || self.materialise(g, k)
     }
 
+    /// The bytes the last set can take (a superset: deferred completions' FOLLOW bytes).
+    #[inline]
     pub(crate) fn last_scan(&self) -> ByteSet {
         self.scan[self.set_count() - 1]
     }

@@ -243,9 +243,7 @@ fn build_node_slices(g: &CfgGrammar, vocab: &Vocabulary, config: &CfgConfig) -> 
     for (li, l) in g.lexemes.iter().enumerate() {
         for s in 0..l.dfa.state_count() {
             let sid = DfaStateId::from_index(s);
-            if l.first[s].len() >= 2
-                && (sid == l.dfa.start() || l.dfa.safe_bytes(sid, 1024, &mut budget).len() >= 2)
-            {
+            if sid == l.dfa.start() || l.dfa.safe_bytes(sid, 1024, &mut budget).len() >= 2 {
                 pairs.push((li, s));
             }
         }
