@@ -231,26 +231,58 @@ fn big_nodes(tokens: &[&[u8]], min: usize) -> Vec<Vec<u8>> {
     out
 }
 
-/// [`NodeSlice`]s for the big trie nodes and the lexeme states that start a lexeme or loop
-/// (those that allow runs of many tokens' bytes), largest first, each kept where it takes at
-/// least 1/16 of the vocabulary.
-fn build_node_slices(g: &CfgGrammar, vocab: &Vocabulary, config: &CfgConfig) -> Vec<NodeSlice> {
-    if config.slice_min_tokens == usize::MAX {
-        return Vec::new();
-    }
+/// The (lexeme, DFA state) pairs that may get slices: the states that start a lexeme (where a
+/// statement or an operand begins: an identifier's first character) and those that loop (a
+/// non-empty *safe byte set*, see [`crate::automaton::ByteDfa::safe_bytes`]: a string body,
+/// an identifier's tail) — the states that allow runs of many tokens' bytes. None where
+/// slices are off.
+fn slice_states(g: &CfgGrammar, config: &CfgConfig) -> Vec<(usize, usize)> {
     let mut budget = 20_000_000usize;
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut out = Vec::new();
+    if config.slice_min_tokens == usize::MAX {
+        return out;
+    }
     for (li, l) in g.lexemes.iter().enumerate() {
         for s in 0..l.dfa.state_count() {
             let sid = DfaStateId::from_index(s);
             if sid == l.dfa.start() || l.dfa.safe_bytes(sid, 1024, &mut budget).len() >= 2 {
-                pairs.push((li, s));
+                out.push((li, s));
             }
         }
+    }
+    out
+}
+
+/// How many of `tokens` begin with each byte.
+fn first_byte_counts<'a>(tokens: impl Iterator<Item = &'a [u8]>) -> [usize; 256] {
+    let mut counts = [0usize; 256];
+    for c in tokens.filter_map(|b| b.first()) {
+        counts[*c as usize] += 1;
+    }
+    counts
+}
+
+/// How many tokens a state whose live first bytes are `first` could keep at most, given
+/// [`first_byte_counts`]: a state under a threshold needs no pass over them.
+fn reach(first: &ByteSet, counts: &[usize; 256]) -> usize {
+    first.iter().map(|c| counts[c as usize]).sum()
+}
+
+/// [`NodeSlice`]s for the big trie nodes and the [`slice_states`], largest first, each kept
+/// where it takes at least 1/16 of the vocabulary.
+fn build_node_slices(
+    g: &CfgGrammar,
+    vocab: &Vocabulary,
+    config: &CfgConfig,
+    pairs: &[(usize, usize)],
+) -> Vec<NodeSlice> {
+    if config.slice_min_tokens == usize::MAX {
+        return Vec::new();
     }
     let text: Vec<(TokenId, &[u8])> = vocab.text_tokens().collect();
     let bytes: Vec<&[u8]> = text.iter().map(|(_, b)| *b).collect();
     let n = vocab.n_vocab();
+    let min = (n / (2 * NODE_SHARE)).max(config.slice_min_tokens);
     let mut out = Vec::new();
     for path in big_nodes(&bytes, n / NODE_SHARE) {
         let below: Vec<(TokenId, &[u8])> = text
@@ -258,16 +290,12 @@ fn build_node_slices(g: &CfgGrammar, vocab: &Vocabulary, config: &CfgConfig) -> 
             .filter(|(_, b)| b.len() > path.len() && b.starts_with(&path))
             .map(|&(t, b)| (t, &b[path.len()..]))
             .collect();
-        let mut by_next = [0usize; 256];
-        for (_, rest) in &below {
-            by_next[rest[0] as usize] += 1;
-        }
-        let min = (n / (2 * NODE_SHARE)).max(config.slice_min_tokens);
+        let by_next = first_byte_counts(below.iter().map(|&(_, rest)| rest));
         let mut tried = 0;
-        for &(li, s) in &pairs {
+        for &(li, s) in pairs {
             let l = &g.lexemes[li];
             // Only states whose first bytes begin enough of the rests get a pass over them.
-            if l.first[s].iter().map(|c| by_next[c as usize]).sum::<usize>() < min {
+            if reach(&l.first[s], &by_next) < min {
                 continue;
             }
             tried += 1;
@@ -389,11 +417,10 @@ fn pure_exits(
     })
 }
 
-/// Slices for lexeme DFA states: a state that loops (a non-empty *safe byte set*, see
-/// [`crate::automaton::ByteDfa::safe_bytes`]) or starts the lexeme gets the tokens whose bytes
-/// all run through the DFA from it. (A start state is where an operand or a statement begins:
-/// an identifier's first character, at a C statement start 33k tokens.) Each of them keeps the item before the lexeme alive, so it is allowed wherever
-/// that item is in the set; unlike the byte-set slices of the regex engine this includes tokens
+/// Slices for lexeme DFA states: each of the [`slice_states`] (at a C statement start, the
+/// identifier's start state keeps 33k tokens) gets the tokens whose bytes all run through
+/// the DFA from it. Each of them keeps the item before the lexeme alive, so it is allowed
+/// wherever that item is in the set; unlike the byte-set slices of the regex engine this includes tokens
 /// with multi-byte characters (run through the DFA, not tested byte by byte).
 ///
 /// Every such state whose first bytes begin enough tokens is counted first (a pass of the
@@ -406,6 +433,7 @@ fn build_lex_slices(
     g: &CfgGrammar,
     vocab: &Vocabulary,
     config: &CfgConfig,
+    states: &[(usize, usize)],
     slices: &mut Vec<Slice>,
 ) -> Vec<Vec<u32>> {
     let mut out: Vec<Vec<u32>> =
@@ -417,40 +445,27 @@ fn build_lex_slices(
     // costs a trie of the other tokens at build time: only states that allow a large part of
     // the vocabulary (a string body, an identifier) get one.
     let min_tokens = config.slice_min_tokens.max(vocab.n_vocab() / 4);
-    let mut budget = 20_000_000usize;
-    // Tokens per first byte: a state whose live first bytes begin fewer than `min_tokens`
-    // tokens cannot keep that many (most keyword states), so it needs no pass.
-    let mut by_first = [0usize; 256];
-    for (_, b) in vocab.text_tokens() {
-        if let Some(&c) = b.first() {
-            by_first[c as usize] += 1;
-        }
-    }
-    // (tokens kept, lexeme, state, the tokens), for every looping state over the threshold.
+    // A state whose live first bytes begin fewer than `min_tokens` tokens cannot keep that
+    // many (most keyword states), so it needs no pass.
+    let by_first = first_byte_counts(vocab.text_tokens().map(|(_, b)| b));
+    // (tokens kept, lexeme, state, the tokens), for every such state over the threshold.
     let mut candidates: Vec<(usize, usize, usize, TokenMask)> = Vec::new();
-    for (li, l) in g.lexemes.iter().enumerate() {
-        for s in 0..l.dfa.state_count() {
-            let sid = DfaStateId::from_index(s);
-            let reach: usize = l.first[s].iter().map(|c| by_first[c as usize]).sum();
-            if reach < min_tokens {
-                continue;
+    for &(li, s) in states {
+        let l = &g.lexemes[li];
+        if reach(&l.first[s], &by_first) < min_tokens {
+            continue;
+        }
+        let sid = DfaStateId::from_index(s);
+        let mut mask = TokenMask::new(vocab.n_vocab());
+        let mut count = 0;
+        for (t, b) in vocab.text_tokens() {
+            if !b.is_empty() && l.dfa.run(sid, b).is_some() {
+                mask.insert(t);
+                count += 1;
             }
-            // Looping states (a string body, an identifier's tail) and start states (where a
-            // statement or an operand begins, the identifier's first character).
-            if sid != l.dfa.start() && l.dfa.safe_bytes(sid, 1024, &mut budget).len() < 2 {
-                continue;
-            }
-            let mut mask = TokenMask::new(vocab.n_vocab());
-            let mut count = 0;
-            for (t, b) in vocab.text_tokens() {
-                if !b.is_empty() && l.dfa.run(sid, b).is_some() {
-                    mask.insert(t);
-                    count += 1;
-                }
-            }
-            if count >= min_tokens {
-                candidates.push((count, li, s, mask));
-            }
+        }
+        if count >= min_tokens {
+            candidates.push((count, li, s, mask));
         }
     }
     // Largest first; ties in grammar order (deterministic).
@@ -602,8 +617,9 @@ impl CfgConstraint {
     ) -> Result<Self, CfgError> {
         let tokens = resolve_tokens(&grammar, vocab)?;
         let (mut slices, loop_slice) = build_slices(&grammar, vocab, config);
-        let lex_slice = build_lex_slices(&grammar, vocab, config, &mut slices);
-        let node_slices = build_node_slices(&grammar, vocab, config);
+        let states = slice_states(&grammar, config);
+        let lex_slice = build_lex_slices(&grammar, vocab, config, &states, &mut slices);
+        let node_slices = build_node_slices(&grammar, vocab, config, &states);
         let shared = Arc::new(Shared {
             grammar,
             slices,
