@@ -131,6 +131,15 @@ pub struct Chart {
     max_work: usize,
     work: usize,
     overflowed: bool,
+    /// Sets before this one are the *context* of a walk that records what depends on it
+    /// (see [`Chart::set_boundary`]); 0 (the default) records nothing.
+    boundary: u32,
+    /// Completions of items that started before `boundary`, made while closing a pushed set
+    /// (`taint_close`) or while making a set's deferred completions (`taint_mat`): counters
+    /// that only grow, read by the walk before and after each push.
+    taint_close: u32,
+    taint_mat: u32,
+    in_materialise: bool,
 }
 
 impl Chart {
@@ -156,6 +165,10 @@ impl Chart {
             max_work,
             work: 0,
             overflowed: false,
+            boundary: 0,
+            taint_close: 0,
+            taint_mat: 0,
+            in_materialise: false,
         };
         c.generation += 1;
         c.seen.clear();
@@ -294,6 +307,14 @@ impl Chart {
                     // Completions with origin == i are of nullable symbols: already advanced
                     // at prediction time (Aycock & Horspool).
                     let o = it.origin as usize;
+                    if (o as u32) < self.boundary {
+                        // Its completion reads the context (see `set_boundary`).
+                        if self.in_materialise {
+                            self.taint_mat = self.taint_mat.wrapping_add(1);
+                        } else {
+                            self.taint_close = self.taint_close.wrapping_add(1);
+                        }
+                    }
                     if o as u32 != i && o < self.sigs.len() {
                         // A committed origin: its completion index has the waiting items.
                         let ws = &self.waiting
@@ -359,7 +380,10 @@ impl Chart {
                 }
             }
         }
-        if self.close(g, k as u32, base, old, 0).is_none() {
+        self.in_materialise = true;
+        let closed = self.close(g, k as u32, base, old, 0);
+        self.in_materialise = false;
+        if closed.is_none() {
             self.items.truncate(old);
             return false;
         }
@@ -800,6 +824,46 @@ impl Chart {
             }
         }
         self.scc = sc;
+    }
+
+    /// Record, from now on, every completion of an item that started before the last set —
+    /// one that reads the *context* of the last set rather than the last set itself — in the
+    /// counters [`Chart::taint_counts`] returns; [`Chart::clear_boundary`] stops it.
+    ///
+    /// A walk from the last set `K` whose pushes make no such completion builds the same sets
+    /// from any chart whose set `K` holds the same items up to their origins before `K`: the
+    /// first item such a chart would lack must come from a completion reading an origin
+    /// before `K`. So a token whose walk makes none is allowed or refused whatever came before
+    /// `K` (the position cache of `engine` keys on that).
+    pub(crate) fn set_boundary(&mut self) {
+        self.boundary = (self.set_count() - 1) as u32;
+    }
+
+    /// Stop recording (see [`Chart::set_boundary`]).
+    pub(crate) fn clear_boundary(&mut self) {
+        self.boundary = 0;
+    }
+
+    /// The completions across the boundary made so far (see [`Chart::set_boundary`]): while
+    /// closing pushed sets, and while making a set's deferred completions.
+    #[inline(always)]
+    pub(crate) fn taint_counts(&self) -> (u32, u32) {
+        (self.taint_close, self.taint_mat)
+    }
+
+    /// An order-independent 64-bit hash of the last set's items, their origins reduced to
+    /// "this set" or "before it": equal keys, equal walks for every token whose walk makes no
+    /// completion across the boundary (see [`Chart::set_boundary`]).
+    pub(crate) fn position_key(&self) -> u64 {
+        let k = (self.set_count() - 1) as u32;
+        let mut h = 0x243F_6A88_85A3_08D3u64;
+        for it in self.last() {
+            let local = u64::from(it.origin == k);
+            h = h.wrapping_add(mix(u64::from(it.pos) << 33
+                ^ u64::from(it.st).wrapping_mul(0x9FB2_1C65_1E98_DF25)
+                ^ local));
+        }
+        mix(h ^ self.last().len() as u64)
     }
 
     /// The structural signature of the last (committed) set.

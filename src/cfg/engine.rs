@@ -24,6 +24,16 @@
 //! lexeme are allowed as a block and only the others are walked (a C statement start: 43k
 //! tokens like `" total"`, 250 of its 375 µs before).
 //!
+//! The walks of 2 and 3 are also kept per *position* ([`PositionMask`],
+//! [`CfgConfig::position_masks`]): the last set's items with their origins reduced to "this
+//! set" or "before it". The chart records, during the walk, the trie nodes below which a
+//! token's walk completed an item that started before the last set (the only way a walk reads
+//! the context: `"abc"` after a member's colon completes the member). The other tokens'
+//! verdicts hold for every chart at that position, so a later mask there — the same rule one
+//! object deeper, an element of an array inside an array, a statement inside a nested block,
+//! which the signature keys apart — copies them and walks only below those nodes (`"abc",`,
+//! `"abc"}`).
+//!
 //! EOS is allowed exactly when the chart accepts.
 //!
 //! # Token terminals
@@ -103,6 +113,8 @@ pub(crate) struct Shared {
     /// ([`EngineOptions::shared_masks`](crate::EngineOptions::shared_masks)): a state one
     /// request met (a statement start, the right side of an operator) is a copy for the next.
     masks: SharedMasks<u64>,
+    /// Masks by position (see [`PositionMask`]), for every engine of this grammar.
+    positions: Mutex<FxHashMap<u64, Option<Arc<PositionMask>>>>,
 }
 
 impl Shared {
@@ -372,6 +384,149 @@ impl WalkHook<EarleyWalk<'_>> for NodeHook<'_> {
     }
 }
 
+/// The part of a walk's mask that does not depend on what came before the last set, and where
+/// the rest lies: kept per *position* — the last set's items with their origins reduced to
+/// "this set" or "before it" ([`Chart::position_key`]) — for every engine of a grammar.
+///
+/// The chart's signature keys the whole future, so a state met again under another context
+/// (a member value one object deeper, the next element of an array inside an array) is a
+/// miss and walks the trie again. But a token's walk reads that context only where it
+/// completes an item that started before the last set (the member, after the value
+/// `"abc"`); a walk that records where that happens ([`Chart::set_boundary`],
+/// [`PositionHook`]) leaves the other tokens' verdicts valid for any set with the same
+/// position. A later mask at that position copies `mask` and walks only the subtrees
+/// below `roots` (the tokens that go on past such a completion, `"abc",` and `"abc"}`).
+pub(crate) struct PositionMask {
+    mask: TokenMask,
+    /// Trie nodes (ascending, none below another) below which the walk read the context.
+    roots: Vec<u32>,
+}
+
+/// A position mask is kept only where the walk below its roots was at most this share (1/4)
+/// of the whole walk: elsewhere (after a number, where every token that ends it goes on past
+/// the member) a hit would save little.
+const POSITION_SHARE: usize = 4;
+/// Nor for walks of fewer trie nodes than this: a copy of the mask costs as much.
+const POSITION_MIN_NODES: usize = 256;
+
+/// The [`WalkHook`] of a walk whose chart records completions across its boundary: collects
+/// the [`PositionMask`] roots, and asks the node slices as [`NodeHook`] does.
+struct PositionHook<'s> {
+    node: Option<NodeHook<'s>>,
+    trie: &'s TokTrie,
+    /// The chart's counts after the last byte offered.
+    last: (u32, u32),
+    /// The last node pushed at each depth (the path to the current node).
+    path: Vec<u32>,
+    roots: Vec<u32>,
+    /// End of the last root's subtree: the nodes before it are below a root already.
+    covered_end: usize,
+    /// Bytes offered, and those below a root.
+    offered: usize,
+    below_roots: usize,
+    /// A completion across the boundary inside a node slice's own walk, or one this hook could
+    /// not place: no position mask.
+    spoiled: bool,
+}
+
+impl<'s> PositionHook<'s> {
+    fn new(trie: &'s TokTrie, node: Option<NodeHook<'s>>, counts: (u32, u32)) -> Self {
+        PositionHook {
+            node,
+            trie,
+            last: counts,
+            path: vec![0; trie.max_depth() + 1],
+            roots: Vec::new(),
+            covered_end: 0,
+            offered: 0,
+            below_roots: 0,
+            spoiled: false,
+        }
+    }
+
+    /// Everything below `node` depends on the context (its own token does not: the walk
+    /// reached it without reading the context).
+    fn record(&mut self, node: usize) {
+        while self.roots.last().is_some_and(|&r| r as usize >= node) {
+            self.roots.pop();
+        }
+        let end = node + self.trie.subtree_size(node);
+        if end > node + 1 {
+            self.roots.push(node as u32);
+        }
+        self.covered_end = end;
+    }
+
+    /// The position mask of this walk's `mask`, if worth keeping.
+    fn finish(self, mask: &TokenMask) -> Option<PositionMask> {
+        if self.spoiled
+            || self.offered < POSITION_MIN_NODES
+            || self.below_roots * POSITION_SHARE > self.offered
+        {
+            return None;
+        }
+        let mut m = mask.clone();
+        let words = m.words_mut();
+        for &r in &self.roots {
+            for &t in self.trie.tokens_below(r as usize) {
+                words[t as usize / crate::mask::WORD_BITS] &=
+                    !(1 << (t as usize % crate::mask::WORD_BITS));
+            }
+        }
+        Some(PositionMask { mask: m, roots: self.roots })
+    }
+}
+
+impl<'w> WalkHook<EarleyWalk<'w>> for PositionHook<'_> {
+    #[inline(always)]
+    fn attempted(&mut self, rec: &mut EarleyWalk<'w>, node: usize, depth: usize, pushed: bool) {
+        self.offered += 1;
+        if node < self.covered_end {
+            // Whatever this byte completed is below a root already.
+            self.below_roots += 1;
+            self.last = rec.taint_counts();
+        } else {
+            let now = rec.taint_counts();
+            if now != self.last {
+                if now.1 != self.last.1 {
+                    // The parent's set made its deferred completions for this byte: every
+                    // child from here on sees them (the earlier ones did not: recorded too).
+                    match depth {
+                        0 => self.spoiled = true,
+                        _ => self.record(self.path[depth - 1] as usize),
+                    }
+                } else if pushed {
+                    self.record(node);
+                } else {
+                    self.spoiled = true;
+                }
+                self.last = now;
+            }
+        }
+        if pushed {
+            self.path[depth] = node as u32;
+        }
+    }
+
+    #[inline]
+    fn after_push(&mut self, rec: &mut EarleyWalk<'w>, path: &[u8], mask: &mut TokenMask) -> bool {
+        let Some(hook) = &mut self.node else { return false };
+        let took = hook.after_push(rec, path, mask);
+        let now = rec.taint_counts();
+        if now != self.last {
+            // The node slice's check made the set's deferred completions, or its walk of the
+            // other tokens read the context: the node is a root (a later mask asks the node
+            // slice again there, see `compute`).
+            self.last = now;
+            let node = self.path[path.len() - 1] as usize;
+            if node >= self.covered_end {
+                self.record(node);
+            }
+        }
+        took
+    }
+}
+
 /// Most slices built for the DFA states of a grammar's lexemes (each costs a pass over the
 /// vocabulary and a trie of the other tokens).
 const MAX_LEX_SLICES: usize = 8;
@@ -629,6 +784,7 @@ impl CfgConstraint {
             tokens,
             config: config.clone(),
             masks: SharedMasks::default(),
+            positions: Mutex::new(FxHashMap::default()),
         });
         Ok(Self::with_shared(vocab, shared))
     }
@@ -700,6 +856,13 @@ impl CfgConstraint {
     /// Number of vocabulary slices built for this grammar.
     pub fn slice_count(&self) -> usize {
         self.shared.slices.len()
+    }
+
+    /// How many position masks the engines of this grammar have kept so far (see
+    /// [`CfgConfig::position_masks`]; those found not worth keeping are not counted).
+    pub fn position_mask_count(&self) -> usize {
+        let map = self.shared.positions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.values().filter(|p| p.is_some()).count()
     }
 
     /// Number of slices built below large trie nodes (the tokens after a space that run
@@ -779,11 +942,51 @@ impl CfgConstraint {
             None => Some(self.vocab.trie()),
         };
         if let Some(trie) = trie {
-            let mut walk = EarleyWalk::new(g, chart);
-            if shared.node_slices.is_empty() {
-                trie.walk_staying(&mut walk, mask);
-            } else {
-                trie.walk_staying_hooked(&mut walk, mask, &mut NodeHook::new(&shared.node_slices));
+            let cap = shared.config.position_masks;
+            let key = if cap > 0 { Some(chart.position_key()) } else { None };
+            let known = key.and_then(|k| {
+                shared
+                    .positions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(&k)
+                    .cloned()
+            });
+            match known {
+                Some(Some(p)) => {
+                    // The mask's context-free part, and a walk of the rest.
+                    mask.copy_from(&p.mask);
+                    let mut walk = EarleyWalk::new(g, chart);
+                    if shared.node_slices.is_empty() {
+                        trie.walk_below(&mut walk, mask, &p.roots);
+                    } else {
+                        let mut hook = NodeHook::new(&shared.node_slices);
+                        trie.walk_below_hooked(&mut walk, mask, &p.roots, &mut hook);
+                    }
+                }
+                Some(None) => Self::walk(shared, g, chart, trie, mask),
+                None => match key {
+                    None => Self::walk(shared, g, chart, trie, mask),
+                    Some(k) => {
+                        chart.set_boundary();
+                        let node = (!shared.node_slices.is_empty())
+                            .then(|| NodeHook::new(&shared.node_slices));
+                        let mut hook = PositionHook::new(trie, node, chart.taint_counts());
+                        let mut walk = EarleyWalk::new(g, chart);
+                        trie.walk_staying_hooked(&mut walk, mask, &mut hook);
+                        chart.clear_boundary();
+                        if !chart.overflowed() {
+                            let p = hook.finish(mask).map(Arc::new);
+                            let mut map = shared
+                                .positions
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if map.len() < cap {
+                                map.insert(k, p);
+                            }
+                        }
+                    }
+                },
             }
         }
         for (q, suffixes) in exits.iter().flat_map(|x| &x.by_state) {
@@ -811,6 +1014,22 @@ impl CfgConstraint {
             allow_eos(&self.vocab, mask);
         }
         Ok(())
+    }
+
+    /// The plain walk of `trie` from the chart's last set (the node slices asked).
+    fn walk(
+        shared: &Shared,
+        g: &CfgGrammar,
+        chart: &mut Chart,
+        trie: &TokTrie,
+        mask: &mut TokenMask,
+    ) {
+        let mut walk = EarleyWalk::new(g, chart);
+        if shared.node_slices.is_empty() {
+            trie.walk_staying(&mut walk, mask);
+        } else {
+            trie.walk_staying_hooked(&mut walk, mask, &mut NodeHook::new(&shared.node_slices));
+        }
     }
 
     /// The chart, for `&self` queries (`allows`, `is_accepting`): `&mut self` paths use

@@ -116,6 +116,13 @@ pub struct CfgConfig {
     /// gets at most half). A sub-rule whose DFA needs more stays a grammar rule, so this never
     /// fails a grammar; it bounds the compile time of regular rules whose DFAs blow up.
     pub max_lexer_work: usize,
+    /// Most position masks kept per compiled grammar (default 256; 0 turns them off): the
+    /// part of a mask that does not depend on what came before the last Earley set, and the
+    /// trie nodes below which it does, shared by every engine of the grammar (see
+    /// `docs/grammars.md`). A state met again under another context (a member value one
+    /// object deeper) copies it and walks only those nodes. Each holds one mask (a bit per
+    /// token). The masks are the same either way.
+    pub position_masks: usize,
 }
 
 impl Default for CfgConfig {
@@ -129,6 +136,7 @@ impl Default for CfgConfig {
             lexer: true,
             max_lexeme_states: 10_000,
             max_lexer_work: 16_000_000,
+            position_masks: 256,
         }
     }
 }
@@ -150,6 +158,8 @@ builder!(CfgConfig {
     with_max_lexeme_states => max_lexeme_states: usize,
     /// Determinisation work for all lexemes together (default 16,000,000 units).
     with_max_lexer_work => max_lexer_work: usize,
+    /// Most position masks kept per compiled grammar (default 256; 0: none).
+    with_position_masks => position_masks: usize,
 });
 
 /// A grammar that could not be compiled.

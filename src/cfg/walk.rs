@@ -180,6 +180,12 @@ impl<'a> EarleyWalk<'a> {
         self.virt.push((0, q));
     }
 
+    /// The chart's completions across its boundary so far (see [`Chart::set_boundary`]).
+    #[inline(always)]
+    pub(crate) fn taint_counts(&self) -> (u32, u32) {
+        self.chart.taint_counts()
+    }
+
     /// After the pushes so far, their deferred completions made, is there an item before
     /// lexeme `lex` in DFA state `st`? Virtual pushes are made real first (as the next push
     /// that leaves their run would). `false` when that or the completions overflow (the walk's

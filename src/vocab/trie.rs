@@ -63,6 +63,12 @@ pub trait WalkHook<R: ?Sized> {
     /// token strictly below the node that `rec` accepts (`rec` must be left as it was);
     /// `false` to let the walk descend.
     fn after_push(&mut self, rec: &mut R, path: &[u8], mask: &mut TokenMask) -> bool;
+
+    /// Called after every byte the walk offers `rec` (node `node` of the trie, at `depth`
+    /// below the root, 0 for the root's children), `pushed` saying whether `rec` took it, before
+    /// anything else looks at the node. The default does nothing.
+    #[inline(always)]
+    fn attempted(&mut self, _rec: &mut R, _node: usize, _depth: usize, _pushed: bool) {}
 }
 
 /// The hook of the plain [`TokTrie::walk`]: never answers a subtree.
@@ -476,21 +482,159 @@ impl TokTrie {
         self.walk_impl::<R, H, true>(rec, mask, hook);
     }
 
+    /// The number of nodes in the subtree rooted at `node` (itself included).
+    #[inline]
+    pub fn subtree_size(&self, node: usize) -> usize {
+        self.nodes[node].subtree()
+    }
+
+    /// Every token strictly below `node`, in depth-first order.
+    pub fn tokens_below(&self, node: usize) -> &[u32] {
+        let end = node + self.nodes[node].subtree();
+        &self.dfs_tokens[self.dfs_start[node + 1] as usize..self.dfs_start[end] as usize]
+    }
+
+    /// For each node of `roots` (ascending node indices, none inside another's subtree, each
+    /// with descendants): walk its subtree with `rec` from the state after the node's path, as
+    /// [`TokTrie::walk_staying`] does, setting in `mask` every token strictly below the node
+    /// that `rec` accepts. One pass: the path to a root is pushed once for every root below it
+    /// (its own tokens are not looked at), a refused byte on it skips those roots, and the
+    /// subtrees without a root are skipped whole. `rec` is back in its starting state when
+    /// this returns.
+    pub fn walk_below<R: Recognizer + ?Sized>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        roots: &[u32],
+    ) {
+        self.walk_below_hooked(rec, mask, roots, &mut NoHook);
+    }
+
+    /// [`TokTrie::walk_below`] asking `hook` at each root first ([`WalkHook::after_push`] with
+    /// the root's path): where it answers the subtree, the walk skips it.
+    pub fn walk_below_hooked<R: Recognizer + ?Sized, H: WalkHook<R>>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        roots: &[u32],
+        hook: &mut H,
+    ) {
+        if roots.is_empty() {
+            return;
+        }
+        let nodes = &self.nodes[..];
+        let n = nodes.len();
+        let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
+        let mut path = [0u8; MAX_TOKEN_BYTES + 1];
+        let mut sets = [ByteSet::FULL; FILTER_DEPTH + 1];
+        sets[0] = rec.byte_superset();
+        let mut depth = 0usize;
+        let mut next = 0usize;
+        // End of the root subtree the walk is in (0: on the way to a root).
+        let mut inside_end = 0usize;
+        let mut i = 1usize;
+        while i < n {
+            let mut pop = 0;
+            while depth > 0 && i >= ends[depth - 1] as usize {
+                depth -= 1;
+                pop += 1;
+            }
+            if pop > 0 {
+                rec.pop_bytes(pop);
+            }
+            let node = nodes[i];
+            if i >= inside_end {
+                while next < roots.len() && (roots[next] as usize) < i {
+                    next += 1;
+                }
+                let Some(&r) = roots.get(next) else { break };
+                let r = r as usize;
+                if r >= i + node.subtree()
+                    || (depth <= FILTER_DEPTH && !sets[depth].contains(node.byte()))
+                    || !rec.try_push_byte(node.byte())
+                {
+                    i += node.subtree();
+                    continue;
+                }
+                path[depth] = node.byte();
+                if i == r {
+                    next += 1;
+                    if hook.after_push(rec, &path[..=depth], mask) {
+                        rec.pop_bytes(1);
+                        i += node.subtree();
+                        continue;
+                    }
+                    inside_end = r + node.subtree();
+                }
+                ends[depth] = (i + node.subtree()) as u32;
+                depth += 1;
+                if depth <= FILTER_DEPTH {
+                    sets[depth] = rec.byte_superset();
+                }
+                i += 1;
+                continue;
+            }
+            if depth <= FILTER_DEPTH && !sets[depth].contains(node.byte()) {
+                i += node.subtree();
+                continue;
+            }
+            if !rec.try_push_byte(node.byte()) {
+                i += node.subtree();
+                continue;
+            }
+            self.mark(i, node, mask);
+            if node.subtree() > 1 && {
+                let stay = rec.stay_set();
+                !stay.is_empty() && self.below_within(i, &stay)
+            } {
+                let words = mask.words_mut();
+                for &t in self.tokens_below(i) {
+                    words[t as usize / WORD_BITS] |= 1 << (t as usize % WORD_BITS);
+                }
+                rec.pop_bytes(1);
+                i += node.subtree();
+                continue;
+            }
+            ends[depth] = (i + node.subtree()) as u32;
+            depth += 1;
+            if depth <= FILTER_DEPTH && node.subtree() > 1 {
+                sets[depth] = rec.byte_superset();
+            }
+            i += 1;
+        }
+        if depth > 0 {
+            rec.pop_bytes(depth);
+        }
+    }
+
     fn walk_impl<R: Recognizer + ?Sized, H: WalkHook<R>, const STAY: bool>(
         &self,
         rec: &mut R,
         mask: &mut TokenMask,
         hook: &mut H,
     ) {
+        self.walk_range::<R, H, STAY>(rec, mask, hook, 1, self.nodes.len());
+    }
+
+    /// The walk over the nodes `start..end`: the children of one node and their subtrees
+    /// (the whole trie for `1..len`), `rec` in the state after that node's path.
+    fn walk_range<R: Recognizer + ?Sized, H: WalkHook<R>, const STAY: bool>(
+        &self,
+        rec: &mut R,
+        mask: &mut TokenMask,
+        hook: &mut H,
+        start: usize,
+        end: usize,
+    ) {
         let nodes = &self.nodes[..];
-        let n = nodes.len();
+        let n = end;
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
         let mut path = [0u8; MAX_TOKEN_BYTES + 1];
         // The recogniser's byte superset at each depth: bytes outside it are skipped unasked.
         let mut sets = [ByteSet::FULL; FILTER_DEPTH + 1];
         sets[0] = rec.byte_superset();
         let mut depth = 0usize;
-        let mut i = 1usize;
+        let mut i = start;
         while i < n {
             let mut pop = 0;
             while depth > 0 && i >= ends[depth - 1] as usize {
@@ -505,7 +649,9 @@ impl TokTrie {
                 i += node.subtree();
                 continue;
             }
-            if rec.try_push_byte(node.byte()) {
+            let pushed = rec.try_push_byte(node.byte());
+            hook.attempted(rec, i, depth, pushed);
+            if pushed {
                 self.mark(i, node, mask);
                 // Every byte below stays in the recogniser's state: the whole subtree is in.
                 if STAY && node.subtree() > 1 && {

@@ -10,6 +10,7 @@ mod cfg_errors;
 mod cfg_generate;
 mod cfg_lexer;
 mod cfg_oracle;
+mod cfg_positions;
 mod cfg_tokens;
 mod cli;
 mod decode_loop;
