@@ -12,7 +12,9 @@
 //! `ONLY=<part of a name>` runs only the matching workloads (for a profiler); `STEPS=<part of a
 //! name>` also prints, per step, the best and worst mask time over the replays, the token
 //! before it and how many tokens the mask allows (where the time goes). `SHARED=0` turns the
-//! grammars' shared mask cache off, so every replay is a first request (for a profiler).
+//! grammars' shared mask cache off, so every replay is a first request (for a profiler);
+//! `POSITIONS=0` turns the position masks off (`CfgConfig::position_masks`), and `WARM=<n>`
+//! computes up to n positions' masks when each grammar is built (`CfgConfig::warm_positions`).
 
 use grammask::{json::TopLevel, Whitespace};
 use grammask::{
@@ -178,13 +180,19 @@ fn main() {
         // `SHARED=0`: no masks shared between replays, so each is a first request (profiling).
         let shared = std::env::var("SHARED").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
         let options = EngineOptions::default().with_mask_cache(cache).with_shared_masks(shared);
-        let cfg = CfgConfig::default().with_engine(options);
+        let positions = std::env::var("POSITIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(512);
+        let cfg = CfgConfig::default().with_engine(options).with_position_masks(positions);
+        // `WARM=<n>`: compute the masks of up to n positions when the engine is built
+        // (`CfgConfig::warm_positions`), so the first replay finds them made.
+        let warm = std::env::var("WARM").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let cfg = cfg.with_warm_positions(warm);
         let t0 = Instant::now();
         let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();
         println!(
-            "{file}: compiled with {} slices in {:.1} ms",
+            "{file}: compiled with {} slices in {:.1} ms (warm positions: {warm}, {} kept)",
             base.slice_count(),
-            t0.elapsed().as_secs_f64() * 1e3
+            t0.elapsed().as_secs_f64() * 1e3,
+            base.position_mask_count()
         );
         replay(label, &vocab, doc, reps, || Box::new(base.fork()));
     }

@@ -786,7 +786,11 @@ impl CfgConstraint {
             masks: SharedMasks::default(),
             positions: Mutex::new(FxHashMap::default()),
         });
-        Ok(Self::with_shared(vocab, shared))
+        let e = Self::with_shared(vocab, shared);
+        if config.warm_positions > 0 {
+            e.warm_positions(config.warm_positions);
+        }
+        Ok(e)
     }
 
     pub(crate) fn with_shared(vocab: &Vocabulary, shared: Arc<Shared>) -> Self {
@@ -856,6 +860,45 @@ impl CfgConstraint {
     /// Number of vocabulary slices built for this grammar.
     pub fn slice_count(&self) -> usize {
         self.shared.slices.len()
+    }
+
+    /// Compute, ahead of any request, the masks of up to `limit` positions the grammar can
+    /// reach (see [`CfgConfig::warm_positions`]), breadth first over bytes from this engine's
+    /// state (each position once, from the first chart that reaches it): they land in the
+    /// masks every engine of this grammar shares (by signature) and in its position masks.
+    /// Returns how many positions were visited; a position whose mask exceeds a limit is
+    /// passed over.
+    pub fn warm_positions(&self, limit: usize) -> usize {
+        let g = &*self.shared.grammar;
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut queue = std::collections::VecDeque::new();
+        let start = self.lock().clone();
+        seen.insert(start.position_key());
+        queue.push_back(start);
+        let mut mask = TokenMask::new(self.vocab.n_vocab());
+        let mut e = self.fork();
+        let mut visited = 0;
+        while let Some(chart) = queue.pop_front() {
+            if visited >= limit {
+                break;
+            }
+            visited += 1;
+            let scan = chart.last_scan();
+            for b in 0..=255u8 {
+                if !scan.contains(b) {
+                    continue;
+                }
+                let mut c = chart.clone();
+                c.clear_overflow();
+                if c.push(g, b) && c.commit(g) && seen.insert(c.position_key()) {
+                    queue.push_back(c);
+                }
+            }
+            e.chart = Mutex::new(chart);
+            e.cache = MaskCache::new(0);
+            let _ = e.fill_mask(&mut mask);
+        }
+        visited
     }
 
     /// How many position masks the engines of this grammar have kept so far (see
@@ -981,9 +1024,13 @@ impl CfgConstraint {
                                 .positions
                                 .lock()
                                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            if map.len() < cap {
-                                map.insert(k, p);
+                            if map.len() >= cap {
+                                // Full: one entry out, whichever the map lists first.
+                                if let Some(old) = map.keys().next().copied() {
+                                    map.remove(&old);
+                                }
                             }
+                            map.insert(k, p);
                         }
                     }
                 },

@@ -116,13 +116,22 @@ pub struct CfgConfig {
     /// gets at most half). A sub-rule whose DFA needs more stays a grammar rule, so this never
     /// fails a grammar; it bounds the compile time of regular rules whose DFAs blow up.
     pub max_lexer_work: usize,
-    /// Most position masks kept per compiled grammar (default 256; 0 turns them off): the
+    /// Most position masks kept per compiled grammar (default 512; 0 turns them off; past it,
+    /// one goes for each new one): the
     /// part of a mask that does not depend on what came before the last Earley set, and the
     /// trie nodes below which it does, shared by every engine of the grammar (see
     /// `docs/grammars.md`). A state met again under another context (a member value one
     /// object deeper) copies it and walks only those nodes. Each holds one mask (a bit per
     /// token). The masks are the same either way.
     pub position_masks: usize,
+    /// Positions whose masks are computed when the engine is built, before any request
+    /// (default 0: none). `CfgConstraint::warm_positions` explores the positions the grammar
+    /// reaches from its start, breadth first over bytes, and computes a mask at each: the first
+    /// request then finds most of its masks made (a JSON grammar has ~340 such positions and
+    /// takes ~16 ms more to build; a C-like one ~570 and ~200 ms, see `docs/performance.md`).
+    /// Worth it where a grammar is compiled once ahead and its first request's latency
+    /// matters; otherwise the masks of the positions a request never reaches are wasted work.
+    pub warm_positions: usize,
 }
 
 impl Default for CfgConfig {
@@ -136,7 +145,8 @@ impl Default for CfgConfig {
             lexer: true,
             max_lexeme_states: 10_000,
             max_lexer_work: 16_000_000,
-            position_masks: 256,
+            position_masks: 512,
+            warm_positions: 0,
         }
     }
 }
@@ -158,8 +168,10 @@ builder!(CfgConfig {
     with_max_lexeme_states => max_lexeme_states: usize,
     /// Determinisation work for all lexemes together (default 16,000,000 units).
     with_max_lexer_work => max_lexer_work: usize,
-    /// Most position masks kept per compiled grammar (default 256; 0: none).
+    /// Most position masks kept per compiled grammar (default 512; 0: none).
     with_position_masks => position_masks: usize,
+    /// Positions whose masks are computed when the engine is built (default 0).
+    with_warm_positions => warm_positions: usize,
 });
 
 /// A grammar that could not be compiled.

@@ -86,13 +86,21 @@ fn position_masks_keep_masks_where_a_position_returns_under_another_context() {
     ];
     for (name, docs) in docs {
         let text = grammar(name);
-        let with = CfgConstraint::from_gbnf(vocab(), &text, &config(256)).unwrap();
+        let with = CfgConstraint::from_gbnf(vocab(), &text, &config(512)).unwrap();
         let without = CfgConstraint::from_gbnf(vocab(), &text, &config(0)).unwrap();
         // Twice: the second pass meets every position with its mask kept.
         for round in 0..2 {
             for (k, doc) in docs.iter().enumerate() {
                 compare(&format!("{name} doc {k} round {round}"), &with, &without, doc);
             }
+        }
+        // Position masks computed before any request, each from the first chart that reached
+        // its position (`warm_positions`), and a cap small enough that entries are evicted.
+        let warm_cfg = config(64).with_warm_positions(100_000);
+        let warm = CfgConstraint::from_gbnf(vocab(), &text, &warm_cfg).unwrap();
+        assert!(warm.position_mask_count() > 0, "{name}: nothing warmed");
+        for (k, doc) in docs.iter().enumerate() {
+            compare(&format!("{name} doc {k} warmed"), &warm, &without, doc);
         }
         assert_eq!(without.position_mask_count(), 0);
         if name == "json.gbnf" {
