@@ -273,6 +273,8 @@ const LIMIT_NAMES: &[&str] = &[
     "work_per_call",
     "lexeme_states",
     "lexer_work",
+    "position_masks",
+    "warm_positions",
     "regex_states",
     "regex_memory",
     "lazy_memory",
@@ -532,7 +534,15 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         check_limit_kinds(
             c,
             "--grammar",
-            &["grammar_symbols", "items_per_set", "work_per_call", "lexeme_states", "lexer_work"],
+            &[
+                "grammar_symbols",
+                "items_per_set",
+                "work_per_call",
+                "lexeme_states",
+                "lexer_work",
+                "position_masks",
+                "warm_positions",
+            ],
         )?;
         let mut config = CfgConfig::default();
         for (name, v) in &c.limits {
@@ -542,6 +552,8 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
                 "work_per_call" => config.max_work_per_call = *v,
                 "lexeme_states" => config.max_lexeme_states = *v,
                 "lexer_work" => config.max_lexer_work = *v,
+                "position_masks" => config.position_masks = *v,
+                "warm_positions" => config.warm_positions = *v,
                 _ => {}
             }
         }

@@ -888,6 +888,10 @@ impl CfgConstraint {
                 if !scan.contains(b) {
                     continue;
                 }
+                // No more charts queued than positions left to visit.
+                if visited + queue.len() >= limit {
+                    break;
+                }
                 let mut c = chart.clone();
                 c.clear_overflow();
                 if c.push(g, b) && c.commit(g) && seen.insert(c.position_key()) {
