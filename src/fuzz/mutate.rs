@@ -230,8 +230,9 @@ fn outside(values: &[Value], rng: &mut Rng) -> Option<Value> {
 }
 
 /// A value the subschema `not` accepts, where that is plain to see: `not` of a `type` alone
-/// (a value of one of its types), of an `enum` (a member) or of a `const`; `None` otherwise.
-/// Annotations beside those keywords are ignored.
+/// (a value of one of its types), of an `enum` (a member), of a `const`, or of a `required`
+/// (an object with those names, each with a value drawn from [`WRONG_TYPED`]); `None`
+/// otherwise. Annotations beside those keywords are ignored.
 fn inside(not: &Map<String, Value>, rng: &mut Rng) -> Option<Value> {
     const ANNOTATIONS: [&str; 5] = ["title", "description", "$comment", "examples", "default"];
     let mut keys = not.keys().filter(|k| !ANNOTATIONS.contains(&k.as_str()));
@@ -240,6 +241,15 @@ fn inside(not: &Map<String, Value>, rng: &mut Rng) -> Option<Value> {
         ("const", c) => Some(c.clone()),
         ("enum", Value::Array(members)) if !members.is_empty() => {
             Some(members[rng.below(members.len() as u32) as usize].clone())
+        }
+        ("required", Value::Array(names)) => {
+            let mut m = Map::new();
+            for name in names {
+                let name = name.as_str()?;
+                let (_, values) = WRONG_TYPED[rng.below(WRONG_TYPED.len() as u32) as usize];
+                m.insert(name.to_string(), draw(values, rng)?);
+            }
+            Some(Value::Object(m))
         }
         ("type", t) => {
             let types: Vec<&str> = match t {
@@ -514,7 +524,19 @@ mod tests {
             assert!(v.as_ref().is_some_and(|v| v.is_null() || v.is_boolean()), "{v:?}");
             let v = inside(&obj(serde_json::json!({"enum": ["a", 2], "title": "t"})), &mut rng);
             assert!(v == Some("a".into()) || v == Some(2.into()), "{v:?}");
+            // `required` alone: an object with every name (`Handwritten---oneof6`'s
+            // `not: {required: [x]}`, whose valid documents are all scalars).
+            let v = inside(&obj(serde_json::json!({"required": ["x", "y"]})), &mut rng);
+            let m = v.as_ref().and_then(Value::as_object).expect("an object");
+            assert!(m.len() == 2 && m.contains_key("x") && m.contains_key("y"), "{v:?}");
         }
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            seen.insert(
+                inside(&obj(serde_json::json!({"required": ["x"]})), &mut rng).unwrap().to_string(),
+            );
+        }
+        assert!(seen.len() >= 20, "only {} distinct objects with `x`", seen.len());
         assert_eq!(inside(&obj(serde_json::json!({"const": 5})), &mut rng), Some(5.into()));
         // A `type` with another keyword beside it: not plain, no guess.
         let typed = obj(serde_json::json!({"type": "string", "minLength": 3}));

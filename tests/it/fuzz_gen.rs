@@ -169,6 +169,20 @@ fn a_rare_constrained_place_still_gives_all_near_misses() {
     }
 }
 
+/// `Handwritten---oneof6`: a `oneOf` of `not: {required: [x]}` and `dependencies: {x: false}`
+/// refuses every object (with `x` both branches fail, without it both pass), so its valid
+/// documents are the scalars and arrays, and no `type` names the objects as wrong. The
+/// near misses come from the `not`: an object with `x`, which the `required` inside it
+/// accepts (it gave none before).
+#[test]
+fn a_not_of_required_gives_objects_with_the_names() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"oneOf": [{"not": {"required": ["x"]}}, {"dependencies": {"x": false}}]});
+    let (valid, invalid) = judge(&schema, &vocab, 40, 20, 1);
+    assert_eq!(valid, 40);
+    assert_eq!(invalid, 20, "{invalid} near misses");
+}
+
 /// Locations the walks rarely reach — a property four optional levels down, keys that must
 /// match a 32-hex-digit pattern, an enum of 40 members — get documents aimed at them: with
 /// the default aimed share, coverage is higher than with walks alone (same seed), every
