@@ -93,6 +93,20 @@ fn path_hash_end(h: u64, len: usize) -> u64 {
     (h ^ (len as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)) | 1
 }
 
+/// Pop the walk's path back to the parent of node `i`: the depths whose subtree ends at or
+/// before `i` (`ends[d]`, the end of the subtree entered at depth `d`) are left.
+#[inline(always)]
+fn leave_subtrees<R: Recognizer + ?Sized>(rec: &mut R, ends: &[u32], depth: &mut usize, i: usize) {
+    let mut pop = 0;
+    while *depth > 0 && i >= ends[*depth - 1] as usize {
+        *depth -= 1;
+        pop += 1;
+    }
+    if pop > 0 {
+        rec.pop_bytes(pop);
+    }
+}
+
 /// A trie as the vocabulary cache stores it: the nodes as `bits, size` word pairs in
 /// depth-first order, the duplicate tokens per node (sorted by node), and per node the id of
 /// the set of bytes below it, with the sets as words.
@@ -494,6 +508,25 @@ impl TokTrie {
         &self.dfs_tokens[self.dfs_start[node + 1] as usize..self.dfs_start[end] as usize]
     }
 
+    /// Does every byte below `node` (which has descendants) keep `rec` in its state
+    /// ([`Recognizer::stay_set`]), so that its whole subtree is accepted?
+    #[inline(always)]
+    fn stays_below<R: Recognizer + ?Sized>(&self, rec: &R, node: usize) -> bool {
+        self.nodes[node].subtree() > 1 && {
+            let stay = rec.stay_set();
+            !stay.is_empty() && self.below_within(node, &stay)
+        }
+    }
+
+    /// Set in `mask` every token strictly below `node`.
+    #[inline]
+    fn mark_below(&self, node: usize, mask: &mut TokenMask) {
+        let words = mask.words_mut();
+        for &t in self.tokens_below(node) {
+            words[t as usize / WORD_BITS] |= 1 << (t as usize % WORD_BITS);
+        }
+    }
+
     /// For each node of `roots` (ascending node indices, none inside another's subtree, each
     /// with descendants): walk its subtree with `rec` from the state after the node's path, as
     /// [`TokTrie::walk_staying`] does, setting in `mask` every token strictly below the node
@@ -534,14 +567,7 @@ impl TokTrie {
         let mut inside_end = 0usize;
         let mut i = 1usize;
         while i < n {
-            let mut pop = 0;
-            while depth > 0 && i >= ends[depth - 1] as usize {
-                depth -= 1;
-                pop += 1;
-            }
-            if pop > 0 {
-                rec.pop_bytes(pop);
-            }
+            leave_subtrees(rec, &ends, &mut depth, i);
             let node = nodes[i];
             if i >= inside_end {
                 while next < roots.len() && (roots[next] as usize) < i {
@@ -583,14 +609,8 @@ impl TokTrie {
                 continue;
             }
             self.mark(i, node, mask);
-            if node.subtree() > 1 && {
-                let stay = rec.stay_set();
-                !stay.is_empty() && self.below_within(i, &stay)
-            } {
-                let words = mask.words_mut();
-                for &t in self.tokens_below(i) {
-                    words[t as usize / WORD_BITS] |= 1 << (t as usize % WORD_BITS);
-                }
+            if self.stays_below(rec, i) {
+                self.mark_below(i, mask);
                 rec.pop_bytes(1);
                 i += node.subtree();
                 continue;
@@ -613,37 +633,17 @@ impl TokTrie {
         mask: &mut TokenMask,
         hook: &mut H,
     ) {
-        self.walk_range::<R, H, STAY>(rec, mask, hook, 1, self.nodes.len());
-    }
-
-    /// The walk over the nodes `start..end`: the children of one node and their subtrees
-    /// (the whole trie for `1..len`), `rec` in the state after that node's path.
-    fn walk_range<R: Recognizer + ?Sized, H: WalkHook<R>, const STAY: bool>(
-        &self,
-        rec: &mut R,
-        mask: &mut TokenMask,
-        hook: &mut H,
-        start: usize,
-        end: usize,
-    ) {
         let nodes = &self.nodes[..];
-        let n = end;
+        let n = nodes.len();
         let mut ends = [0u32; MAX_TOKEN_BYTES + 1];
         let mut path = [0u8; MAX_TOKEN_BYTES + 1];
         // The recogniser's byte superset at each depth: bytes outside it are skipped unasked.
         let mut sets = [ByteSet::FULL; FILTER_DEPTH + 1];
         sets[0] = rec.byte_superset();
         let mut depth = 0usize;
-        let mut i = start;
+        let mut i = 1usize;
         while i < n {
-            let mut pop = 0;
-            while depth > 0 && i >= ends[depth - 1] as usize {
-                depth -= 1;
-                pop += 1;
-            }
-            if pop > 0 {
-                rec.pop_bytes(pop);
-            }
+            leave_subtrees(rec, &ends, &mut depth, i);
             let node = nodes[i];
             if depth <= FILTER_DEPTH && !sets[depth].contains(node.byte()) {
                 i += node.subtree();
@@ -654,15 +654,8 @@ impl TokTrie {
             if pushed {
                 self.mark(i, node, mask);
                 // Every byte below stays in the recogniser's state: the whole subtree is in.
-                if STAY && node.subtree() > 1 && {
-                    let stay = rec.stay_set();
-                    !stay.is_empty() && self.below_within(i, &stay)
-                } {
-                    let (a, b) = (self.dfs_start[i + 1], self.dfs_start[i + node.subtree()]);
-                    let words = mask.words_mut();
-                    for &t in &self.dfs_tokens[a as usize..b as usize] {
-                        words[t as usize / WORD_BITS] |= 1 << (t as usize % WORD_BITS);
-                    }
+                if STAY && self.stays_below(rec, i) {
+                    self.mark_below(i, mask);
                     rec.pop_bytes(1);
                     i += node.subtree();
                     continue;

@@ -197,39 +197,7 @@ fn long_rule_chains_compile_and_stay_exact() {
 
 /// Walk `doc` token by token through `a` and `b`, comparing every mask (and the final one).
 fn compare_on_document(name: &str, a: &mut CfgConstraint, b: &mut CfgConstraint, doc: &str) {
-    compare_on_document_with(vocab(), name, a, b, doc);
-}
-
-/// [`compare_on_document`] over vocabulary `v`.
-fn compare_on_document_with(
-    v: &Vocabulary,
-    name: &str,
-    a: &mut CfgConstraint,
-    b: &mut CfgConstraint,
-    doc: &str,
-) {
-    let mut m1 = TokenMask::new(v.n_vocab());
-    let mut m2 = TokenMask::new(v.n_vocab());
-    let toks = v.encode(doc).unwrap();
-    for (i, &t) in toks.iter().enumerate() {
-        a.fill_mask(&mut m1).unwrap();
-        b.fill_mask(&mut m2).unwrap();
-        assert!(
-            m1 == m2,
-            "{name} step {i} after {:?}: {} tokens with slices, {} without; {}",
-            String::from_utf8_lossy(&a.output_bytes()),
-            m1.count(),
-            m2.count(),
-            crate::common::mask_diff(v, &m1, &m2)
-        );
-        assert!(m1.contains(t), "{name} step {i}: the document's token {} refused", v.describe(t));
-        a.advance(t).unwrap();
-        b.advance(t).unwrap();
-    }
-    a.fill_mask(&mut m1).unwrap();
-    b.fill_mask(&mut m2).unwrap();
-    assert!(m1 == m2, "{name}: final masks differ; {}", crate::common::mask_diff(v, &m1, &m2));
-    assert!(a.is_accepting(), "{name}: document not accepted");
+    crate::common::cfg_masks_agree(vocab(), name, a, b, doc);
 }
 
 #[test]
@@ -293,6 +261,6 @@ fn node_slices_keep_masks_on_byte_level_and_sentencepiece_vocabularies() {
         assert!(fast.node_slice_count() > 0, "{name}: no node slices");
         let slow = CfgConstraint::from_gbnf(&v, &text, &plain).unwrap();
         assert_eq!(slow.node_slice_count(), 0);
-        compare_on_document_with(&v, name, &mut fast.fork(), &mut slow.fork(), doc);
+        crate::common::cfg_masks_agree(&v, name, &mut fast.fork(), &mut slow.fork(), doc);
     }
 }

@@ -37,28 +37,7 @@ fn pick(mask: &TokenMask, v: &Vocabulary, rng: &mut u64) -> Option<TokenId> {
 
 /// Replay `doc` through an engine with position masks and one without, comparing every mask.
 fn compare(name: &str, with: &CfgConstraint, without: &CfgConstraint, doc: &str) {
-    let v = vocab();
-    let (mut a, mut b) = (with.fork(), without.fork());
-    let mut m1 = TokenMask::new(v.n_vocab());
-    let mut m2 = TokenMask::new(v.n_vocab());
-    for (i, &t) in v.encode(doc).unwrap().iter().enumerate() {
-        a.fill_mask(&mut m1).unwrap();
-        b.fill_mask(&mut m2).unwrap();
-        assert!(
-            m1 == m2,
-            "{name} step {i} after {:?}: {} tokens with position masks, {} without; {}",
-            String::from_utf8_lossy(&a.output_bytes()),
-            m1.count(),
-            m2.count(),
-            crate::common::mask_diff(v, &m1, &m2)
-        );
-        a.advance(t).unwrap();
-        b.advance(t).unwrap();
-    }
-    a.fill_mask(&mut m1).unwrap();
-    b.fill_mask(&mut m2).unwrap();
-    assert!(m1 == m2, "{name}: final masks differ; {}", crate::common::mask_diff(v, &m1, &m2));
-    assert!(a.is_accepting(), "{name}: document not accepted");
+    crate::common::cfg_masks_agree(vocab(), name, &mut with.fork(), &mut without.fork(), doc);
 }
 
 #[test]

@@ -99,3 +99,36 @@ pub fn walk(engine: &mut dyn ConstraintEngine, tokens: &[TokenId]) -> (Option<us
     assert_eq!(eos, engine.is_accepting());
     (None, eos)
 }
+
+/// Walk `doc` token by token through two CFG engines of one grammar (built with different
+/// options), comparing every mask and the final one; the document must be accepted.
+pub fn cfg_masks_agree(
+    v: &Vocabulary,
+    name: &str,
+    a: &mut grammask::CfgConstraint,
+    b: &mut grammask::CfgConstraint,
+    doc: &str,
+) {
+    let mut m1 = TokenMask::new(v.n_vocab());
+    let mut m2 = TokenMask::new(v.n_vocab());
+    let toks = v.encode(doc).unwrap();
+    for (i, &t) in toks.iter().enumerate() {
+        a.fill_mask(&mut m1).unwrap();
+        b.fill_mask(&mut m2).unwrap();
+        assert!(
+            m1 == m2,
+            "{name} step {i} after {:?}: {} tokens from the first engine, {} from the second; {}",
+            String::from_utf8_lossy(&a.output_bytes()),
+            m1.count(),
+            m2.count(),
+            mask_diff(v, &m1, &m2)
+        );
+        assert!(m1.contains(t), "{name} step {i}: the document's token {} refused", v.describe(t));
+        a.advance(t).unwrap();
+        b.advance(t).unwrap();
+    }
+    a.fill_mask(&mut m1).unwrap();
+    b.fill_mask(&mut m2).unwrap();
+    assert!(m1 == m2, "{name}: final masks differ; {}", mask_diff(v, &m1, &m2));
+    assert!(a.is_accepting(), "{name}: document not accepted");
+}
