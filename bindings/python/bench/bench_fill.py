@@ -132,6 +132,8 @@ def parallel_control() -> float:
 # free-form JSON masks of the native engine take ~2 us, far below the >= 20 us the batch target
 # is set for. `grammars/json.gbnf` through the CFG engine with its caches off costs 20-40 us a
 # mask (llama3), the target's regime; `grammars/c_expr.gbnf`'s first-request masks 80-450 us.
+# "Caches off" includes the position masks (2026-12-05), which would otherwise serve repeated
+# fills of one state as a copy and a small walk.
 GBNF_STATES = {
     "json.gbnf": ["", '{"a": ', '{"a": [1, ', '{"a": [', '{"a": "x", ', '{"a": {"b": '],
     "c_expr.gbnf": ["", "int x = ", "x = x + ", "if (a < ", "while (n) { ", "return f(", "{ y"],
@@ -144,7 +146,8 @@ def batch_workloads(vocab: gm.Vocabulary):
     grammars = Path(__file__).resolve().parents[3] / "grammars"
     for file, prefixes in GBNF_STATES.items():
         grammar = (grammars / file).read_text()
-        yield file, gm.CompiledConstraint.gbnf(vocab, grammar, mask_cache=0), prefixes
+        compiled = gm.CompiledConstraint.gbnf(vocab, grammar, mask_cache=0, position_masks=0)
+        yield file, compiled, prefixes
 
 
 def costliest_states(compiled: gm.CompiledConstraint, prefixes: list[str]) -> list[str]:

@@ -11,7 +11,9 @@ use crate::vocab::PyVocabulary;
 use grammask::constraint::{Piece, Tag, Tagged, TriggeredTags};
 use grammask::json::TopLevel;
 use grammask::schema::{FormatMode, PropertyOrder};
-use grammask::{CompiledConstraint, Constraint, EngineOptions, JsonConfig, SchemaOptions};
+use grammask::{
+    CfgConfig, CompiledConstraint, Constraint, EngineOptions, JsonConfig, SchemaOptions,
+};
 use grammask::{ConstraintKind, Whitespace};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -335,20 +337,41 @@ impl PyCompiledConstraint {
     }
 
     /// Output in the language of a GBNF grammar (llama.cpp's format, start rule `root`).
+    /// `position_masks` caps the masks kept per position for every matcher of it (default
+    /// 512; 0: none); `warm_positions` computes up to that many positions' masks now, so that
+    /// a first request finds them made (default 0; see `docs/grammars.md`).
     #[staticmethod]
-    #[pyo3(signature = (vocab, grammar, *, rollback_history=None, mask_cache=None))]
+    #[pyo3(signature = (
+        vocab, grammar, *, rollback_history=None, mask_cache=None, position_masks=None,
+        warm_positions=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn gbnf(
         py: Python<'_>,
         vocab: &Bound<'_, PyVocabulary>,
         grammar: String,
         rollback_history: Option<usize>,
         mask_cache: Option<usize>,
+        position_masks: Option<usize>,
+        warm_positions: Option<usize>,
     ) -> PyResult<Self> {
         let options = options_dict(
             py,
-            &[("rollback_history", opt(py, rollback_history)), ("mask_cache", opt(py, mask_cache))],
+            &[
+                ("rollback_history", opt(py, rollback_history)),
+                ("mask_cache", opt(py, mask_cache)),
+                ("position_masks", opt(py, position_masks)),
+                ("warm_positions", opt(py, warm_positions)),
+            ],
         )?;
-        let c = Constraint::gbnf(&grammar)
+        let mut config = CfgConfig::default();
+        if let Some(n) = position_masks {
+            config.position_masks = n;
+        }
+        if let Some(n) = warm_positions {
+            config.warm_positions = n;
+        }
+        let c = Constraint::gbnf_with(&grammar, config)
             .with_engine_options(engine_options(rollback_history, mask_cache));
         Self::compile(py, vocab, c, Some(grammar), options)
     }

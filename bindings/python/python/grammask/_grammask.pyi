@@ -93,6 +93,8 @@ class CompiledConstraint:
         *,
         rollback_history: int | None = None,
         mask_cache: int | None = None,
+        position_masks: int | None = None,
+        warm_positions: int | None = None,
     ) -> CompiledConstraint: ...
     @staticmethod
     def structural_tag(
