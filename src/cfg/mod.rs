@@ -42,11 +42,17 @@
 //! And masks repeat: a set is hashed by what can follow it, not by how it was reached (separated
 //! lists lowered so that every element completes alike, lexeme DFAs minimised), so the mask
 //! cache hits at the second and later members of an object as it does in the native engine.
+//! Where the same rule comes back under another context (one object deeper), the *position
+//! mask* does: the part of the mask no token's walk read the context for — a walk reads it only
+//! by completing an item that started before the last set, which the chart counts — kept by the
+//! set's items with origins reduced to "here" or "before" ([`CfgConfig::position_masks`]).
 //!
 //! The alternative, a pushdown automaton with a context-independent token cache (XGrammar),
 //! needs a large precomputation per grammar and vocabulary and was more than this step could
 //! build; a lexer over the existing recogniser kept every exactness test applicable and gave
-//! the numbers in `docs/performance.md` ("Regex and CFG"). The masks are checked equal to the
+//! the numbers in `docs/performance.md` ("Regex and CFG"). The position masks are that cache
+//! grown on demand over the Earley sets, and [`CfgConfig::warm_positions`] precomputes it
+//! when a grammar is built (opt-in). The masks are checked equal to the
 //! byte-level engine (`CfgConfig::lexer = false`) on every library grammar.
 //!
 //! # Example
