@@ -424,8 +424,8 @@ struct PositionHook<'s> {
     /// Bytes offered, and those below a root.
     offered: usize,
     below_roots: usize,
-    /// A completion across the boundary inside a node slice's own walk, or one this hook could
-    /// not place: no position mask.
+    /// A completion across the boundary this hook could not place (deferred completions of
+    /// the base set itself, or a refused push that made one): no position mask.
     spoiled: bool,
 }
 
