@@ -118,6 +118,25 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The position mask kept for `key`: `Some(None)` where the position was met and not
+    /// worth keeping, `None` where it is new.
+    fn position(&self, key: u64) -> Option<Option<Arc<PositionMask>>> {
+        self.positions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned()
+    }
+
+    /// Keep `p` (or that it was not worth keeping) for `key`, one entry out when the map is
+    /// full ([`CfgConfig::position_masks`]).
+    fn keep_position(&self, key: u64, p: Option<PositionMask>) {
+        let mut map = self.positions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= self.config.position_masks {
+            // Full: one entry out, whichever the map lists first.
+            if let Some(old) = map.keys().next().copied() {
+                map.remove(&old);
+            }
+        }
+        map.insert(key, p.map(Arc::new));
+    }
+
     /// Does token terminal `set` take `token`?
     #[inline]
     fn takes(&self, vocab: &Vocabulary, set: u32, token: TokenId) -> bool {
@@ -288,7 +307,7 @@ fn build_node_slices(
     config: &CfgConfig,
     pairs: &[(usize, usize)],
 ) -> Vec<NodeSlice> {
-    if config.slice_min_tokens == usize::MAX {
+    if pairs.is_empty() {
         return Vec::new();
     }
     let text: Vec<(TokenId, &[u8])> = vocab.text_tokens().collect();
@@ -466,11 +485,9 @@ impl<'s> PositionHook<'s> {
             return None;
         }
         let mut m = mask.clone();
-        let words = m.words_mut();
         for &r in &self.roots {
             for &t in self.trie.tokens_below(r as usize) {
-                words[t as usize / crate::mask::WORD_BITS] &=
-                    !(1 << (t as usize % crate::mask::WORD_BITS));
+                m.remove(TokenId(t));
             }
         }
         Some(PositionMask { mask: m, roots: self.roots })
@@ -877,6 +894,7 @@ impl CfgConstraint {
         queue.push_back(start);
         let mut mask = TokenMask::new(self.vocab.n_vocab());
         let mut e = self.fork();
+        e.cache = MaskCache::new(0);
         let mut visited = 0;
         while let Some(chart) = queue.pop_front() {
             if visited >= limit {
@@ -899,7 +917,6 @@ impl CfgConstraint {
                 }
             }
             e.chart = Mutex::new(chart);
-            e.cache = MaskCache::new(0);
             let _ = e.fill_mask(&mut mask);
         }
         visited
@@ -989,32 +1006,23 @@ impl CfgConstraint {
             None => Some(self.vocab.trie()),
         };
         if let Some(trie) = trie {
-            let cap = shared.config.position_masks;
-            let key = if cap > 0 { Some(chart.position_key()) } else { None };
-            let known = key.and_then(|k| {
-                shared
-                    .positions
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get(&k)
-                    .cloned()
-            });
-            match known {
-                Some(Some(p)) => {
-                    // The mask's context-free part, and a walk of the rest.
-                    mask.copy_from(&p.mask);
-                    let mut walk = EarleyWalk::new(g, chart);
-                    if shared.node_slices.is_empty() {
-                        trie.walk_below(&mut walk, mask, &p.roots);
-                    } else {
-                        let mut hook = NodeHook::new(&shared.node_slices);
-                        trie.walk_below_hooked(&mut walk, mask, &p.roots, &mut hook);
+            match (shared.config.position_masks > 0).then(|| chart.position_key()) {
+                None => Self::walk(shared, g, chart, trie, mask),
+                Some(key) => match shared.position(key) {
+                    // The mask's context-free part, and a walk below its roots.
+                    Some(Some(p)) => {
+                        mask.copy_from(&p.mask);
+                        let mut walk = EarleyWalk::new(g, chart);
+                        if shared.node_slices.is_empty() {
+                            trie.walk_below(&mut walk, mask, &p.roots);
+                        } else {
+                            let mut hook = NodeHook::new(&shared.node_slices);
+                            trie.walk_below_hooked(&mut walk, mask, &p.roots, &mut hook);
+                        }
                     }
-                }
-                Some(None) => Self::walk(shared, g, chart, trie, mask),
-                None => match key {
-                    None => Self::walk(shared, g, chart, trie, mask),
-                    Some(k) => {
+                    // Met before and not worth keeping.
+                    Some(None) => Self::walk(shared, g, chart, trie, mask),
+                    None => {
                         chart.set_boundary();
                         let node = (!shared.node_slices.is_empty())
                             .then(|| NodeHook::new(&shared.node_slices));
@@ -1023,18 +1031,7 @@ impl CfgConstraint {
                         trie.walk_staying_hooked(&mut walk, mask, &mut hook);
                         chart.clear_boundary();
                         if !chart.overflowed() {
-                            let p = hook.finish(mask).map(Arc::new);
-                            let mut map = shared
-                                .positions
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            if map.len() >= cap {
-                                // Full: one entry out, whichever the map lists first.
-                                if let Some(old) = map.keys().next().copied() {
-                                    map.remove(&old);
-                                }
-                            }
-                            map.insert(k, p);
+                            shared.keep_position(key, hook.finish(mask));
                         }
                     }
                 },
