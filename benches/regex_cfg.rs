@@ -14,7 +14,8 @@
 //! before it and how many tokens the mask allows (where the time goes). `SHARED=0` turns the
 //! grammars' shared mask cache off, so every replay is a first request (for a profiler);
 //! `POSITIONS=0` turns the position masks off (`CfgConfig::position_masks`), and `WARM=<n>`
-//! computes up to n positions' masks when each grammar is built (`CfgConfig::warm_positions`).
+//! computes up to n positions' masks when each grammar is built (`CfgConfig::warm_positions`,
+//! default 128, within `CfgConfig::warm_time`; `WARM=0`: none).
 
 use grammask::{json::TopLevel, Whitespace};
 use grammask::{
@@ -183,8 +184,12 @@ fn main() {
         let positions = std::env::var("POSITIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(512);
         let cfg = CfgConfig::default().with_engine(options).with_position_masks(positions);
         // `WARM=<n>`: compute the masks of up to n positions when the engine is built
-        // (`CfgConfig::warm_positions`), so the first replay finds them made.
-        let warm = std::env::var("WARM").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        // (`CfgConfig::warm_positions`, default 128; 0: none), so the first replay finds them
+        // made.
+        let warm = std::env::var("WARM")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(CfgConfig::default().warm_positions);
         let cfg = cfg.with_warm_positions(warm);
         let t0 = Instant::now();
         let base = CfgConstraint::from_gbnf(&vocab, &load(file), &cfg).unwrap();

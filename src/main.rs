@@ -242,7 +242,7 @@ struct ConstraintArgs {
     /// Raise or lower a compile or engine limit, as NAME=N (repeatable; docs/limits.md lists
     /// each limit, its default and the error that names it): alternatives, dfa_states, nodes,
     /// ref_depth, instance_depth, compile_ms (--schema); grammar_symbols, items_per_set, work_per_call,
-    /// lexeme_states, lexer_work (--grammar); regex_states, regex_memory, lazy_memory, dense_memory (--regex); json_depth (--json);
+    /// lexeme_states, lexer_work, position_masks, warm_positions, warm_ms (--grammar); regex_states, regex_memory, lazy_memory, dense_memory (--regex); json_depth (--json);
     /// history, mask_cache (any).
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     limits: Vec<(String, usize)>,
@@ -275,6 +275,7 @@ const LIMIT_NAMES: &[&str] = &[
     "lexer_work",
     "position_masks",
     "warm_positions",
+    "warm_ms",
     "regex_states",
     "regex_memory",
     "lazy_memory",
@@ -542,6 +543,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
                 "lexer_work",
                 "position_masks",
                 "warm_positions",
+                "warm_ms",
             ],
         )?;
         let mut config = CfgConfig::default();
@@ -554,6 +556,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
                 "lexer_work" => config.max_lexer_work = *v,
                 "position_masks" => config.position_masks = *v,
                 "warm_positions" => config.warm_positions = *v,
+                "warm_ms" => config.warm_time = std::time::Duration::from_millis(*v as u64),
                 _ => {}
             }
         }

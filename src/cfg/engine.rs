@@ -804,7 +804,7 @@ impl CfgConstraint {
             positions: Mutex::new(FxHashMap::default()),
         });
         let e = Self::with_shared(vocab, shared);
-        if config.warm_positions > 0 {
+        if config.warm_positions > 0 && !config.warm_time.is_zero() {
             e.warm_positions(config.warm_positions);
         }
         Ok(e)
@@ -881,10 +881,10 @@ impl CfgConstraint {
 
     /// Compute, ahead of any request, the masks of up to `limit` positions the grammar can
     /// reach (see [`CfgConfig::warm_positions`]), breadth first over bytes from this engine's
-    /// state (each position once, from the first chart that reaches it): they land in the
-    /// masks every engine of this grammar shares (by signature) and in its position masks.
-    /// Returns how many positions were visited; a position whose mask exceeds a limit is
-    /// passed over.
+    /// state (each position once, from the first chart that reaches it), for at most
+    /// [`CfgConfig::warm_time`]: they land in the masks every engine of this grammar shares (by
+    /// signature) and in its position masks. Returns how many positions were visited; a
+    /// position whose mask exceeds a limit is passed over.
     pub fn warm_positions(&self, limit: usize) -> usize {
         let g = &*self.shared.grammar;
         let mut seen = rustc_hash::FxHashSet::default();
@@ -896,8 +896,10 @@ impl CfgConstraint {
         let mut e = self.fork();
         e.cache = MaskCache::new(0);
         let mut visited = 0;
+        let started = std::time::Instant::now();
+        let time = self.shared.config.warm_time;
         while let Some(chart) = queue.pop_front() {
-            if visited >= limit {
+            if visited >= limit || started.elapsed() >= time {
                 break;
             }
             visited += 1;

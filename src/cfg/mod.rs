@@ -52,7 +52,8 @@
 //! build; a lexer over the existing recogniser kept every exactness test applicable and gave
 //! the numbers in `docs/performance.md` ("Regex and CFG"). The position masks are that cache
 //! grown on demand over the Earley sets, and [`CfgConfig::warm_positions`] precomputes it
-//! when a grammar is built (opt-in). The masks are checked equal to the
+//! for the positions nearest the grammar's start when a grammar is built (128 positions
+//! within 50 ms by default). The masks are checked equal to the
 //! byte-level engine (`CfgConfig::lexer = false`) on every library grammar.
 //!
 //! # Example
@@ -130,14 +131,20 @@ pub struct CfgConfig {
     /// object deeper) copies it and walks only those nodes. Each holds one mask (a bit per
     /// token). The masks are the same either way.
     pub position_masks: usize,
-    /// Positions whose masks are computed when the engine is built, before any request
-    /// (default 0: none). `CfgConstraint::warm_positions` explores the positions the grammar
-    /// reaches from its start, breadth first over bytes, and computes a mask at each: the first
-    /// request then finds most of its masks made (a JSON grammar has ~340 such positions and
-    /// takes ~16 ms more to build; a C-like one ~570 and ~200 ms, see `docs/performance.md`).
-    /// Worth it where a grammar is compiled once ahead and its first request's latency
-    /// matters; otherwise the masks of the positions a request never reaches are wasted work.
+    /// Most positions whose masks are computed when the engine is built, before any request
+    /// (default 128; 0: none). `CfgConstraint::warm_positions` explores the positions the
+    /// grammar reaches from its start, breadth first over bytes, and computes a mask at each,
+    /// so a first request finds the masks near the start of the grammar made. Bounded in time
+    /// too ([`CfgConfig::warm_time`]). Measured on Llama 3 (`docs/performance.md`): `json.gbnf`
+    /// +5 ms on a ~60 ms build (all of its ~335 positions: +16 ms), `sql_select.gbnf` +17 ms
+    /// on ~300, `c_expr.gbnf` +30–36 ms on ~110, and their first requests' masks about twice
+    /// as fast. The masks are the same either way.
     pub warm_positions: usize,
+    /// Longest the build-time warm-up may run (default 50 ms), checked between positions: one
+    /// position's mask past it still finishes (itself bounded by
+    /// [`CfgConfig::max_work_per_call`]). A grammar whose masks are costly stops early rather
+    /// than make its build seconds long for positions a request may never reach.
+    pub warm_time: std::time::Duration,
 }
 
 impl Default for CfgConfig {
@@ -152,7 +159,8 @@ impl Default for CfgConfig {
             max_lexeme_states: 10_000,
             max_lexer_work: 16_000_000,
             position_masks: 512,
-            warm_positions: 0,
+            warm_positions: 128,
+            warm_time: std::time::Duration::from_millis(50),
         }
     }
 }
@@ -176,8 +184,10 @@ builder!(CfgConfig {
     with_max_lexer_work => max_lexer_work: usize,
     /// Most position masks kept per compiled grammar (default 512; 0: none).
     with_position_masks => position_masks: usize,
-    /// Positions whose masks are computed when the engine is built (default 0).
+    /// Most positions whose masks are computed when the engine is built (default 128).
     with_warm_positions => warm_positions: usize,
+    /// Longest the build-time warm-up may run (default 50 ms).
+    with_warm_time => warm_time: std::time::Duration,
 });
 
 /// A grammar that could not be compiled.

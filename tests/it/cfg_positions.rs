@@ -19,10 +19,12 @@ fn grammar(name: &str) -> String {
     std::fs::read_to_string(format!("{}/grammars/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
-/// No per-engine or shared mask cache: every mask is computed (or taken from a position mask).
+/// No per-engine or shared mask cache and no build-time warm-up: every mask is computed (or
+/// taken from a position mask a request kept).
 fn config(positions: usize) -> CfgConfig {
     CfgConfig::default()
         .with_position_masks(positions)
+        .with_warm_positions(0)
         .with_engine(EngineOptions::default().with_mask_cache(0).with_shared_masks(0))
 }
 
@@ -75,7 +77,9 @@ fn position_masks_keep_masks_where_a_position_returns_under_another_context() {
         }
         // Position masks computed before any request, each from the first chart that reached
         // its position (`warm_positions`), and a cap small enough that entries are evicted.
-        let warm_cfg = config(64).with_warm_positions(100_000);
+        let warm_cfg = config(64)
+            .with_warm_positions(100_000)
+            .with_warm_time(std::time::Duration::from_secs(600));
         let warm = CfgConstraint::from_gbnf(vocab(), &text, &warm_cfg).unwrap();
         assert!(warm.position_mask_count() > 0, "{name}: nothing warmed");
         for (k, doc) in docs.iter().enumerate() {

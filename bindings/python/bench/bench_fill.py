@@ -146,7 +146,9 @@ def batch_workloads(vocab: gm.Vocabulary):
     grammars = Path(__file__).resolve().parents[3] / "grammars"
     for file, prefixes in GBNF_STATES.items():
         grammar = (grammars / file).read_text()
-        compiled = gm.CompiledConstraint.gbnf(vocab, grammar, mask_cache=0, position_masks=0)
+        compiled = gm.CompiledConstraint.gbnf(
+            vocab, grammar, mask_cache=0, position_masks=0, warm_positions=0
+        )
         yield file, compiled, prefixes
 
 

@@ -339,11 +339,12 @@ impl PyCompiledConstraint {
     /// Output in the language of a GBNF grammar (llama.cpp's format, start rule `root`).
     /// `position_masks` caps the masks kept per position for every matcher of it (default
     /// 512; 0: none); `warm_positions` computes up to that many positions' masks now, so that
-    /// a first request finds them made (default 0; see `docs/grammars.md`).
+    /// a first request finds them made (default 128; 0: none), for at most `warm_ms`
+    /// milliseconds (default 50; see `docs/grammars.md`).
     #[staticmethod]
     #[pyo3(signature = (
         vocab, grammar, *, rollback_history=None, mask_cache=None, position_masks=None,
-        warm_positions=None
+        warm_positions=None, warm_ms=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn gbnf(
@@ -354,6 +355,7 @@ impl PyCompiledConstraint {
         mask_cache: Option<usize>,
         position_masks: Option<usize>,
         warm_positions: Option<usize>,
+        warm_ms: Option<u64>,
     ) -> PyResult<Self> {
         let options = options_dict(
             py,
@@ -362,6 +364,7 @@ impl PyCompiledConstraint {
                 ("mask_cache", opt(py, mask_cache)),
                 ("position_masks", opt(py, position_masks)),
                 ("warm_positions", opt(py, warm_positions)),
+                ("warm_ms", opt(py, warm_ms)),
             ],
         )?;
         let mut config = CfgConfig::default();
@@ -370,6 +373,9 @@ impl PyCompiledConstraint {
         }
         if let Some(n) = warm_positions {
             config.warm_positions = n;
+        }
+        if let Some(ms) = warm_ms {
+            config.warm_time = std::time::Duration::from_millis(ms);
         }
         let c = Constraint::gbnf_with(&grammar, config)
             .with_engine_options(engine_options(rollback_history, mask_cache));

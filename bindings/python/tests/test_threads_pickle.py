@@ -30,10 +30,13 @@ def hard_matchers(vocab: gm.Vocabulary, n: int) -> list[gm.Matcher]:
 
 
 def test_the_gil_is_released_during_a_batch_fill(qwen3):
-    # Masks of the C-expression grammar mid-expression cost ~1 ms each (mask cache and
-    # position masks off), so one serial batch call lasts tens of milliseconds.
+    # Masks of the C-expression grammar mid-expression cost ~1 ms each (mask cache, position
+    # masks and the build-time warm-up off), so one serial batch call lasts tens of
+    # milliseconds.
     grammar = (REPO / "grammars" / "c_expr.gbnf").read_text()
-    compiled = gm.CompiledConstraint.gbnf(qwen3, grammar, mask_cache=0, position_masks=0)
+    compiled = gm.CompiledConstraint.gbnf(
+        qwen3, grammar, mask_cache=0, position_masks=0, warm_positions=0
+    )
     n = 48
     for _attempt in range(4):
         matchers = [gm.Matcher(compiled) for _ in range(n)]
@@ -130,17 +133,18 @@ def test_constraints_and_vocabularies_pickle(qwen3):
 
 
 def test_gbnf_position_options_keep_masks_and_pickle(qwen3):
-    # Position masks off, and all positions warmed when compiled: the same masks as the
-    # default at every step of a nested JSON document, and the options survive pickling.
+    # Position masks off, no warm-up, and all positions warmed when compiled: the same masks
+    # as the default at every step of a nested JSON document, and the options survive
+    # pickling.
     grammar = (REPO / "grammars" / "json.gbnf").read_text()
     doc = '{"a": [1, {"b": "x"}], "c": {"d": [true, null]}}'
     made = [
         gm.CompiledConstraint.gbnf(qwen3, grammar),
-        gm.CompiledConstraint.gbnf(qwen3, grammar, position_masks=0),
-        gm.CompiledConstraint.gbnf(qwen3, grammar, warm_positions=10_000),
+        gm.CompiledConstraint.gbnf(qwen3, grammar, position_masks=0, warm_positions=0),
+        gm.CompiledConstraint.gbnf(qwen3, grammar, warm_positions=10_000, warm_ms=10_000),
     ]
     made.append(pickle.loads(pickle.dumps(made[2])))
-    assert made[2].__reduce__()[1][3] == {"warm_positions": 10_000}
+    assert made[2].__reduce__()[1][3] == {"warm_positions": 10_000, "warm_ms": 10_000}
     matchers = [gm.Matcher(c) for c in made]
     for t in qwen3.encode(doc):
         masks = []

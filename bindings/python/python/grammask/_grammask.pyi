@@ -95,6 +95,7 @@ class CompiledConstraint:
         mask_cache: int | None = None,
         position_masks: int | None = None,
         warm_positions: int | None = None,
+        warm_ms: int | None = None,
     ) -> CompiledConstraint: ...
     @staticmethod
     def structural_tag(
