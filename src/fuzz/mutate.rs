@@ -11,7 +11,7 @@
 //! pointer, and the caller keeps a near miss only when the engine refuses it and a variant only
 //! when the engine accepts it (a mutant another `anyOf` branch accepts is simply dropped).
 
-use super::schema_map::{declared_types, is_integer, json_eq, SchemaMap, Step};
+use super::schema_map::{declared_types, is_integer, json_eq, type_names, SchemaMap, Step};
 use super::Rng;
 use serde_json::{Map, Number, Value};
 
@@ -284,6 +284,20 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
         }
         if let Some(Value::Object(not)) = node.get("not") {
             sink.add("not", inside(not, rng));
+        }
+        // `oneOf` fails when no branch matches, or a second one does: a member taken out of an
+        // object, or a value of another type, may do either. Where a branch accepts every
+        // value (`Github_easy---o2231`: `{"#ref": …}`, an unknown keyword, is an empty
+        // schema), the valid values are those every other branch refuses and no other keyword
+        // names what is wrong with them; a near miss there makes another branch match.
+        if node.get("oneOf").is_some_and(Value::is_array) {
+            match value {
+                Value::Object(members) if !members.is_empty() => {
+                    let k = members.keys().nth(rng.below(members.len() as u32) as usize);
+                    sink.edit("oneOf", Edit::Remove(k.expect("a member").clone()));
+                }
+                _ => sink.add("oneOf", wrong_type(type_names(value), rng)),
+            }
         }
         // `required` binds objects only: where the schema does not declare a type, a
         // non-object instance (the valid documents of `Github_medium---o48406`, whose root

@@ -183,6 +183,22 @@ fn a_not_of_required_gives_objects_with_the_names() {
     assert_eq!(invalid, 20, "{invalid} near misses");
 }
 
+/// A `oneOf` one of whose branches accepts everything (an unknown keyword, as in
+/// `Github_easy---o2231`'s `{"#ref": …}`): a document is valid only where the other branch
+/// refuses it, no keyword but `oneOf` names what a near miss breaks, and a member taken out
+/// (or a value of another type) makes the other branch match too.
+#[test]
+fn a_one_of_with_an_accept_all_branch_has_near_misses() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let schema = serde_json::json!({"oneOf": [
+        {"properties": {"twos": {"type": "array", "items": {"type": "object"}}}},
+        {"#ref": "#/definitions/x"}
+    ]});
+    let (valid, invalid) = judge(&schema, &vocab, 40, 20, 1);
+    assert_eq!(valid, 40);
+    assert_eq!(invalid, 20, "{invalid} near misses");
+}
+
 /// Locations the walks rarely reach — a property four optional levels down, keys that must
 /// match a 32-hex-digit pattern, an enum of 40 members — get documents aimed at them: with
 /// the default aimed share, coverage is higher than with walks alone (same seed), every
