@@ -73,16 +73,16 @@ impl Places {
     /// Record every place of `doc` (the `index`-th document).
     pub(crate) fn add(&mut self, map: &SchemaMap<'_>, index: usize, doc: &Value) {
         map.visit(doc, &mut |visit, value| {
-            let place = || (index, visit.path.clone());
-            if value.is_object() && !self.object.contains_key(&visit.pointer) {
-                self.object.insert(visit.pointer.clone(), place());
+            let place = || (index, visit.path.to_vec());
+            if value.is_object() && !self.object.contains_key(visit.pointer) {
+                self.object.insert(visit.pointer.to_string(), place());
             }
             let filled = value.as_array().is_some_and(|a| !a.is_empty());
-            if filled && !self.array.contains_key(&visit.pointer) {
-                self.array.insert(visit.pointer.clone(), place());
+            if filled && !self.array.contains_key(visit.pointer) {
+                self.array.insert(visit.pointer.to_string(), place());
             }
-            if !self.any.contains_key(&visit.pointer) {
-                self.any.insert(visit.pointer.clone(), place());
+            if !self.any.contains_key(visit.pointer) {
+                self.any.insert(visit.pointer.to_string(), place());
             }
         });
     }

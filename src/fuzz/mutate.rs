@@ -272,7 +272,7 @@ pub(crate) fn near_misses(map: &SchemaMap<'_>, instance: &Value, rng: &mut Rng) 
             return;
         }
         let node = visit.node;
-        let mut sink = Sink { out: &mut out, path: &visit.path, ptr: &visit.pointer };
+        let mut sink = Sink { out: &mut out, path: visit.path, ptr: visit.pointer };
         if let Some(types) = declared_types(node) {
             sink.add("type", wrong_type(&types, rng));
         }
@@ -436,7 +436,7 @@ pub(crate) fn boundary_variants(
             return;
         }
         let node = visit.node;
-        let mut sink = Sink { out: &mut out, path: &visit.path, ptr: &visit.pointer };
+        let mut sink = Sink { out: &mut out, path: visit.path, ptr: visit.pointer };
         if let Some(Value::Array(values)) = node.get("enum") {
             if !values.is_empty() {
                 sink.add("enum", Some(values[rng.below(values.len() as u32) as usize].clone()));
