@@ -163,9 +163,15 @@ struct FuzzArgs {
     #[arg(long, default_value_t = grammask::fuzz::FuzzConfig::default().max_work)]
     max_work: u64,
     /// Byte pushes the whole run may spend: past it the run stops with the instances it has
-    /// and says so (reproducible by seed, unlike a time limit).
-    #[arg(long, default_value_t = grammask::fuzz::FuzzConfig::default().max_total_work)]
-    max_total_work: u64,
+    /// and says so (reproducible by seed, unlike a time limit). Default 6,000,000, raised
+    /// with --max-bytes's default where the schema's shortest documents are long (4 pushes
+    /// per byte of the raised limit for each instance wanted); given, it is kept as it is.
+    #[arg(long)]
+    max_total_work: Option<u64>,
+    /// Threads the run may use: where walks are costly it makes them two at a time (the
+    /// instances are the same on one thread or two).
+    #[arg(long, default_value_t = grammask::fuzz::FuzzConfig::default().threads)]
+    threads: usize,
     /// Write the JSON lines here instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -645,7 +651,10 @@ fn fuzz(args: FuzzArgs) -> CliResult<()> {
         .with_invalid(args.invalid)
         .with_seed(args.seed)
         .with_max_work(args.max_work)
-        .with_max_total_work(args.max_total_work);
+        .with_threads(args.threads);
+    if let Some(w) = args.max_total_work {
+        config = config.with_max_total_work(w).with_fit_max_total_work(false);
+    }
     if let Some(b) = args.max_bytes {
         config = config.with_max_bytes(b).with_fit_max_bytes(false);
     }

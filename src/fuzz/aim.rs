@@ -70,6 +70,20 @@ pub(crate) struct Places {
 }
 
 impl Places {
+    /// Take in the places of later documents (`later`'s indices all above this one's): the
+    /// first place per pointer stays the first.
+    pub(crate) fn merge(&mut self, later: Places) {
+        for (mine, theirs) in [
+            (&mut self.object, later.object),
+            (&mut self.array, later.array),
+            (&mut self.any, later.any),
+        ] {
+            for (k, v) in theirs {
+                mine.entry(k).or_insert(v);
+            }
+        }
+    }
+
     /// Record every place of `doc` (the `index`-th document).
     pub(crate) fn add(&mut self, map: &SchemaMap<'_>, index: usize, doc: &Value) {
         map.visit(doc, &mut |visit, value| {

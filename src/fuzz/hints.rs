@@ -45,13 +45,13 @@ pub(crate) struct KeyHints {
     /// The names per object path, in hint order, before the keys present are taken out
     /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
     by_path: Mutex<FxHashMap<Vec<Step>, PathNames>>,
-    /// The last prefix asked about, scanned (see [`ScanCache`]).
-    scan: Mutex<ScanCache>,
-    /// The answers given, by (patterns?, object path, keys written): the completion search
-    /// asks again and again at the same objects with the same keys written (each attempt it
-    /// takes back, and its moves alternate between objects), and building a list clones up
-    /// to [`MAX_HINTS`] names. At most [`MAX_ANSWERS`]; cleared when full.
-    answers: Mutex<FxHashMap<AnswerKey, Arc<[Hint]>>>,
+    /// The last prefixes asked about, scanned, and the answers given there (see
+    /// [`ScanCache`]): one per walk running at once (a run makes costly walks two at a time,
+    /// see `Fuzzer::run`), each call taking the one whose prefix shares most with its own, so
+    /// that two walks neither rescan each other's documents from the start nor wait for each
+    /// other's answers (one shared map of answers, locked while an answer was built, cost a
+    /// two-walk run more than the second thread gave).
+    scans: Mutex<Vec<ScanCache>>,
 }
 
 /// What an answer of [`KeyHints`] depends on: whether pattern names count, the object's
@@ -82,8 +82,7 @@ impl KeyHints {
             global: global.into(),
             global_named: named.into(),
             by_path: Mutex::default(),
-            scan: Mutex::default(),
-            answers: Mutex::default(),
+            scans: Mutex::default(),
         }
     }
 
@@ -111,18 +110,29 @@ impl KeyHints {
     fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Hint]> {
         let global = if patterns { &self.global } else { &self.global_named };
         let Some(schema) = &self.schema else { return global.clone() };
-        let scanned = self.scan.lock().unwrap_or_else(|e| e.into_inner()).open_object(doc);
-        let Some((path, present)) = scanned else { return global.clone() };
-        let key = (patterns, path, present);
-        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(out) = answers.get(&key) {
-            return out.clone();
-        }
-        let out = self.answer(schema, global, key.1.clone(), &key.2, patterns);
-        if answers.len() >= MAX_ANSWERS {
-            answers.clear();
-        }
-        answers.insert(key, out.clone());
+        let mut cache = {
+            let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
+            let best = (0..scans.len()).max_by_key(|&i| common_prefix(&scans[i].doc, doc));
+            best.map(|i| scans.swap_remove(i)).unwrap_or_default()
+        };
+        let out = match cache.open_object(doc) {
+            None => global.clone(),
+            Some((path, present)) => {
+                let key = (patterns, path, present);
+                match cache.answers.get(&key) {
+                    Some(out) => out.clone(),
+                    None => {
+                        let out = self.answer(schema, global, key.1.clone(), &key.2, patterns);
+                        if cache.answers.len() >= MAX_ANSWERS {
+                            cache.answers.clear();
+                        }
+                        cache.answers.insert(key, out.clone());
+                        out
+                    }
+                }
+            }
+        };
+        self.scans.lock().unwrap_or_else(|e| e.into_inner()).push(cache);
         out
     }
 
@@ -288,6 +298,11 @@ struct ScanCache {
     doc: Vec<u8>,
     checkpoints: Vec<Scan>,
     last: Scan,
+    /// The answers given, by (patterns?, object path, keys written): the completion search
+    /// asks again and again at the same objects with the same keys written (each attempt it
+    /// takes back, and its moves alternate between objects), and building a list clones up
+    /// to [`MAX_HINTS`] names. At most [`MAX_ANSWERS`]; cleared when full.
+    answers: FxHashMap<AnswerKey, Arc<[Hint]>>,
 }
 
 impl ScanCache {

@@ -142,6 +142,17 @@ pub struct FuzzConfig {
     /// than 4 kB (every property of every object required) gets no instance or a few.
     /// `false` keeps `max_bytes` as given (the CLI's explicit `--max-bytes`).
     pub fit_max_bytes: bool,
+    /// Where [`Self::fit_max_bytes`] raises `max_bytes`, raise `max_total_work` too, to 4
+    /// pushes per byte of the new limit for each instance wanted (`n + invalid`), where that
+    /// is more (default `true`; `false` keeps it as given: the CLI's explicit
+    /// `--max-total-work`).
+    pub fit_max_total_work: bool,
+    /// Threads a run may use (default 2; 1: the calling thread only). Where walks are costly
+    /// (16,000 pushes an attempt so far, ~2 ms: `Github_ultra---o44208`'s 13 kB documents),
+    /// the run makes them two at a time, the second with its token-level check on a scoped
+    /// thread. The instances are the same on one thread or two: the pairing depends on the
+    /// work counted, never on timing, and the pair is taken in seed order.
+    pub threads: usize,
 }
 
 /// The most [`FuzzConfig::fit_max_bytes`] raises `max_bytes` to (1 MiB).
@@ -167,6 +178,19 @@ enum Admitted {
 /// Duplicate walks in a row that press the next walk's style all the way ([`Style::press`]).
 const PRESSURE_RUN: f64 = 4.0;
 
+/// Pushes per attempt so far (walk and check) from which a run makes its walks two at a time
+/// ([`FuzzConfig::threads`]): ~1.5–3 ms a walk, against the ~50 µs a thread costs to start.
+const PAIR_MIN_WORK: u64 = 16_000;
+
+/// A finished document read for [`Fuzzer::admit_prepared`] (see [`Fuzzer::prepare`]).
+struct Prepared {
+    text: String,
+    key: String,
+    f64_safe: bool,
+    /// The token-level verdict where it was taken beside the walk.
+    accepted: Option<bool>,
+}
+
 impl Default for FuzzConfig {
     fn default() -> Self {
         FuzzConfig {
@@ -181,6 +205,8 @@ impl Default for FuzzConfig {
             aim_share: 0.2,
             max_duplicate_run: 48,
             fit_max_bytes: true,
+            fit_max_total_work: true,
+            threads: 2,
         }
     }
 }
@@ -208,6 +234,10 @@ builder!(FuzzConfig {
     with_max_duplicate_run => max_duplicate_run: usize,
     /// Raise `max_bytes` to fit the shortest documents.
     with_fit_max_bytes => fit_max_bytes: bool,
+    /// Raise `max_total_work` with `max_bytes`.
+    with_fit_max_total_work => fit_max_total_work: bool,
+    /// Threads a run makes its costly walks on (default 2).
+    with_threads => threads: usize,
 });
 
 /// The keyword a near miss violates, and its JSON pointer in the schema (for a regex or
@@ -308,6 +338,9 @@ pub struct FuzzStats {
     pub f64_unsafe: usize,
     /// Valid instances aimed at a schema location the walks had missed (`aim.rs`).
     pub aimed: usize,
+    /// Walks made as the second of a pair, beside the first ([`FuzzConfig::threads`]; on one
+    /// thread after it).
+    pub paired: usize,
     /// The run stopped looking for more valid instances after
     /// [`FuzzConfig::max_duplicate_run`] walks in a row found only earlier ones: the language
     /// has (very likely) no more, or none the walk reaches.
@@ -346,14 +379,15 @@ impl fmt::Display for FuzzReport {
         writeln!(
             f,
             "{} valid ({} boundary variants, {} aimed at missed locations), {} near misses; {} \
-             attempts, {} unfinished, {} duplicates, {} set aside for numbers an f64 reader \
-             misreads, {} mutants accepted by another branch, {} byte/token disagreements; {} \
-             pushes{}{}",
+             attempts ({} walks in pairs), {} unfinished, {} duplicates, {} set aside for \
+             numbers an f64 reader misreads, {} mutants accepted by another branch, {} \
+             byte/token disagreements; {} pushes{}{}",
             self.n_valid(),
             s.variants,
             s.aimed,
             self.n_invalid(),
             s.attempts,
+            s.paired,
             s.unfinished,
             s.duplicates,
             s.f64_unsafe,
@@ -529,6 +563,14 @@ impl<'c> Fuzzer<'c> {
                 // valid with 200k a walk, 68 with 586k).
                 config.max_work = config.max_work.max(16 * fit as u64);
                 config.max_bytes = fit;
+                // And the run's budget, at 4 pushes per byte of the limit for each instance
+                // wanted (8 per byte of the shortest document: `o44208`'s 100 valid and 20
+                // near misses took 10M pushes; the default 6M stopped it at 43 valid).
+                if config.fit_max_total_work {
+                    let wanted = (config.n + config.invalid) as u64;
+                    config.max_total_work =
+                        config.max_total_work.max(wanted.saturating_mul(4 * fit as u64));
+                }
             }
         }
         let hints = hints::KeyHints::new(compiled.schema());
@@ -653,6 +695,11 @@ impl<'c> Fuzzer<'c> {
         ok
     }
 
+    /// Are `texts` worth reading in two halves on two threads ([`SPLIT_MIN_BYTES`])?
+    fn split(&self, texts: &[String]) -> bool {
+        self.config.threads >= 2 && texts.iter().map(String::len).sum::<usize>() >= SPLIT_MIN_BYTES
+    }
+
     /// Count a cursor's pushes against the run's budget.
     fn charge(&self, cur: &Cursor) {
         self.spent.fetch_add(cur.work, std::sync::atomic::Ordering::Relaxed);
@@ -773,16 +820,50 @@ impl<'c> Fuzzer<'c> {
                 };
                 let pressure =
                     if room { (duplicate_run as f64 / PRESSURE_RUN).min(1.0) } else { 0.0 };
-                let text = match self.generate_pressed(seed, usize::MAX, pressure) {
-                    Ok(t) => t,
-                    Err(_) => {
+                // Where walks are costly, two at a time: the second on another thread
+                // (`FuzzConfig::threads`), both with this pressure, taken in seed order. Whether
+                // to pair depends on the work counted so far only, so a run gives the same
+                // instances on one thread or two.
+                let pair = spent() / valid_attempts as u64 >= PAIR_MIN_WORK
+                    && cfg.n - valid.len() >= 2
+                    && valid_attempts < max_attempts;
+                let made: Vec<Option<Prepared>> = if pair {
+                    let second = self.seed_of(0, walks);
+                    walks += 1;
+                    let make = |seed| {
+                        let text = self.generate_pressed(seed, usize::MAX, pressure).ok()?;
+                        Some(self.prepare_checked(text))
+                    };
+                    let (a, b) = if cfg.threads >= 2 {
+                        std::thread::scope(|s| {
+                            let helper = s.spawn(|| make(second));
+                            let a = make(seed);
+                            (a, helper.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        })
+                    } else {
+                        (make(seed), make(second))
+                    };
+                    vec![a, b]
+                } else {
+                    vec![self
+                        .generate_pressed(seed, usize::MAX, pressure)
+                        .ok()
+                        .map(|t| self.prepare(t))]
+                };
+                for (i, m) in made.into_iter().enumerate() {
+                    if i > 0 {
+                        valid_attempts += 1;
+                        stats.attempts += 1;
+                        stats.paired += 1;
+                    }
+                    let Some(m) = m else {
                         stats.unfinished += 1;
                         continue;
+                    };
+                    match self.admit_prepared(m, &mut seen, &mut valid, &mut reserve, &mut stats) {
+                        Admitted::Duplicate => duplicate_run += 1,
+                        _ => duplicate_run = 0,
                     }
-                };
-                match self.admit(text, &mut seen, &mut valid, &mut reserve, &mut stats) {
-                    Admitted::Duplicate => duplicate_run += 1,
-                    _ => duplicate_run = 0,
                 }
             }
             if limit >= cfg.max_total_work {
@@ -820,7 +901,7 @@ impl<'c> Fuzzer<'c> {
             }));
         }
         let coverage = match &map {
-            Some(m) => coverage(m, &valid),
+            Some(m) => coverage(m, &valid, self.split(&valid)),
             None => Coverage::default(),
         };
         let mut instances: Vec<Instance> = valid
@@ -856,32 +937,62 @@ impl<'c> Fuzzer<'c> {
         reserve: &mut Vec<String>,
         stats: &mut FuzzStats,
     ) -> Admitted {
-        // A leap second where the constraint allows another second too: the validators
-        // users judge with refuse them (see `without_leap_seconds`).
+        self.admit_prepared(self.prepare(text), seen, valid, reserve, stats)
+    }
+
+    /// What [`Fuzzer::admit`] reads off a finished document before it looks at the others:
+    /// the text with a leap second made plain (where the constraint allows another second
+    /// too: the validators users judge with refuse them, see `without_leap_seconds`), its
+    /// dedup key, whether its numbers are what an `f64` reader gets; the token-level verdict
+    /// is left to [`Fuzzer::admit_prepared`] (only new documents are checked).
+    fn prepare(&self, text: String) -> Prepared {
         let text = match self.json.then(|| without_leap_seconds(&text)).flatten() {
             Some(t) if self.accepts_bytes(&t) => t,
             _ => text,
         };
         // Parsed once: the dedup key and the f64 check both read the value.
-        let parsed = self.json.then(|| serde_json::from_str(&text).ok()).flatten();
+        let parsed: Option<serde_json::Value> =
+            self.json.then(|| serde_json::from_str(&text).ok()).flatten();
         let key = match &parsed {
             Some(v) => canonical_of(v),
             None => text.clone(),
         };
-        if !seen.insert(key) {
+        let f64_safe = parsed.as_ref().is_none_or(f64_exact_value);
+        Prepared { text, key, f64_safe, accepted: None }
+    }
+
+    /// [`Fuzzer::prepare`] and the token-level verdict too, for a walk made on a second
+    /// thread: both read the document alone.
+    fn prepare_checked(&self, text: String) -> Prepared {
+        let mut p = self.prepare(text);
+        if p.f64_safe {
+            p.accepted = Some(self.accepts(&p.text));
+        }
+        p
+    }
+
+    fn admit_prepared(
+        &self,
+        p: Prepared,
+        seen: &mut HashSet<String>,
+        valid: &mut Vec<String>,
+        reserve: &mut Vec<String>,
+        stats: &mut FuzzStats,
+    ) -> Admitted {
+        if !seen.insert(p.key) {
             stats.duplicates += 1;
             return Admitted::Duplicate;
         }
-        if parsed.as_ref().is_some_and(|v| !f64_exact_value(v)) {
+        if !p.f64_safe {
             stats.f64_unsafe += 1;
-            reserve.push(text);
+            reserve.push(p.text);
             return Admitted::SetAside;
         }
-        if !self.accepts(&text) {
+        if !p.accepted.unwrap_or_else(|| self.accepts(&p.text)) {
             stats.disagreements += 1;
             return Admitted::Disagreement;
         }
-        valid.push(text);
+        valid.push(p.text);
         Admitted::Valid
     }
 
@@ -909,11 +1020,21 @@ impl<'c> Fuzzer<'c> {
         }
         // One parse and one visit of each document give both the places and what the walks
         // missed (the locations `coverage` would count 0 for).
-        let docs: Vec<serde_json::Value> =
-            valid.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
+        let split = self.split(valid);
+        let parse = |_: usize, texts: &[String]| -> Vec<serde_json::Value> {
+            texts.iter().filter_map(|t| serde_json::from_str(t).ok()).collect()
+        };
+        let docs: Vec<serde_json::Value> = in_halves(valid, split, parse).concat();
         let mut places = Places::default();
-        for (i, d) in docs.iter().enumerate() {
-            places.add(map, i, d);
+        let record = |start: usize, docs: &[serde_json::Value]| {
+            let mut places = Places::default();
+            for (i, d) in docs.iter().enumerate() {
+                places.add(map, start + i, d);
+            }
+            places
+        };
+        for part in in_halves(&docs, split, record) {
+            places.merge(part);
         }
         let missed: Vec<String> =
             map.locations().into_iter().filter(|loc| !places.reached(loc)).collect();
@@ -1228,24 +1349,57 @@ fn canonical_number(lit: &str) -> String {
 }
 
 /// Schema locations exercised by `valid`.
-fn coverage(map: &SchemaMap<'_>, valid: &[String]) -> Coverage {
+fn coverage(map: &SchemaMap<'_>, valid: &[String], split: bool) -> Coverage {
     let locations = map.locations();
     let index: std::collections::HashMap<&str, usize> =
         locations.iter().enumerate().map(|(i, p)| (p.as_str(), i)).collect();
-    let mut hits = vec![0usize; locations.len()];
-    for text in valid {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else { continue };
-        let mut reached = vec![false; locations.len()];
-        map.visit(&value, &mut |visit, _| {
-            if let Some(&i) = index.get(visit.pointer) {
-                reached[i] = true;
+    let count = |_: usize, texts: &[String]| {
+        let mut hits = vec![0usize; locations.len()];
+        for text in texts {
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else { continue };
+            let mut reached = vec![false; locations.len()];
+            map.visit(&value, &mut |visit, _| {
+                if let Some(&i) = index.get(visit.pointer) {
+                    reached[i] = true;
+                }
+            });
+            for (h, r) in hits.iter_mut().zip(reached) {
+                *h += usize::from(r);
             }
-        });
-        for (h, r) in hits.iter_mut().zip(reached) {
-            *h += usize::from(r);
+        }
+        hits
+    };
+    let mut hits = vec![0usize; locations.len()];
+    for part in in_halves(valid, split, count) {
+        for (h, p) in hits.iter_mut().zip(part) {
+            *h += p;
         }
     }
     Coverage { hits: locations.into_iter().zip(hits).collect() }
+}
+
+/// Documents from which [`Fuzzer`] reads a batch of them (their coverage, the places aimed
+/// documents start from) in two halves on two threads, where it may use two
+/// ([`FuzzConfig::threads`]): 256 kB, ~20–40 ms of parsing and visiting.
+const SPLIT_MIN_BYTES: usize = 256 << 10;
+
+/// `f` on the two halves of `items` (with the index where each starts), the second half on
+/// a scoped thread, where `split` (else on all of them here): the results in order, so what
+/// is made of them does not depend on the split.
+fn in_halves<T: Sync, R: Send>(
+    items: &[T],
+    split: bool,
+    f: impl Fn(usize, &[T]) -> R + Sync,
+) -> Vec<R> {
+    if !split || items.len() < 2 {
+        return vec![f(0, items)];
+    }
+    let mid = items.len() / 2;
+    std::thread::scope(|s| {
+        let second = s.spawn(|| f(mid, &items[mid..]));
+        let first = f(0, &items[..mid]);
+        vec![first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))]
+    })
 }
 
 /// One-byte edits of `text` (delete, insert, replace), for languages without a schema.

@@ -199,6 +199,41 @@ fn a_one_of_with_an_accept_all_branch_has_near_misses() {
     assert_eq!(invalid, 20, "{invalid} near misses");
 }
 
+/// Costly walks are made two at a time (`FuzzConfig::threads`), the second on another
+/// thread: a run gives the same instances on one thread or two (the pairing depends on the
+/// work counted, never on timing), and they are valid by the `jsonschema` crate.
+#[test]
+fn a_run_gives_the_same_instances_on_one_thread_or_two() {
+    let vocab = Vocabulary::embedded().unwrap();
+    let names: Vec<String> = (0..120).map(|i| format!("field_{i}")).collect();
+    let item = serde_json::json!({
+        "type": "object", "required": ["a", "b"],
+        "properties": {"a": {"type": "string", "minLength": 3}, "b": {"type": "integer"}}
+    });
+    let props: serde_json::Map<String, serde_json::Value> =
+        names.iter().map(|n| (n.clone(), item.clone())).collect();
+    let schema = serde_json::json!({"type": "object", "required": names, "properties": props});
+    let compiled = Constraint::json_schema(&schema).compile(&vocab).unwrap();
+    let run = |threads: usize| {
+        let config =
+            FuzzConfig::default().with_n(24).with_invalid(4).with_seed(9).with_threads(threads);
+        Fuzzer::new(&compiled, config).unwrap().run().unwrap()
+    };
+    let (one, two) = (run(1), run(2));
+    assert!(two.stats.paired > 0, "no walk was paired: {two}");
+    assert_eq!(one.stats.paired, two.stats.paired);
+    let texts = |r: &grammask::fuzz::FuzzReport| {
+        r.instances.iter().map(|i| (i.text.clone(), i.valid)).collect::<Vec<_>>()
+    };
+    assert_eq!(texts(&one), texts(&two));
+    assert_eq!(one.n_valid(), 24, "{one}");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for inst in &two.instances {
+        let v: serde_json::Value = serde_json::from_str(&inst.text).unwrap();
+        assert_eq!(validator.is_valid(&v), inst.valid, "{}", inst.text);
+    }
+}
+
 /// Locations the walks rarely reach — a property four optional levels down, keys that must
 /// match a 32-hex-digit pattern, an enum of 40 members — get documents aimed at them: with
 /// the default aimed share, coverage is higher than with walks alone (same seed), every
