@@ -132,6 +132,10 @@ pub struct TokTrie {
     dups: FxHashMap<u32, Box<[TokenId]>>,
     max_depth: usize,
     n_tokens: usize,
+    /// The root's child for each byte (0: none): the root has up to 256 children, and a
+    /// sibling scan to a letter's crossed ~90 subtrees (a cache miss each) for every token
+    /// of a greedy spelling ([`TokTrie::prefix_tokens`]). Derived, not stored.
+    root_child: Box<[u32; 256]>,
 }
 
 impl std::fmt::Debug for TokTrie {
@@ -219,7 +223,23 @@ impl TokTrie {
             }
         }
         dfs_start.push(dfs_tokens.len() as u32);
-        TokTrie { nodes, below, below_sets, dfs_tokens, dfs_start, dups, max_depth, n_tokens }
+        let mut root_child = Box::new([0u32; 256]);
+        let mut i = 1;
+        while i < nodes.len() {
+            root_child[nodes[i].byte() as usize] = i as u32;
+            i += nodes[i].subtree();
+        }
+        TokTrie {
+            nodes,
+            below,
+            below_sets,
+            dfs_tokens,
+            dfs_start,
+            dups,
+            max_depth,
+            n_tokens,
+            root_child,
+        }
     }
 
     /// The stored form of the trie (for the vocabulary cache, `vocab/cache.rs`).
@@ -745,6 +765,13 @@ impl TokTrie {
         let nodes = &self.nodes[..];
         let (mut i, mut end) = (1usize, nodes.len());
         for (d, &b) in bytes.iter().enumerate() {
+            if d == 0 {
+                // The root's children by table.
+                match self.root_child[b as usize] {
+                    0 => return,
+                    c => i = c as usize,
+                }
+            }
             // Siblings are in byte order, each followed by its subtree.
             loop {
                 if i >= end || nodes[i].byte() > b {
