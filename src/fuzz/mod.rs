@@ -165,7 +165,7 @@ enum Candidate {
     Text(String),
 }
 
-/// How a finished document fared ([`Fuzzer::admit`]).
+/// How a finished document fared ([`Fuzzer::admit_prepared`]).
 enum Admitted {
     Valid,
     Duplicate,
@@ -757,11 +757,13 @@ impl<'c> Fuzzer<'c> {
                     aimed = true;
                     if let (Some(m), Some(root)) = (map.as_ref(), schema) {
                         let share = aim_share.min(cfg.n - valid.len());
+                        let pair = spent() / valid_attempts.max(1) as u64 >= PAIR_MIN_WORK;
                         self.aim(
                             m,
                             root,
                             share,
                             limit,
+                            pair,
                             &mut seen,
                             &mut valid,
                             &mut reserve,
@@ -834,15 +836,7 @@ impl<'c> Fuzzer<'c> {
                         let text = self.generate_pressed(seed, usize::MAX, pressure).ok()?;
                         Some(self.prepare_checked(text))
                     };
-                    let (a, b) = if cfg.threads >= 2 {
-                        std::thread::scope(|s| {
-                            let helper = s.spawn(|| make(second));
-                            let a = make(seed);
-                            (a, helper.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                        })
-                    } else {
-                        (make(seed), make(second))
-                    };
+                    let (a, b) = side_by_side(cfg.threads, || make(seed), || make(second));
                     vec![a, b]
                 } else {
                     vec![self
@@ -926,21 +920,8 @@ impl<'c> Fuzzer<'c> {
         Ok(FuzzReport { instances, coverage, violations, stats })
     }
 
-    /// Take a finished document as a valid instance if it is new and the token-level engine
-    /// accepts it (a leap second made plain first, a number an `f64` reader misreads set
-    /// aside).
-    fn admit(
-        &self,
-        text: String,
-        seen: &mut HashSet<String>,
-        valid: &mut Vec<String>,
-        reserve: &mut Vec<String>,
-        stats: &mut FuzzStats,
-    ) -> Admitted {
-        self.admit_prepared(self.prepare(text), seen, valid, reserve, stats)
-    }
-
-    /// What [`Fuzzer::admit`] reads off a finished document before it looks at the others:
+    /// What [`Fuzzer::admit_prepared`] reads off a finished document before it looks at the
+    /// others:
     /// the text with a leap second made plain (where the constraint allows another second
     /// too: the validators users judge with refuse them, see `without_leap_seconds`), its
     /// dedup key, whether its numbers are what an `f64` reader gets; the token-level verdict
@@ -971,6 +952,8 @@ impl<'c> Fuzzer<'c> {
         p
     }
 
+    /// Take a finished document as a valid instance if it is new and the token-level engine
+    /// accepts it (a number an `f64` reader misreads set aside).
     fn admit_prepared(
         &self,
         p: Prepared,
@@ -1006,6 +989,7 @@ impl<'c> Fuzzer<'c> {
         root: &serde_json::Value,
         share: usize,
         limit: u64,
+        pair: bool,
         seen: &mut HashSet<String>,
         valid: &mut Vec<String>,
         reserve: &mut Vec<String>,
@@ -1041,15 +1025,11 @@ impl<'c> Fuzzer<'c> {
         // Locations an aimed document reached besides its own: not aimed at again.
         let mut reached: HashSet<String> = HashSet::new();
         let mut made = 0;
-        for loc in &missed {
-            if made >= share || self.spent.load(std::sync::atomic::Ordering::Relaxed) >= limit {
-                break;
-            }
-            if reached.contains(loc) {
-                continue;
-            }
-            let Some((parent, target)) = aim_of(loc) else { continue };
-            let Some(((d, path), is_object)) = places.find(parent, &target) else { continue };
+        let prefixes_of = |loc: &String| -> Vec<String> {
+            let Some((parent, target)) = aim_of(loc) else { return Vec::new() };
+            let Some(((d, path), is_object)) = places.find(parent, &target) else {
+                return Vec::new();
+            };
             let doc = &docs[*d];
             let keyed = |k: &str| {
                 if is_object {
@@ -1058,7 +1038,7 @@ impl<'c> Fuzzer<'c> {
                     prefix(doc, path, &mut in_new_object(k))
                 }
             };
-            let prefixes: Vec<String> = match &target {
+            match &target {
                 Aim::Property(name) => keyed(name).into_iter().collect(),
                 Aim::Pattern(pattern) => {
                     hints::pattern_samples(pattern, 4).iter().filter_map(|k| keyed(k)).collect()
@@ -1073,16 +1053,53 @@ impl<'c> Fuzzer<'c> {
                     .and_then(|node| keyed(&extra_key(node)))
                     .into_iter()
                     .collect(),
+            }
+        };
+        let make = |p: &str| {
+            let text = self.finish(p.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok())?;
+            Some(self.prepare_checked(text))
+        };
+        // Where documents are costly (`pair`), a location's first document is finished beside
+        // the next location's, which waits in `ahead` and is dropped if the first reaches that
+        // location (its work counted all the same, on one thread or two).
+        let mut ahead: Option<(usize, Option<Prepared>)> = None;
+        for (i, loc) in missed.iter().enumerate() {
+            if made >= share || self.spent.load(std::sync::atomic::Ordering::Relaxed) >= limit {
+                break;
+            }
+            if reached.contains(loc) {
+                continue;
+            }
+            let prefixes = prefixes_of(loc);
+            let Some(first) = prefixes.first() else { continue };
+            let first = match ahead.take() {
+                Some((j, done)) if j == i => done,
+                _ if pair => {
+                    let next = (i + 1..missed.len()).find_map(|j| {
+                        if reached.contains(&missed[j]) {
+                            return None;
+                        }
+                        prefixes_of(&missed[j]).into_iter().next().map(|p| (j, p))
+                    });
+                    match next {
+                        Some((j, p)) => {
+                            let (a, b) = side_by_side(self.config.threads, || make(first), || make(&p));
+                            ahead = Some((j, b));
+                            a
+                        }
+                        None => make(first),
+                    }
+                }
+                _ => make(first),
             };
-            for p in prefixes {
+            let mut tries = std::iter::once(first).chain(prefixes[1..].iter().map(|p| make(p)));
+            for done in tries.by_ref() {
                 stats.attempts += 1;
-                let Some(text) =
-                    self.finish(p.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok())
-                else {
+                let Some(done) = done else { continue };
+                let Ok(value) = serde_json::from_str::<serde_json::Value>(&done.text) else {
                     continue;
                 };
-                let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-                if let Admitted::Valid = self.admit(text, seen, valid, reserve, stats) {
+                if let Admitted::Valid = self.admit_prepared(done, seen, valid, reserve, stats) {
                     made += 1;
                     stats.aimed += 1;
                     map.visit(&value, &mut |visit, _| {
@@ -1383,6 +1400,23 @@ fn coverage(map: &SchemaMap<'_>, valid: &[String], split: bool) -> Coverage {
 /// ([`FuzzConfig::threads`]): 256 kB, ~20–40 ms of parsing and visiting.
 const SPLIT_MIN_BYTES: usize = 256 << 10;
 
+/// `f()` and `g()`, `g` on a scoped thread where `threads >= 2` (else after `f`, here).
+fn side_by_side<A: Send, B: Send>(
+    threads: usize,
+    f: impl FnOnce() -> A + Send,
+    g: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if threads < 2 {
+        let a = f();
+        return (a, g());
+    }
+    std::thread::scope(|s| {
+        let second = s.spawn(g);
+        let a = f();
+        (a, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    })
+}
+
 /// `f` on the two halves of `items` (with the index where each starts), the second half on
 /// a scoped thread, where `split` (else on all of them here): the results in order, so what
 /// is made of them does not depend on the split.
@@ -1395,11 +1429,8 @@ fn in_halves<T: Sync, R: Send>(
         return vec![f(0, items)];
     }
     let mid = items.len() / 2;
-    std::thread::scope(|s| {
-        let second = s.spawn(|| f(mid, &items[mid..]));
-        let first = f(0, &items[..mid]);
-        vec![first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))]
-    })
+    let (first, second) = side_by_side(2, || f(0, &items[..mid]), || f(mid, &items[mid..]));
+    vec![first, second]
 }
 
 /// One-byte edits of `text` (delete, insert, replace), for languages without a schema.
