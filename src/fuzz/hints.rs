@@ -51,12 +51,13 @@ pub(crate) struct KeyHints {
     /// that two walks neither rescan each other's documents from the start nor wait for each
     /// other's answers (one shared map of answers, locked while an answer was built, cost a
     /// two-walk run more than the second thread gave).
-    scans: Mutex<Vec<ScanCache>>,
+    scans: Mutex<Vec<(std::thread::ThreadId, ScanCache)>>,
 }
 
 /// What an answer of [`KeyHints`] depends on: whether pattern names count, the object's
-/// path, the keys written in it.
-type AnswerKey = (bool, Vec<Step>, Vec<Arc<str>>);
+/// path, the keys written in it (how many, and their set hash: a key of 175 names was hashed
+/// and copied at every lookup).
+type AnswerKey = (bool, Vec<Step>, usize, u64);
 
 /// Most answers [`KeyHints`] keeps. (One answered list per key during a fitted
 /// `Github_ultra` run was 17–20% of its time, in allocations.)
@@ -110,21 +111,33 @@ impl KeyHints {
     fn lookup(&self, doc: &[u8], patterns: bool) -> Arc<[Hint]> {
         let global = if patterns { &self.global } else { &self.global_named };
         let Some(schema) = &self.schema else { return global.clone() };
+        let me = std::thread::current().id();
         let mut cache = {
             let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
-            let best = (0..scans.len()).max_by_key(|&i| common_prefix(&scans[i].doc, doc));
-            best.map(|i| scans.swap_remove(i)).unwrap_or_default()
+            // This thread's own cache, else (a thread's first call) the one whose prefix
+            // shares most with `doc`.
+            let best = scans
+                .iter()
+                .position(|(t, _)| *t == me)
+                .or_else(|| (0..scans.len()).max_by_key(|&i| common_prefix(&scans[i].1.doc, doc)));
+            best.map(|i| scans.swap_remove(i).1).unwrap_or_default()
         };
-        let out = match cache.open_object(doc) {
+        let scan = cache.scan_to(doc);
+        let out = match scan.open_key() {
             None => global.clone(),
-            Some((path, present)) => {
-                let key = (patterns, path, present);
+            Some((path, n, keys)) => {
+                let key = (patterns, path, n, keys);
                 match cache.answers.get(&key) {
                     Some(out) => out.clone(),
                     None => {
-                        let (out, whole) = match cache.one_more(&key) {
+                        let scan = &cache.last;
+                        let derived = scan.last_key().and_then(|k| cache.one_more(&key, k));
+                        let (out, whole) = match derived {
                             Some(out) => (out, true),
-                            None => self.answer(schema, global, key.1.clone(), &key.2, patterns),
+                            None => {
+                                let present = scan.present();
+                                self.answer(schema, global, key.1.clone(), &present, patterns)
+                            }
                         };
                         if cache.answers.len() >= MAX_ANSWERS {
                             cache.answers.clear();
@@ -136,7 +149,7 @@ impl KeyHints {
                 }
             }
         };
-        self.scans.lock().unwrap_or_else(|e| e.into_inner()).push(cache);
+        self.scans.lock().unwrap_or_else(|e| e.into_inner()).push((me, cache));
         out
     }
 
@@ -199,8 +212,29 @@ impl KeyHints {
 /// element.
 #[derive(Clone, Debug)]
 enum Frame {
-    Obj { first: usize, want_key: bool },
-    Arr { index: usize },
+    /// `keys`: the object's keys as a set, each [`key_hash`] added (what an answer depends
+    /// on, without reading the keys again); `unread`: a key `serde_json` could not decode.
+    Obj {
+        first: usize,
+        want_key: bool,
+        keys: u64,
+        unread: bool,
+    },
+    Arr {
+        index: usize,
+    },
+}
+
+/// One key's share of [`Frame::Obj`]'s set hash (a sum, so the keys' order does not count).
+fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    key.hash(&mut h);
+    // splitmix64's finaliser: sums of raw Fx hashes of similar names collide too easily.
+    let mut z = h.finish().wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Where a scan of a JSON prefix stands: the bytes before `pos` summarised as the open
@@ -243,15 +277,24 @@ impl Scan {
                         self.pos = start;
                         return;
                     }
-                    if let Some(Frame::Obj { want_key, .. }) = self.stack.last_mut() {
+                    if let Some(Frame::Obj { want_key, keys, unread, .. }) = self.stack.last_mut() {
                         if *want_key {
-                            let key = serde_json::from_slice::<String>(&doc[start..=i]);
-                            self.keys.push(key.ok().map(Arc::from));
+                            let key = serde_json::from_slice::<String>(&doc[start..=i]).ok();
+                            match &key {
+                                Some(k) => *keys = keys.wrapping_add(key_hash(k)),
+                                None => *unread = true,
+                            }
+                            self.keys.push(key.map(Arc::from));
                             *want_key = false;
                         }
                     }
                 }
-                b'{' => self.stack.push(Frame::Obj { first: self.keys.len(), want_key: true }),
+                b'{' => self.stack.push(Frame::Obj {
+                    first: self.keys.len(),
+                    want_key: true,
+                    keys: 0,
+                    unread: false,
+                }),
                 b'[' => self.stack.push(Frame::Arr { index: 0 }),
                 b'}' | b']' => {
                     if let Some(Frame::Obj { first, .. }) = self.stack.pop() {
@@ -272,9 +315,29 @@ impl Scan {
 
     /// The path of the innermost open object and the keys it already has; `None` when the
     /// scanned prefix does not end inside an object (or a key on the way cannot be read).
+    #[cfg(test)]
     fn open_object(&self) -> Option<(Vec<Step>, Vec<Arc<str>>)> {
-        let Some(Frame::Obj { first, .. }) = self.stack.last() else { return None };
-        let present = self.keys[*first..].iter().cloned().collect::<Option<Vec<_>>>()?;
+        let (path, _, _) = self.open_key()?;
+        Some((path, self.present()))
+    }
+
+    /// The keys of the innermost open object (which [`Scan::open_key`] found readable).
+    fn present(&self) -> Vec<Arc<str>> {
+        let Some(Frame::Obj { first, .. }) = self.stack.last() else { return Vec::new() };
+        self.keys[*first..].iter().flatten().cloned().collect()
+    }
+
+    /// The key written last in the innermost open object.
+    fn last_key(&self) -> Option<&Arc<str>> {
+        self.keys.last()?.as_ref()
+    }
+
+    /// What an answer at the innermost open object depends on, without copying its keys:
+    /// its path, how many keys it has and their set hash; `None` as for `open_object`.
+    fn open_key(&self) -> Option<(Vec<Step>, usize, u64)> {
+        let Some(&Frame::Obj { first, keys, unread: false, .. }) = self.stack.last() else {
+            return None;
+        };
         let mut path = Vec::new();
         for (d, f) in self.stack[..self.stack.len() - 1].iter().enumerate() {
             path.push(match f {
@@ -292,7 +355,7 @@ impl Scan {
                 Frame::Arr { index } => Step::Index(*index),
             });
         }
-        Some((path, present))
+        Some((path, self.keys.len() - first, keys))
     }
 }
 
@@ -322,13 +385,12 @@ impl ScanCache {
     /// properties (`Github_ultra---o44208`'s root) is asked at each of its keys, and building
     /// each answer from the names afresh, with a set of the keys written, made the hints a
     /// third of a walk.
-    fn one_more(&self, key: &AnswerKey) -> Option<Arc<[Hint]>> {
-        let ((patterns, path, present), out) = self.last_whole.as_ref()?;
-        let (new, before) = key.2.split_last()?;
+    fn one_more(&self, key: &AnswerKey, new: &str) -> Option<Arc<[Hint]>> {
+        let ((patterns, path, n, keys), out) = self.last_whole.as_ref()?;
         let same = *patterns == key.0
             && *path == key.1
-            && before.len() == present.len()
-            && before.iter().zip(present).all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
+            && n + 1 == key.2
+            && keys.wrapping_add(key_hash(new)) == key.3;
         if !same {
             return None;
         }
@@ -341,7 +403,13 @@ impl ScanCache {
         (!rest.is_empty()).then(|| rest.into())
     }
 
+    #[cfg(test)]
     fn open_object(&mut self, doc: &[u8]) -> Option<(Vec<Step>, Vec<Arc<str>>)> {
+        self.scan_to(doc).open_object()
+    }
+
+    /// The scan of `doc`, from the last state or checkpoint its bytes allow.
+    fn scan_to(&mut self, doc: &[u8]) -> &Scan {
         let same = common_prefix(&self.doc, doc);
         let mut scan = if self.last.pos <= same {
             std::mem::take(&mut self.last)
@@ -356,9 +424,8 @@ impl ScanCache {
         scan.run(doc, next, |s| checkpoints.push(s.clone()));
         self.doc.truncate(same);
         self.doc.extend_from_slice(&doc[same..]);
-        let out = scan.open_object();
         self.last = scan;
-        out
+        &self.last
     }
 }
 

@@ -1083,7 +1083,8 @@ impl<'c> Fuzzer<'c> {
                     });
                     match next {
                         Some((j, p)) => {
-                            let (a, b) = side_by_side(self.config.threads, || make(first), || make(&p));
+                            let (a, b) =
+                                side_by_side(self.config.threads, || make(first), || make(&p));
                             ahead = Some((j, b));
                             a
                         }
