@@ -24,6 +24,10 @@
 //!   only when the engine refuses it; for a regex or grammar, one byte deleted, inserted or
 //!   replaced.
 //!
+//! A run is reproducible by its seed: its budgets count pushes, not time, and where walks
+//! are costly ([`FuzzConfig::threads`], default 2) it makes them two at a time, the second on
+//! a scoped thread, with the same instances on one thread or two.
+//!
 //! ```
 //! use grammask::fuzz::{FuzzConfig, Fuzzer};
 //! use grammask::{Constraint, Vocabulary};
