@@ -46,11 +46,12 @@ pub(crate) struct KeyHints {
     /// (`None`: the path does not resolve). At most [`MAX_PATHS`] paths; cleared when full.
     by_path: Mutex<FxHashMap<Vec<Step>, PathNames>>,
     /// The last prefixes asked about, scanned, and the answers given there (see
-    /// [`ScanCache`]): one per walk running at once (a run makes costly walks two at a time,
-    /// see `Fuzzer::run`), each call taking the one whose prefix shares most with its own, so
-    /// that two walks neither rescan each other's documents from the start nor wait for each
-    /// other's answers (one shared map of answers, locked while an answer was built, cost a
-    /// two-walk run more than the second thread gave).
+    /// [`ScanCache`]): one per thread running a walk (a run makes costly walks two at a time,
+    /// see `Fuzzer::run`), each call taking its thread's own (a thread's first call: the one
+    /// whose prefix shares most with its document), so that two walks neither rescan each
+    /// other's documents from the start nor wait for each other's answers (one shared map of
+    /// answers, locked while an answer was built, cost a two-walk run more than the second
+    /// thread gave).
     scans: Mutex<Vec<(std::thread::ThreadId, ScanCache)>>,
 }
 

@@ -189,6 +189,8 @@ const PAIR_MIN_WORK: u64 = 16_000;
 /// A finished document read for [`Fuzzer::admit_prepared`] (see [`Fuzzer::prepare`]).
 struct Prepared {
     text: String,
+    /// The document read as JSON (for a JSON constraint), for whoever needs it next.
+    parsed: Option<serde_json::Value>,
     key: String,
     f64_safe: bool,
     /// The token-level verdict where it was taken beside the walk.
@@ -589,6 +591,12 @@ impl<'c> Fuzzer<'c> {
         self.config.max_bytes
     }
 
+    /// The pushes this run may spend: [`FuzzConfig::max_total_work`], or more where
+    /// [`FuzzConfig::fit_max_total_work`] raised it with `max_bytes`.
+    pub fn max_total_work(&self) -> u64 {
+        self.config.max_total_work
+    }
+
     fn cursor(&self) -> Cursor {
         Cursor::new(self.compiled).expect("checked in new")
     }
@@ -749,6 +757,9 @@ impl<'c> Fuzzer<'c> {
             cfg.max_total_work / (cfg.n + cfg.invalid).max(1) as u64 * cfg.invalid as u64;
         let mut limit = cfg.max_total_work - near_miss_share.min(cfg.max_total_work);
         let spent = || self.spent.load(std::sync::atomic::Ordering::Relaxed);
+        // Attempts cost enough so far to make two at a time (`PAIR_MIN_WORK`): a function of
+        // the work counted, so the same on one thread or two.
+        let costly = |attempts: usize| spent() / attempts.max(1) as u64 >= PAIR_MIN_WORK;
         let mut valid_attempts = 0usize;
         let mut misses: Option<Vec<Instance>> = None;
         let aim_share = (cfg.n as f64 * cfg.aim_share.clamp(0.0, 1.0)) as usize;
@@ -761,7 +772,7 @@ impl<'c> Fuzzer<'c> {
                     aimed = true;
                     if let (Some(m), Some(root)) = (map.as_ref(), schema) {
                         let share = aim_share.min(cfg.n - valid.len());
-                        let pair = spent() / valid_attempts.max(1) as u64 >= PAIR_MIN_WORK;
+                        let pair = costly(valid_attempts);
                         self.aim(
                             m,
                             root,
@@ -830,7 +841,7 @@ impl<'c> Fuzzer<'c> {
                 // (`FuzzConfig::threads`), both with this pressure, taken in seed order. Whether
                 // to pair depends on the work counted so far only, so a run gives the same
                 // instances on one thread or two.
-                let pair = spent() / valid_attempts as u64 >= PAIR_MIN_WORK
+                let pair = costly(valid_attempts)
                     && cfg.n - valid.len() >= 2
                     && valid_attempts < max_attempts;
                 let made: Vec<Option<Prepared>> = if pair {
@@ -943,7 +954,7 @@ impl<'c> Fuzzer<'c> {
             None => text.clone(),
         };
         let f64_safe = parsed.as_ref().is_none_or(f64_exact_value);
-        Prepared { text, key, f64_safe, accepted: None }
+        Prepared { text, parsed, key, f64_safe, accepted: None }
     }
 
     /// [`Fuzzer::prepare`] and the token-level verdict too, for a walk made on a second
@@ -1097,13 +1108,12 @@ impl<'c> Fuzzer<'c> {
                 }
                 _ => make(first),
             };
-            let mut tries = std::iter::once(first).chain(prefixes[1..].iter().map(|p| make(p)));
-            for done in tries.by_ref() {
+            let tries = std::iter::once(first).chain(prefixes[1..].iter().map(|p| make(p)));
+            for done in tries {
                 stats.attempts += 1;
-                let Some(done) = done else { continue };
-                let Ok(value) = serde_json::from_str::<serde_json::Value>(&done.text) else {
-                    continue;
-                };
+                // The value `prepare` read (not JSON: no instance).
+                let Some(mut done) = done else { continue };
+                let Some(value) = done.parsed.take() else { continue };
                 if let Admitted::Valid = self.admit_prepared(done, seen, valid, reserve, stats) {
                     made += 1;
                     stats.aimed += 1;

@@ -92,6 +92,18 @@ fn position_masks_keep_masks_where_a_position_returns_under_another_context() {
     }
 }
 
+/// By default a grammar's first positions are warmed when it is built
+/// (`CfgConfig::warm_positions`, 128), within `CfgConfig::warm_time`: none with no time.
+#[test]
+fn the_first_positions_are_warmed_by_default_within_the_time_given() {
+    let text = grammar("json.gbnf");
+    let warmed = CfgConstraint::from_gbnf(vocab(), &text, &CfgConfig::default()).unwrap();
+    assert!(warmed.position_mask_count() > 0, "nothing warmed by default");
+    let none = CfgConfig::default().with_warm_time(std::time::Duration::ZERO);
+    let cold = CfgConstraint::from_gbnf(vocab(), &text, &none).unwrap();
+    assert_eq!(cold.position_mask_count(), 0);
+}
+
 #[test]
 fn position_masks_keep_masks_along_random_walks() {
     // Seeded random documents through the JSON and C grammars: deep nesting comes from the

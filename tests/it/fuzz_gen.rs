@@ -387,6 +387,14 @@ fn the_default_byte_limit_grows_to_fit_the_shortest_documents() {
     let kept = FuzzConfig::default().with_n(3).with_fit_max_bytes(false);
     let err = Fuzzer::new(&compiled, kept).unwrap().run().unwrap_err();
     assert!(matches!(err.kind(), FuzzErrorKind::Unfinished { max_bytes: 4096, .. }), "{err}");
+    // The run's budget rises with the limit (4 pushes per byte of it for each instance
+    // wanted) where that is more than it was, and stays as given where fitting is off.
+    let low = FuzzConfig::default().with_n(3).with_invalid(1).with_max_total_work(1_000);
+    let fitted = Fuzzer::new(&compiled, low.clone()).unwrap();
+    assert_eq!(fitted.max_total_work(), 4 * 4 * fitted.max_bytes() as u64);
+    let given = Fuzzer::new(&compiled, low.with_fit_max_total_work(false)).unwrap();
+    assert_eq!(given.max_total_work(), 1_000);
+    assert_eq!(given.max_bytes(), fitted.max_bytes());
 }
 
 /// The fitted limit counts bytes: 1,500 CJK characters are 4,502 bytes with their quotes,
