@@ -17,17 +17,26 @@
 //! the same directory and are renamed into place, so concurrent processes never read half a
 //! file.
 //!
+//! # Encoding text without `tokenizers`
+//! The `tokenizers::Tokenizer` itself is not stored: loading its BPE model is the slow part
+//! (0.3–1.3 s). What encoding needs is stored instead, keyed by ids: for a BPE tokenizer the
+//! merge table, the single-character and byte-fallback ids, and the normaliser and
+//! pre-tokenizer as `tokenizers`' own JSON ([`super::bpe`]). [`Vocabulary::encode`] on a cached
+//! vocabulary runs that encoder (`Vocabulary::has_cached_encoder`) and gives the ids
+//! `tokenizers` gives.
+//!
 //! # What a cached vocabulary lacks until asked
-//! The `tokenizers::Tokenizer` itself is not stored (its encoder is the slow part to load). A
-//! vocabulary read from the cache loads it on first use — [`Vocabulary::encode`] and the other
-//! calls that need the encoder — from the same file, and refuses it with a typed error if the
-//! file's bytes no longer hash to the key the cache was read under (the file changed since).
-//! Masks, sampling and decoding of token ids never need it.
+//! The `tokenizers` model loads on first use — for a text holding an added token's content,
+//! for a tokenizer the stored encoder does not reproduce, and for the calls that need the
+//! tokenizer itself ([`Vocabulary::tokenizer`], [`Vocabulary::token_id`]) — from the same file,
+//! refused with a typed error if the file's bytes no longer hash to the key the cache was read
+//! under (the file changed since). Masks, sampling and decoding of token ids never need it.
 //!
 //! Bump [`FORMAT_VERSION`] whenever the file layout or anything that decides a vocabulary's
-//! contents changes (token decoding, EOS rules, the trie layout); the test
+//! contents changes (token decoding, EOS rules, the trie layout, the stored encoder); the test
 //! `vocab_cache::fingerprint_pins_format_version` fails until it is bumped.
 
+use super::bpe::BpeEncoder;
 use super::trie::StoredTrie;
 use super::{
     TokTrie, TokenEncoding, TokenKind, VocabConfig, VocabInner, VocabSource, MAX_TOKEN_BYTES,
@@ -39,7 +48,7 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// Version of the cache's layout and of the rules that decide a vocabulary's contents; part of
 /// every key.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const MAGIC: [u8; 8] = *b"GMVOCAB\0";
 /// Magic (8), version (4), reserved (4), key (16), checksum (16), payload length (8).
@@ -87,7 +96,8 @@ impl VocabCache {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CacheOutcome {
-    /// Read back from this file; the tokenizer's encoder loads on first use.
+    /// Read back from this file; the `tokenizers` model loads on first use (see the module
+    /// docs for when).
     Hit {
         /// The cache file.
         path: PathBuf,
@@ -228,6 +238,49 @@ fn payload(inner: &VocabInner) -> Vec<u8> {
     for set in &trie.below_sets {
         for word in set {
             w.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    match &inner.bpe {
+        None => w.push(0),
+        Some(e) => {
+            w.push(1);
+            let bytes = |w: &mut Vec<u8>, b: &[u8]| {
+                w.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                w.extend_from_slice(b);
+            };
+            for json in [&e.normalizer, &e.pre_tokenizer] {
+                match json {
+                    None => w.push(0),
+                    Some(j) => {
+                        w.push(1);
+                        bytes(&mut w, j.as_bytes());
+                    }
+                }
+            }
+            w.push(
+                u8::from(e.ignore_merges)
+                    | u8::from(e.byte_fallback) << 1
+                    | u8::from(e.fuse_unk) << 2,
+            );
+            u64_(&mut w, e.unk.map_or(u64::MAX, u64::from));
+            u64_(&mut w, e.added.len() as u64);
+            for a in &e.added {
+                bytes(&mut w, a.as_bytes());
+            }
+            u32s(&mut w, &mut e.chars.iter().flat_map(|&(c, id)| [c, id]), e.chars.len() * 2);
+            u32s(&mut w, &mut e.fallback.iter().copied(), e.fallback.len());
+            u64_(&mut w, e.whole.len() as u64);
+            for word in &e.whole {
+                w.extend_from_slice(&word.to_le_bytes());
+            }
+            u64_(&mut w, e.extra_words.len() as u64);
+            for (b, id) in &e.extra_words {
+                bytes(&mut w, b);
+                w.extend_from_slice(&id.to_le_bytes());
+            }
+            for t in [&e.rows, &e.right, &e.rank, &e.merged] {
+                u32s(&mut w, &mut t.iter().copied(), t.len());
+            }
         }
     }
     w
@@ -475,6 +528,11 @@ fn parse(data: &[u8], key: u128) -> Result<VocabInner, String> {
             std::array::from_fn(|k| u64::from_le_bytes(c[k * 8..k * 8 + 8].try_into().expect("8")))
         })
         .collect();
+    let bpe = match r.u8()? {
+        0 => None,
+        1 => Some(read_bpe(&mut r, n_tokens)?),
+        _ => return Err("malformed flag".into()),
+    };
     if !r.buf.is_empty() {
         return Err("trailing bytes after the payload".into());
     }
@@ -498,5 +556,69 @@ fn parse(data: &[u8], key: u128) -> Result<VocabInner, String> {
         source: VocabSource::Memory,
         extensions: Default::default(),
         cache: None,
+        bpe,
     })
+}
+
+/// The stored BPE encoder (see `payload`), checked against `n_tokens` ids.
+fn read_bpe(r: &mut Reader<'_>, n_tokens: usize) -> Result<BpeEncoder, String> {
+    fn bytes(r: &mut Reader<'_>) -> Result<Vec<u8>, String> {
+        let n = r.len(1)?;
+        Ok(r.take(n)?.to_vec())
+    }
+    fn string(r: &mut Reader<'_>) -> Result<String, String> {
+        String::from_utf8(bytes(r)?).map_err(|_| "a stored string is not UTF-8".to_string())
+    }
+    let mut json = || -> Result<Option<String>, String> {
+        match r.u8()? {
+            0 => Ok(None),
+            1 => string(r).map(Some),
+            _ => Err("malformed flag".into()),
+        }
+    };
+    let normalizer = json()?;
+    let pre_tokenizer = json()?;
+    let flags = r.u8()?;
+    if flags > 7 {
+        return Err("malformed flags".into());
+    }
+    let unk = match r.u64()? {
+        u64::MAX => None,
+        u => Some(u32::try_from(u).map_err(|_| "the unknown id is out of range")?),
+    };
+    let n_added = r.len(8)?;
+    let added = (0..n_added).map(|_| string(r)).collect::<Result<Vec<_>, _>>()?;
+    let pairs = r.u32s()?;
+    if pairs.len() % 2 != 0 {
+        return Err("the character table is malformed".into());
+    }
+    let chars = pairs.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+    let fallback = r.u32s()?;
+    let n_whole = r.len(8)?;
+    let whole = r
+        .take(n_whole * 8)?
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
+        .collect();
+    let n_extra = r.len(12)?;
+    let mut extra_words = Vec::with_capacity(n_extra);
+    for _ in 0..n_extra {
+        let b = bytes(r)?;
+        extra_words.push((b, r.u32()?));
+    }
+    let merges = [r.u32s()?, r.u32s()?, r.u32s()?, r.u32s()?];
+    let e = BpeEncoder::from_parts(
+        normalizer,
+        pre_tokenizer,
+        (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0),
+        unk,
+        added,
+        chars,
+        fallback,
+        whole,
+        extra_words,
+        merges,
+    );
+    e.check(n_tokens)?;
+    Ok(e)
 }

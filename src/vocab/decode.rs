@@ -60,7 +60,7 @@ impl CharToByte {
     }
 
     #[inline]
-    fn get(&self, c: char) -> Option<u8> {
+    pub(crate) fn get(&self, c: char) -> Option<u8> {
         match self.table.get(c as usize) {
             Some(&v) if v >= 0 => Some(v as u8),
             _ => None,

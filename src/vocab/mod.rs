@@ -14,6 +14,7 @@
 //! - Ids in `n_tokens..n_vocab` are padding: they exist in the logits row and are never allowed.
 //! - The trie holds exactly the text tokens (`kind == Text`).
 
+mod bpe;
 mod cache;
 mod decode;
 #[cfg(feature = "embedded-tokenizer")]
@@ -257,6 +258,9 @@ pub struct VocabInner {
     extensions: extension::Extensions,
     /// What the on-disk cache did, when one was asked for ([`VocabConfig::cache`]).
     cache: Option<CacheOutcome>,
+    /// The cache's own BPE encoder ([`bpe::BpeEncoder`]), kept with a cached vocabulary so that
+    /// encoding text needs no `tokenizers` model; `None` elsewhere.
+    bpe: Option<bpe::BpeEncoder>,
 }
 
 /// A tokenizer's vocabulary as grammask sees it. Cheap to clone (shared `Arc`).
@@ -475,6 +479,17 @@ impl Vocabulary {
             Err(cache::ReadFailure::Refused(why)) => Some(why),
         };
         let (mut vocab, same) = build(source, Some(hash))?;
+        let inner = Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared");
+        inner.bpe = inner.tokenizer.get().ok().and_then(|tok| {
+            let bytes_of = |id: u32| match inner.kinds.get(id as usize) {
+                Some(TokenKind::Text) => Some(
+                    &inner.bytes[inner.offsets[id as usize] as usize
+                        ..inner.offsets[id as usize + 1] as usize],
+                ),
+                _ => None,
+            };
+            bpe::BpeEncoder::from_tokenizer(tok, inner.encoding, inner.n_tokens, bytes_of).ok()
+        });
         let outcome = if !same {
             let why = "the tokenizer file changed while it was read: built from its new bytes, \
                        which the key does not name"
@@ -490,6 +505,15 @@ impl Vocabulary {
         Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared").cache =
             Some(outcome);
         Ok(vocab)
+    }
+
+    /// Does [`Vocabulary::encode`] run the vocabulary cache's own BPE encoder (`vocab/bpe.rs`)
+    /// instead of `tokenizers`? True for a vocabulary stored in or read from the cache when its
+    /// tokenizer is a BPE model that encoder reproduces (byte-level or SentencePiece-style, no
+    /// dropout, no truncation); the `tokenizers` model is then loaded only for a text holding
+    /// an added token's content, which the encoder leaves to it.
+    pub fn has_cached_encoder(&self) -> bool {
+        self.inner.bpe.is_some()
     }
 
     /// What the on-disk cache did for this vocabulary: `None` when no cache was asked for
@@ -739,11 +763,19 @@ impl Vocabulary {
         self.inner.prepends_space
     }
 
-    /// Encode `text` (no BOS/EOS added).
+    /// Encode `text` (no BOS/EOS added): the ids `tokenizers` gives. A cached vocabulary
+    /// ([`VocabConfig::cache`]) encodes with the cache's own BPE encoder where it has one
+    /// ([`Vocabulary::has_cached_encoder`]), without loading the `tokenizers` model.
     ///
     /// # Errors
     /// A vocabulary built without a tokenizer, or a tokenizer error.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        if let Some(bpe) = &self.inner.bpe {
+            let mut out = Vec::with_capacity(text.len() / 3 + 1);
+            if bpe.encode(text, &self.inner.trie, &mut out).is_some() {
+                return Ok(out);
+            }
+        }
         let tok = self.try_tokenizer()?;
         let enc = tok
             .encode(text, false)
@@ -1147,6 +1179,7 @@ fn finish_inner(
         source,
         extensions: Default::default(),
         cache: None,
+        bpe: None,
     })
 }
 

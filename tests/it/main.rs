@@ -49,3 +49,4 @@ mod step_mask_views;
 mod tagged;
 mod vocab;
 mod vocab_cache;
+mod vocab_encoder;

@@ -6,6 +6,10 @@
 //! The tokenizer files are the embedded Qwen3 ones written to a scratch directory, so these run
 //! on a fresh clone; Llama 2 (SentencePiece, byte fallback, prepended `▁`) from
 //! `../shared/tokenizers` is checked too when present.
+//!
+//! A cached vocabulary encodes text with the cache's own BPE encoder (`vocab/bpe.rs`); the ids
+//! it gives are checked against `tokenizers`' own on real and generated text for the embedded
+//! tokenizer and every tokenizer of `../shared/tokenizers`.
 
 use grammask::vocab::{CacheOutcome, VocabCache, VocabConfig, VocabErrorKind};
 use grammask::{Constraint, TokenId, TokenMask, Vocabulary};
@@ -222,6 +226,11 @@ fn corrupt_stale_and_forged_files_are_rebuilt_never_trusted() {
     let size = u32::from_le_bytes(forged_node[size_at..size_at + 4].try_into().unwrap());
     forged_node[size_at..size_at + 4].copy_from_slice(&(size + 1).to_le_bytes());
     reseal(&mut forged_node);
+    // The last id of the stored merge table (the payload's last u32) past every token.
+    let mut forged_merge = good.clone();
+    let end = forged_merge.len();
+    forged_merge[end - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+    reseal(&mut forged_merge);
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", Vec::new(), "not a grammask vocabulary cache"),
         ("garbage", b"{\"not\": \"a cache\"}".to_vec(), "not a grammask vocabulary cache"),
@@ -232,6 +241,7 @@ fn corrupt_stale_and_forged_files_are_rebuilt_never_trusted() {
         ("a forged token byte", forged_bytes, "does not spell its bytes"),
         ("a forged token kind", forged_kind, "offsets are inconsistent"),
         ("a forged node size", forged_node, "the trie does not match the token table"),
+        ("a forged merge", forged_merge, "the merge table is malformed"),
     ];
     for (what, data, why_has) in cases {
         std::fs::write(&path, &data).unwrap();
@@ -260,11 +270,15 @@ fn a_changed_tokenizer_is_refused_by_the_lazy_load() {
     Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
     let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
     assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }));
-    // The file changes after the vocabulary was read back and before its encoder is needed.
+    // The file changes after the vocabulary was read back and before `tokenizers` is needed.
     let mut bytes = std::fs::read(&tok).unwrap();
     bytes.extend_from_slice(b"\n");
     std::fs::write(&tok, &bytes).unwrap();
-    let err = hit.encode("hello").unwrap_err();
+    // Plain text is encoded by the encoder the cache stored with the vocabulary: the
+    // tokenizer as it was keyed, not the file as it is now.
+    assert_eq!(hit.encode("hello").unwrap(), crate::common::qwen3().encode("hello").unwrap());
+    // A text holding an added token's content is `tokenizers`' to encode: refused.
+    let err = hit.encode("hello<|im_end|>").unwrap_err();
     assert!(matches!(err.kind(), VocabErrorKind::Tokenizer(_)), "{err:?}");
     assert!(err.to_string().contains("changed since"), "{err}");
     assert!(hit.tokenizer().is_none());
@@ -320,7 +334,7 @@ fn fingerprint_pins_format_version() {
     let sum = u128::from_le_bytes(data[32..48].try_into().unwrap());
     assert_eq!(
         (grammask::vocab::CACHE_FORMAT_VERSION, format!("{sum:032x}")),
-        (1, "219555bb08b3c89185474d31e56393df".to_string()),
+        (2, "ea36bbe1b436ce6f2dbf7359212cde7b".to_string()),
         "the embedded vocabulary's stored form changed: bump vocab::cache::FORMAT_VERSION \
          and update this fingerprint"
     );
@@ -390,4 +404,150 @@ fn an_oversized_cache_file_is_refused_unread() {
         other => panic!("{other:?}"),
     }
     assert!(std::fs::metadata(&path).unwrap().len() < limit, "rewritten");
+}
+
+/// `text` as Python's `json.dumps` writes it by default (`ensure_ascii`): every character past
+/// ASCII as `\uXXXX`, surrogate pairs past the BMP.
+fn ascii_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
+/// Texts that exercise a pre-tokenizer and the merges: real JSON documents (every 32nd file of
+/// `../shared/maskbench-dev`, its schema and instances, compact, pretty and ASCII-escaped, when
+/// present), generated strings over an alphabet of what tokenizers split or normalise
+/// differently (Unicode whitespace, combining marks, contractions in both cases, CJK, emoji
+/// with modifiers and joiners, control characters), and long runs of one character.
+fn encoder_texts() -> Vec<String> {
+    let mut texts: Vec<String> = vec![
+        String::new(),
+        "Héllo wörld 🎉 {\"a\": 1}".into(),
+        "I'LL say it's 12345678 o'clock\r\n\r\n  \t x".into(),
+        "e\u{301} vs é, ﬁ, Å vs A\u{30a}".into(),
+    ];
+    let dir = Path::new("../shared/maskbench-dev");
+    match std::fs::read_dir(dir) {
+        Err(e) => eprintln!("{}: {e}; generated texts only", dir.display()),
+        Ok(entries) => {
+            let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+            files.sort();
+            for f in files.iter().step_by(32) {
+                let j: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+                texts.push(j["schema"].to_string());
+                for t in j["tests"].as_array().into_iter().flatten() {
+                    let compact = t["data"].to_string();
+                    texts.push(ascii_escaped(&compact));
+                    texts.push(compact);
+                    texts.push(serde_json::to_string_pretty(&t["data"]).unwrap());
+                }
+            }
+        }
+    }
+    let alphabet: Vec<char> = " \t\n\r\u{a0}\u{3000}\u{2003}\u{85}\u{200b}aAzZ'sStTlLdD0123456789\
+        éE\u{301}\u{308}中文字日本語한국어🎉👍🏽\u{200d}ÿ€\\\"{}[]:,.-_!?<|>/ſßİıǅ\u{fffd}\u{10ffff}\
+        \u{7f}\u{0}\u{1f}"
+        .chars()
+        .collect();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..5_000 {
+        let n = (next() % 40) as usize;
+        texts.push((0..n).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect());
+    }
+    for c in ["a", " ", "1", "中", "\n", "'s", "!", "é"] {
+        texts.push(c.repeat(3000));
+    }
+    texts
+}
+
+/// Every text of [`encoder_texts`] encodes to the same ids through `v`'s cached encoder as
+/// through `tokenizers`.
+fn assert_encodes_as_tokenizers(v: &Vocabulary, texts: &[String], name: &str) {
+    assert!(v.has_cached_encoder(), "{name}: the cache keeps no encoder");
+    let tok = v.tokenizer().expect("the lazily loaded tokenizer");
+    for text in texts {
+        let ours: Vec<u32> = v.encode(text).unwrap().iter().map(|t| t.0).collect();
+        let theirs = tok.encode(text.as_str(), false).unwrap().get_ids().to_vec();
+        assert_eq!(ours, theirs, "{name}: {:?}", text.chars().take(120).collect::<String>());
+    }
+}
+
+#[test]
+fn the_cached_encoder_gives_the_ids_tokenizers_gives() {
+    let texts = encoder_texts();
+    let dir = scratch("encoder");
+    let cache = dir.join("cache");
+    let mut files = vec![("embedded qwen3".to_string(), qwen3_files(&dir))];
+    // Byte-level BPE with and without ignore_merges, NFC, several Split regexes, and
+    // SentencePiece-style BPE with byte fallback: every BPE tokenizer in ../shared.
+    let shared = ["llama3", "qwen3", "gptoss", "deepseek_v3", "gemma3", "llama2"];
+    for name in shared {
+        let path = PathBuf::from(format!("../shared/tokenizers/{name}.json"));
+        match path.is_file() {
+            true => files.push((name.to_string(), path)),
+            false => eprintln!("{} absent: not checked", path.display()),
+        }
+    }
+    for (name, path) in &files {
+        let cache = cache.join(name.replace(' ', "_"));
+        let stored = Vocabulary::from_file_with(path, &cached(&cache)).unwrap();
+        assert!(matches!(outcome(&stored), CacheOutcome::Stored { .. }), "{name}");
+        let hit = Vocabulary::from_file_with(path, &cached(&cache)).unwrap();
+        assert!(matches!(outcome(&hit), CacheOutcome::Hit { .. }), "{name}");
+        assert_encodes_as_tokenizers(&hit, &texts, name);
+        // Every 3rd text token's own bytes, as text: what `ignore_merges` (Llama 3, gpt-oss)
+        // and the merges' order decide.
+        let own: Vec<String> = (0..hit.n_tokens())
+            .step_by(3)
+            .filter_map(|i| std::str::from_utf8(hit.token_bytes(TokenId(i as u32))).ok())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        assert_encodes_as_tokenizers(&hit, &own, name);
+        // The vocabulary that stored the file encodes with the same encoder.
+        assert!(stored.has_cached_encoder(), "{name}");
+        assert_eq!(stored.encode(&texts[1]).unwrap(), hit.encode(&texts[1]).unwrap(), "{name}");
+    }
+    // Without a cache, `tokenizers` encodes.
+    assert!(!Vocabulary::from_file(&files[0].1).unwrap().has_cached_encoder());
+}
+
+#[test]
+fn a_text_holding_an_added_token_is_encoded_by_tokenizers() {
+    let dir = scratch("added");
+    let tok = qwen3_files(&dir);
+    let cache = dir.join("cache");
+    Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
+    assert!(hit.has_cached_encoder());
+    let fresh = Vocabulary::from_file(&tok).unwrap();
+    // `<|im_end|>` is special, `<tool_call>` an added token that is not: `tokenizers` splits
+    // both out of the text before its pre-tokenizer runs.
+    for text in ["say <|im_end|> now", "a <tool_call>{\"x\": 1}</tool_call>"] {
+        let ids = hit.encode(text).unwrap();
+        assert_eq!(ids, fresh.encode(text).unwrap(), "{text}");
+        let added = fresh.tokenizer().unwrap().get_added_tokens_decoder();
+        assert!(ids.iter().any(|t| added.contains_key(&t.0)), "{text}: {ids:?}");
+        // As a document, the text is spelled by text tokens only.
+        let exact = hit.encode_exact(text).unwrap();
+        assert_eq!(exact, fresh.encode_exact(text).unwrap(), "{text}");
+        let spelled: Vec<u8> = exact.iter().flat_map(|&t| hit.token_bytes(t).to_vec()).collect();
+        assert_eq!(spelled, text.as_bytes());
+    }
 }
