@@ -18,14 +18,20 @@
 //! the same token, `ignore_merges` looking the whole word up first, unknown characters falling
 //! back to `<0xXX>` byte tokens or the (fused) unknown token exactly as `BPE::merge_word` does.
 //!
+//! Added tokens (`<|im_end|>`, `<tool_call>`) are split out of the text first, as
+//! `AddedVocabulary::extract_and_normalize` does: leftmost-longest matches of their contents on
+//! the raw text, each match its token, the pieces between them normalised and pre-tokenized
+//! apart — for the added tokens matched on the raw text with none of `lstrip`, `rstrip` or
+//! `single_word` (those of every tokenizer in `../shared/tokenizers`).
+//!
 //! What this encoder does not reproduce it declines, and [`super::Vocabulary::encode`] uses
 //! `tokenizers` instead:
 //! - at build ([`BpeEncoder::from_tokenizer`]): a model other than BPE, merge dropout,
 //!   continuing-subword prefixes or end-of-word suffixes, truncation or padding, an unknown
 //!   token missing from the vocabulary, `ignore_merges` on a tokenizer that is not byte-level;
-//! - per text ([`BpeEncoder::encode`]): a text in which any added token's content occurs (raw,
-//!   or normalised for normalised added tokens): `tokenizers` splits those out first, with rules
-//!   (`lstrip`, `single_word`, leftmost-longest) not worth a second copy.
+//! - per text ([`BpeEncoder::encode`]): a text holding the content of an added token matched
+//!   after normalisation (raw or normalised), or of any added token when some added token
+//!   strips spaces or matches single words only, or when special tokens are encoded as text.
 //!
 //! `tests/it/vocab_cache.rs` checks the two encoders give the same ids on real text (MaskBench
 //! documents, CJK, emoji, escapes, unusual whitespace, contractions) for every byte-level and
@@ -38,9 +44,11 @@ use crate::token::TokenId;
 use std::borrow::Cow;
 use std::collections::BinaryHeap;
 use std::sync::OnceLock;
+use tokenizers::normalizer::Range;
 use tokenizers::{
-    normalizers::NormalizerWrapper, pre_tokenizers::PreTokenizerWrapper, ModelWrapper, Normalizer,
-    OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
+    normalizers::NormalizerWrapper, pre_tokenizers::PreTokenizerWrapper, ModelWrapper,
+    NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
+    Token,
 };
 
 /// No id (a byte without a `<0xXX>` token).
@@ -61,9 +69,15 @@ pub(crate) struct BpeEncoder {
     pub(crate) fuse_unk: bool,
     /// The unknown token's id, when the model names one.
     pub(crate) unk: Option<u32>,
-    /// Every added token's content, and its normalised form where it is matched normalised:
-    /// a text holding any of them is left to `tokenizers`.
-    pub(crate) added: Vec<String>,
+    /// The added tokens matched on the raw text, `(content, id)`, sorted: split out of the
+    /// text when `split_added`, else a text holding any is left to `tokenizers`.
+    pub(crate) added: Vec<(String, u32)>,
+    /// Can `added` be split out as `tokenizers` does (no `lstrip`, `rstrip`, `single_word`;
+    /// special tokens not encoded as text)?
+    pub(crate) split_added: bool,
+    /// The added tokens matched after normalisation, raw and normalised: a text holding any is
+    /// left to `tokenizers`.
+    pub(crate) normalized_added: Vec<String>,
     /// `(char, id)` of every single-character token of the model, sorted by char.
     pub(crate) chars: Vec<(u32, u32)>,
     /// The `<0xXX>` token of each byte ([`NONE`] where missing); empty without byte fallback.
@@ -88,7 +102,10 @@ pub(crate) struct BpeEncoder {
 struct Runtime {
     normalizer: Option<NormalizerWrapper>,
     pre_tokenizer: Option<PreTokenizerWrapper>,
-    added: Option<aho_corasick::AhoCorasick>,
+    /// `added`, leftmost-longest, when they are split out.
+    split: Option<aho_corasick::AhoCorasick>,
+    /// What sends a text to `tokenizers`: `normalized_added`, and `added` when not split out.
+    refuse: Option<aho_corasick::AhoCorasick>,
     bytes: CharToByte,
 }
 
@@ -100,7 +117,7 @@ impl BpeEncoder {
         pre_tokenizer: Option<String>,
         flags: (bool, bool, bool),
         unk: Option<u32>,
-        added: Vec<String>,
+        added: (Vec<(String, u32)>, bool, Vec<String>),
         chars: Vec<(u32, u32)>,
         fallback: Vec<u32>,
         whole: Vec<u64>,
@@ -109,6 +126,7 @@ impl BpeEncoder {
     ) -> BpeEncoder {
         let (ignore_merges, byte_fallback, fuse_unk) = flags;
         let [rows, right, rank, merged] = merges;
+        let (added, split_added, normalized_added) = added;
         BpeEncoder {
             normalizer,
             pre_tokenizer,
@@ -117,6 +135,8 @@ impl BpeEncoder {
             fuse_unk,
             unk,
             added,
+            split_added,
+            normalized_added,
             chars,
             fallback,
             whole,
@@ -155,7 +175,9 @@ impl BpeEncoder {
         let words_ok = self.extra_words.windows(2).all(|w| w[0].0 < w[1].0)
             && self.extra_words.iter().all(|(_, id)| *id < n)
             && self.whole.len() == if self.ignore_merges { n_tokens.div_ceil(64) } else { 0 };
-        if !chars_ok || !fallback_ok || !words_ok || self.unk.is_some_and(|u| u >= n) {
+        let added_ok =
+            self.added.windows(2).all(|w| w[0] < w[1]) && self.added.iter().all(|(_, id)| *id < n);
+        if !chars_ok || !fallback_ok || !words_ok || !added_ok || self.unk.is_some_and(|u| u >= n) {
             return Err("the encoder's token tables are malformed".into());
         }
         Ok(())
@@ -271,23 +293,35 @@ impl BpeEncoder {
                 .transpose()
                 .map_err(|e| e.to_string())?,
         );
-        let mut added = Vec::new();
-        for a in tok.get_added_tokens_decoder().values() {
-            added.push(a.content.clone());
-            if let (true, Some(n)) = (a.normalized, normalizer) {
-                let mut s = tokenizers::NormalizedString::from(a.content.as_str());
+        let (mut added, mut normalized_added) = (Vec::new(), Vec::new());
+        let mut split_added = !tok.get_encode_special_tokens();
+        for (&id, a) in &tok.get_added_tokens_decoder() {
+            split_added &= !(a.lstrip || a.rstrip || a.single_word);
+            if !a.normalized {
+                added.push((a.content.clone(), id));
+                continue;
+            }
+            normalized_added.push(a.content.clone());
+            if let Some(n) = normalizer {
+                let mut s = NormalizedString::from(a.content.as_str());
                 n.normalize(&mut s).map_err(|e| e.to_string())?;
-                added.push(s.get().to_string());
+                normalized_added.push(s.get().to_string());
             }
         }
         added.sort_unstable();
-        added.dedup();
+        // Two added tokens of one content: `tokenizers` maps the content to one id; which is
+        // not worth guessing.
+        if added.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err("two added tokens share a content".into());
+        }
+        normalized_added.sort_unstable();
+        normalized_added.dedup();
         let enc = BpeEncoder::from_parts(
             normalizer_json,
             pre_json,
             (bpe.ignore_merges, bpe.byte_fallback, bpe.fuse_unk),
             unk,
-            added,
+            (added, split_added, normalized_added),
             chars,
             fallback,
             whole,
@@ -312,11 +346,29 @@ impl BpeEncoder {
                     None => None,
                     Some(j) => Some(serde_json::from_str::<PreTokenizerWrapper>(j).ok()?),
                 };
-                let added = match self.added.is_empty() {
-                    true => None,
-                    false => Some(aho_corasick::AhoCorasick::new(&self.added).ok()?),
+                let contents = self.added.iter().map(|(c, _)| c.as_str());
+                let (split, refuse): (Vec<&str>, Vec<&str>) = match self.split_added {
+                    true => (contents.collect(), Vec::new()),
+                    false => (Vec::new(), contents.collect()),
                 };
-                Some(Runtime { normalizer, pre_tokenizer, added, bytes: CharToByte::new() })
+                let refuse: Vec<&str> = refuse
+                    .into_iter()
+                    .chain(self.normalized_added.iter().map(|s| s.as_str()))
+                    .collect();
+                let automaton = |patterns: Vec<&str>| match patterns.is_empty() {
+                    true => Ok(None),
+                    false => aho_corasick::AhoCorasick::builder()
+                        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                        .build(patterns)
+                        .map(Some),
+                };
+                Some(Runtime {
+                    normalizer,
+                    pre_tokenizer,
+                    split: automaton(split).ok()?,
+                    refuse: automaton(refuse).ok()?,
+                    bytes: CharToByte::new(),
+                })
             })
             .as_ref()
     }
@@ -326,15 +378,18 @@ impl BpeEncoder {
     /// module docs). `trie` is the vocabulary's.
     pub(crate) fn encode(&self, text: &str, trie: &TokTrie, out: &mut Vec<TokenId>) -> Option<()> {
         let rt = self.runtime()?;
-        let added = |s: &str| rt.added.as_ref().is_some_and(|a| a.is_match(s));
-        if added(text) {
+        let refused = |s: &str| rt.refuse.as_ref().is_some_and(|a| a.is_match(s));
+        if refused(text) {
             return None;
         }
         let mut pts = PreTokenizedString::from(text);
+        if let Some(split) = &rt.split {
+            pts.split(|_, s| self.split_added(s, split)).ok()?;
+        }
         if let Some(n) = &rt.normalizer {
             pts.normalize(|s| n.normalize(s)).ok()?;
             let splits = pts.get_splits(OffsetReferential::Normalized, OffsetType::Byte);
-            if splits.iter().any(|(s, _, _)| added(s)) {
+            if splits.iter().any(|(s, _, tokens)| tokens.is_none() && refused(s)) {
                 return None;
             }
         }
@@ -343,13 +398,46 @@ impl BpeEncoder {
         }
         let start = out.len();
         let mut scratch = Scratch::default();
-        for (piece, _, _) in pts.get_splits(OffsetReferential::Original, OffsetType::Byte) {
-            if self.word(piece, rt, trie, &mut scratch, out).is_none() {
+        for (piece, _, tokens) in pts.get_splits(OffsetReferential::Original, OffsetType::Byte) {
+            if let Some(tokens) = tokens {
+                out.extend(tokens.iter().map(|t| TokenId(t.id)));
+            } else if self.word(piece, rt, trie, &mut scratch, out).is_none() {
                 out.truncate(start);
                 return None;
             }
         }
         Some(())
+    }
+
+    /// `AddedVocabulary::split_with_indices` for added tokens without `lstrip`, `rstrip` or
+    /// `single_word`: the leftmost-longest matches become their tokens, the text between them
+    /// stays to be normalised and pre-tokenized.
+    fn split_added(
+        &self,
+        s: NormalizedString,
+        split: &aho_corasick::AhoCorasick,
+    ) -> tokenizers::Result<Vec<(NormalizedString, Option<Vec<Token>>)>> {
+        let text = s.get();
+        let slice = |lo: usize, hi: usize| {
+            s.slice(Range::Normalized(lo..hi)).ok_or("an added token split off a character")
+        };
+        let mut out = Vec::new();
+        let mut start = 0;
+        for m in split.find_iter(text) {
+            if start < m.start() {
+                out.push((slice(start, m.start())?, None));
+            }
+            let piece = slice(m.start(), m.end())?;
+            let value = piece.get().to_owned();
+            let len = value.len();
+            let id = self.added[m.pattern().as_usize()].1;
+            out.push((piece, Some(vec![Token::new(id, value, (0, len))])));
+            start = m.end();
+        }
+        if start < text.len() {
+            out.push((slice(start, text.len())?, None));
+        }
+        Ok(out)
     }
 
     /// The id of a single-character token.

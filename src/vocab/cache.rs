@@ -26,8 +26,9 @@
 //! `tokenizers` gives.
 //!
 //! # What a cached vocabulary lacks until asked
-//! The `tokenizers` model loads on first use — for a text holding an added token's content,
-//! for a tokenizer the stored encoder does not reproduce, and for the calls that need the
+//! The `tokenizers` model loads on first use — for the rare text the stored encoder leaves to
+//! it (an added token matched after normalisation: `vocab/bpe.rs`), for a tokenizer the stored
+//! encoder does not reproduce, and for the calls that need the
 //! tokenizer itself ([`Vocabulary::tokenizer`], [`Vocabulary::token_id`]) — from the same file,
 //! refused with a typed error if the file's bytes no longer hash to the key the cache was read
 //! under (the file changed since). Masks, sampling and decoding of token ids never need it.
@@ -263,8 +264,14 @@ fn payload(inner: &VocabInner) -> Vec<u8> {
                     | u8::from(e.fuse_unk) << 2,
             );
             u64_(&mut w, e.unk.map_or(u64::MAX, u64::from));
+            w.push(u8::from(e.split_added));
             u64_(&mut w, e.added.len() as u64);
-            for a in &e.added {
+            for (content, id) in &e.added {
+                bytes(&mut w, content.as_bytes());
+                w.extend_from_slice(&id.to_le_bytes());
+            }
+            u64_(&mut w, e.normalized_added.len() as u64);
+            for a in &e.normalized_added {
                 bytes(&mut w, a.as_bytes());
             }
             u32s(&mut w, &mut e.chars.iter().flat_map(|&(c, id)| [c, id]), e.chars.len() * 2);
@@ -586,8 +593,19 @@ fn read_bpe(r: &mut Reader<'_>, n_tokens: usize) -> Result<BpeEncoder, String> {
         u64::MAX => None,
         u => Some(u32::try_from(u).map_err(|_| "the unknown id is out of range")?),
     };
-    let n_added = r.len(8)?;
-    let added = (0..n_added).map(|_| string(r)).collect::<Result<Vec<_>, _>>()?;
+    let split_added = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err("malformed flag".into()),
+    };
+    let n_added = r.len(12)?;
+    let mut added = Vec::with_capacity(n_added);
+    for _ in 0..n_added {
+        let content = string(r)?;
+        added.push((content, r.u32()?));
+    }
+    let n_normalized = r.len(8)?;
+    let normalized_added = (0..n_normalized).map(|_| string(r)).collect::<Result<Vec<_>, _>>()?;
     let pairs = r.u32s()?;
     if pairs.len() % 2 != 0 {
         return Err("the character table is malformed".into());
@@ -612,7 +630,7 @@ fn read_bpe(r: &mut Reader<'_>, n_tokens: usize) -> Result<BpeEncoder, String> {
         pre_tokenizer,
         (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0),
         unk,
-        added,
+        (added, split_added, normalized_added),
         chars,
         fallback,
         whole,

@@ -510,8 +510,9 @@ impl Vocabulary {
     /// Does [`Vocabulary::encode`] run the vocabulary cache's own BPE encoder (`vocab/bpe.rs`)
     /// instead of `tokenizers`? True for a vocabulary stored in or read from the cache when its
     /// tokenizer is a BPE model that encoder reproduces (byte-level or SentencePiece-style, no
-    /// dropout, no truncation); the `tokenizers` model is then loaded only for a text holding
-    /// an added token's content, which the encoder leaves to it.
+    /// dropout, no truncation); the `tokenizers` model is then loaded only for the rare text
+    /// the encoder leaves to it (an added token matched after normalisation, see
+    /// `vocab/bpe.rs`).
     pub fn has_cached_encoder(&self) -> bool {
         self.inner.bpe.is_some()
     }

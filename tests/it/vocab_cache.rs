@@ -274,11 +274,13 @@ fn a_changed_tokenizer_is_refused_by_the_lazy_load() {
     let mut bytes = std::fs::read(&tok).unwrap();
     bytes.extend_from_slice(b"\n");
     std::fs::write(&tok, &bytes).unwrap();
-    // Plain text is encoded by the encoder the cache stored with the vocabulary: the
-    // tokenizer as it was keyed, not the file as it is now.
-    assert_eq!(hit.encode("hello").unwrap(), crate::common::qwen3().encode("hello").unwrap());
-    // A text holding an added token's content is `tokenizers`' to encode: refused.
-    let err = hit.encode("hello<|im_end|>").unwrap_err();
+    // Text is encoded by the encoder the cache stored with the vocabulary (added tokens
+    // included): the tokenizer as it was keyed, not the file as it is now.
+    for text in ["hello", "hello<|im_end|>"] {
+        assert_eq!(hit.encode(text).unwrap(), crate::common::qwen3().encode(text).unwrap());
+    }
+    // The `tokenizers` model itself is refused.
+    let err = hit.try_tokenizer().unwrap_err();
     assert!(matches!(err.kind(), VocabErrorKind::Tokenizer(_)), "{err:?}");
     assert!(err.to_string().contains("changed since"), "{err}");
     assert!(hit.tokenizer().is_none());
@@ -334,7 +336,7 @@ fn fingerprint_pins_format_version() {
     let sum = u128::from_le_bytes(data[32..48].try_into().unwrap());
     assert_eq!(
         (grammask::vocab::CACHE_FORMAT_VERSION, format!("{sum:032x}")),
-        (2, "ea36bbe1b436ce6f2dbf7359212cde7b".to_string()),
+        (2, "be221dfe1b4f2de6a6de81b634347e2b".to_string()),
         "the embedded vocabulary's stored form changed: bump vocab::cache::FORMAT_VERSION \
          and update this fingerprint"
     );
@@ -435,6 +437,20 @@ fn encoder_texts() -> Vec<String> {
         "I'LL say it's 12345678 o'clock\r\n\r\n  \t x".into(),
         "e\u{301} vs é, ﬁ, Å vs A\u{30a}".into(),
     ];
+    // Chat prompts: the added tokens of each family, split out before pre-tokenizing (or, for
+    // tokenizers whose added tokens are matched after normalisation, left to `tokenizers`).
+    texts.extend(
+        [
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+            "<｜begin▁of▁sentence｜><｜User｜>Hi <｜Assistant｜><think>\n",
+            "<bos><start_of_turn>user\nHi <end_of_turn>\n<start_of_turn>model\n",
+            "<s>[INST] Hi [/INST] x</s>",
+            "<|start|>user<|message|>Hi<|end|><|start|>assistant",
+            "a <tool_call>{\"x\": 1}</tool_call> <|im_end|><|im_end|>x<|im_end",
+        ]
+        .map(String::from),
+    );
     let dir = Path::new("../shared/maskbench-dev");
     match std::fs::read_dir(dir) {
         Err(e) => eprintln!("{}: {e}; generated texts only", dir.display()),
@@ -529,20 +545,29 @@ fn the_cached_encoder_gives_the_ids_tokenizers_gives() {
 }
 
 #[test]
-fn a_text_holding_an_added_token_is_encoded_by_tokenizers() {
+fn added_tokens_are_split_out_without_tokenizers() {
     let dir = scratch("added");
     let tok = qwen3_files(&dir);
     let cache = dir.join("cache");
+    let fresh = Vocabulary::from_file(&tok).unwrap();
     Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
     let hit = Vocabulary::from_file_with(&tok, &cached(&cache)).unwrap();
     assert!(hit.has_cached_encoder());
-    let fresh = Vocabulary::from_file(&tok).unwrap();
-    // `<|im_end|>` is special, `<tool_call>` an added token that is not: `tokenizers` splits
-    // both out of the text before its pre-tokenizer runs.
-    for text in ["say <|im_end|> now", "a <tool_call>{\"x\": 1}</tool_call>"] {
+    // With the tokenizer file gone, `tokenizers` cannot be loaded: whatever is encoded below
+    // is the cached encoder's work.
+    std::fs::remove_file(&tok).unwrap();
+    assert!(hit.try_tokenizer().is_err());
+    let added = fresh.tokenizer().unwrap().get_added_tokens_decoder();
+    // `<|im_end|>` is special, `<tool_call>` an added token that is not: both are split out of
+    // the text before the normaliser and pre-tokenizer run, as `tokenizers` does.
+    for text in [
+        "say <|im_end|> now",
+        "a <tool_call>{\"x\": 1}</tool_call>",
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        "<|im_end|><|im_end|>x<|im_end",
+    ] {
         let ids = hit.encode(text).unwrap();
         assert_eq!(ids, fresh.encode(text).unwrap(), "{text}");
-        let added = fresh.tokenizer().unwrap().get_added_tokens_decoder();
         assert!(ids.iter().any(|t| added.contains_key(&t.0)), "{text}: {ids:?}");
         // As a document, the text is spelled by text tokens only.
         let exact = hit.encode_exact(text).unwrap();
