@@ -54,8 +54,16 @@ use tokenizers::{
 /// No id (a byte without a `<0xXX>` token).
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// The stored form of a BPE tokenizer's encoder; see the module docs.
+/// A BPE tokenizer's encoder: the tables the cache stores and what is rebuilt from them on
+/// first use; see the module docs.
 pub(crate) struct BpeEncoder {
+    pub(crate) tables: BpeTables,
+    /// The rebuilt `tokenizers` objects, on first use (`None` when they do not rebuild).
+    runtime: OnceLock<Option<Runtime>>,
+}
+
+/// The stored form of a BPE tokenizer's encoder, and the model's algorithm over it.
+pub(crate) struct BpeTables {
     /// `tokenizers`' normaliser, as the JSON it serialises to.
     pub(crate) normalizer: Option<String>,
     /// `tokenizers`' pre-tokenizer, as JSON.
@@ -94,8 +102,6 @@ pub(crate) struct BpeEncoder {
     pub(crate) right: Vec<u32>,
     pub(crate) rank: Vec<u32>,
     pub(crate) merged: Vec<u32>,
-    /// The rebuilt `tokenizers` objects, on first use (`None` when they do not rebuild).
-    runtime: OnceLock<Option<Runtime>>,
 }
 
 /// What [`BpeEncoder::encode`] needs beyond the stored tables.
@@ -110,77 +116,11 @@ struct Runtime {
 }
 
 impl BpeEncoder {
-    /// The tables with nothing rebuilt yet (the cache's reader fills the fields).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        normalizer: Option<String>,
-        pre_tokenizer: Option<String>,
-        flags: (bool, bool, bool),
-        unk: Option<u32>,
-        added: (Vec<(String, u32)>, bool, Vec<String>),
-        chars: Vec<(u32, u32)>,
-        fallback: Vec<u32>,
-        whole: Vec<u64>,
-        extra_words: Vec<(Vec<u8>, u32)>,
-        merges: [Vec<u32>; 4],
-    ) -> BpeEncoder {
-        let (ignore_merges, byte_fallback, fuse_unk) = flags;
-        let [rows, right, rank, merged] = merges;
-        let (added, split_added, normalized_added) = added;
-        BpeEncoder {
-            normalizer,
-            pre_tokenizer,
-            ignore_merges,
-            byte_fallback,
-            fuse_unk,
-            unk,
-            added,
-            split_added,
-            normalized_added,
-            chars,
-            fallback,
-            whole,
-            extra_words,
-            rows,
-            right,
-            rank,
-            merged,
-            runtime: OnceLock::new(),
-        }
-    }
-
-    /// Check the tables against a vocabulary of `n_tokens` ids: every id in range, rows well
-    /// formed and sorted. A cache file that passes its checksum but not this is refused.
-    pub(crate) fn check(&self, n_tokens: usize) -> Result<(), String> {
-        let n = n_tokens as u32;
-        let ids_ok = |ids: &[u32]| ids.iter().all(|&i| i < n);
-        let m = self.right.len();
-        let rows_ok = self.rows.first() == Some(&0)
-            && self.rows.last().is_some_and(|&e| e as usize == m)
-            && self.rows.len() <= n_tokens + 1
-            && self.rows.windows(2).all(|w| w[0] <= w[1])
-            && self.rank.len() == m
-            && self.merged.len() == m
-            && self
-                .rows
-                .windows(2)
-                .all(|w| self.right[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]));
-        if !rows_ok || !ids_ok(&self.right) || !ids_ok(&self.merged) {
-            return Err("the merge table is malformed".into());
-        }
-        let chars_ok = self.chars.windows(2).all(|w| w[0].0 < w[1].0)
-            && self.chars.iter().all(|&(c, id)| char::from_u32(c).is_some() && id < n);
-        let fallback_ok = self.fallback.len() == if self.byte_fallback { 256 } else { 0 }
-            && self.fallback.iter().all(|&i| i == NONE || i < n);
-        let words_ok = self.extra_words.windows(2).all(|w| w[0].0 < w[1].0)
-            && self.extra_words.iter().all(|(_, id)| *id < n)
-            && self.whole.len() == if self.ignore_merges { n_tokens.div_ceil(64) } else { 0 };
-        let added_ok =
-            self.added.windows(2).all(|w| w[0] < w[1]) && self.added.iter().all(|(_, id)| *id < n);
-        if !chars_ok || !fallback_ok || !words_ok || !added_ok || self.unk.is_some_and(|u| u >= n) {
-            return Err("the encoder's token tables are malformed".into());
-        }
-        Ok(())
+    /// The encoder of `tables`, checked against a vocabulary of `n_tokens` ids
+    /// ([`BpeTables::check`]); nothing is rebuilt yet.
+    pub(crate) fn new(tables: BpeTables, n_tokens: usize) -> Result<BpeEncoder, String> {
+        tables.check(n_tokens)?;
+        Ok(BpeEncoder { tables, runtime: OnceLock::new() })
     }
 
     /// Derive the encoder of a vocabulary built from `tok` (`bytes_of(id)` its text bytes,
@@ -316,19 +256,26 @@ impl BpeEncoder {
         }
         normalized_added.sort_unstable();
         normalized_added.dedup();
-        let enc = BpeEncoder::from_parts(
-            normalizer_json,
-            pre_json,
-            (bpe.ignore_merges, bpe.byte_fallback, bpe.fuse_unk),
+        let tables = BpeTables {
+            normalizer: normalizer_json,
+            pre_tokenizer: pre_json,
+            ignore_merges: bpe.ignore_merges,
+            byte_fallback: bpe.byte_fallback,
+            fuse_unk: bpe.fuse_unk,
             unk,
-            (added, split_added, normalized_added),
+            added,
+            split_added,
+            normalized_added,
             chars,
             fallback,
             whole,
             extra_words,
-            [rows, right, rank, merged],
-        );
-        enc.check(n_tokens)?;
+            rows,
+            right,
+            rank,
+            merged,
+        };
+        let enc = BpeEncoder::new(tables, n_tokens)?;
         if enc.runtime().is_none() {
             return Err("the normaliser or pre-tokenizer does not rebuild from its JSON".into());
         }
@@ -336,25 +283,23 @@ impl BpeEncoder {
     }
 
     fn runtime(&self) -> Option<&Runtime> {
+        let t = &self.tables;
         self.runtime
             .get_or_init(|| {
-                let normalizer = match &self.normalizer {
+                let normalizer = match &t.normalizer {
                     None => None,
                     Some(j) => Some(serde_json::from_str::<NormalizerWrapper>(j).ok()?),
                 };
-                let pre_tokenizer = match &self.pre_tokenizer {
+                let pre_tokenizer = match &t.pre_tokenizer {
                     None => None,
                     Some(j) => Some(serde_json::from_str::<PreTokenizerWrapper>(j).ok()?),
                 };
-                let contents = self.added.iter().map(|(c, _)| c.as_str());
-                let (split, refuse): (Vec<&str>, Vec<&str>) = match self.split_added {
-                    true => (contents.collect(), Vec::new()),
-                    false => (Vec::new(), contents.collect()),
+                let contents = t.added.iter().map(|(c, _)| c.as_str());
+                let normalized = t.normalized_added.iter().map(String::as_str);
+                let (split, refuse): (Vec<&str>, Vec<&str>) = match t.split_added {
+                    true => (contents.collect(), normalized.collect()),
+                    false => (Vec::new(), contents.chain(normalized).collect()),
                 };
-                let refuse: Vec<&str> = refuse
-                    .into_iter()
-                    .chain(self.normalized_added.iter().map(|s| s.as_str()))
-                    .collect();
                 let automaton = |patterns: Vec<&str>| match patterns.is_empty() {
                     true => Ok(None),
                     false => aho_corasick::AhoCorasick::builder()
@@ -384,7 +329,7 @@ impl BpeEncoder {
         }
         let mut pts = PreTokenizedString::from(text);
         if let Some(split) = &rt.split {
-            pts.split(|_, s| self.split_added(s, split)).ok()?;
+            pts.split(|_, s| self.tables.split_added(s, split)).ok()?;
         }
         if let Some(n) = &rt.normalizer {
             pts.normalize(|s| n.normalize(s)).ok()?;
@@ -396,17 +341,51 @@ impl BpeEncoder {
         if let Some(p) = &rt.pre_tokenizer {
             p.pre_tokenize(&mut pts).ok()?;
         }
-        let start = out.len();
+        // From here on every piece encodes: nothing is left to `tokenizers` half-way.
         let mut scratch = Scratch::default();
         for (piece, _, tokens) in pts.get_splits(OffsetReferential::Original, OffsetType::Byte) {
-            if let Some(tokens) = tokens {
-                out.extend(tokens.iter().map(|t| TokenId(t.id)));
-            } else if self.word(piece, rt, trie, &mut scratch, out).is_none() {
-                out.truncate(start);
-                return None;
+            match tokens {
+                Some(tokens) => out.extend(tokens.iter().map(|t| TokenId(t.id))),
+                None => self.tables.word(piece, rt, trie, &mut scratch, out),
             }
         }
         Some(())
+    }
+}
+
+impl BpeTables {
+    /// Check the tables against a vocabulary of `n_tokens` ids: every id in range, rows well
+    /// formed and sorted. A cache file that passes its checksum but not this is refused.
+    pub(crate) fn check(&self, n_tokens: usize) -> Result<(), String> {
+        let n = n_tokens as u32;
+        let ids_ok = |ids: &[u32]| ids.iter().all(|&i| i < n);
+        let m = self.right.len();
+        let rows_ok = self.rows.first() == Some(&0)
+            && self.rows.last().is_some_and(|&e| e as usize == m)
+            && self.rows.len() <= n_tokens + 1
+            && self.rows.windows(2).all(|w| w[0] <= w[1])
+            && self.rank.len() == m
+            && self.merged.len() == m
+            && self
+                .rows
+                .windows(2)
+                .all(|w| self.right[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]));
+        if !rows_ok || !ids_ok(&self.right) || !ids_ok(&self.merged) {
+            return Err("the merge table is malformed".into());
+        }
+        let chars_ok = self.chars.windows(2).all(|w| w[0].0 < w[1].0)
+            && self.chars.iter().all(|&(c, id)| char::from_u32(c).is_some() && id < n);
+        let fallback_ok = self.fallback.len() == if self.byte_fallback { 256 } else { 0 }
+            && self.fallback.iter().all(|&i| i == NONE || i < n);
+        let words_ok = self.extra_words.windows(2).all(|w| w[0].0 < w[1].0)
+            && self.extra_words.iter().all(|(_, id)| *id < n)
+            && self.whole.len() == if self.ignore_merges { n_tokens.div_ceil(64) } else { 0 };
+        let added_ok =
+            self.added.windows(2).all(|w| w[0] < w[1]) && self.added.iter().all(|(_, id)| *id < n);
+        if !chars_ok || !fallback_ok || !words_ok || !added_ok || self.unk.is_some_and(|u| u >= n) {
+            return Err("the encoder's token tables are malformed".into());
+        }
+        Ok(())
     }
 
     /// `AddedVocabulary::split_with_indices` for added tokens without `lstrip`, `rstrip` or
@@ -466,14 +445,14 @@ impl BpeEncoder {
         trie: &TokTrie,
         scratch: &mut Scratch,
         out: &mut Vec<TokenId>,
-    ) -> Option<()> {
+    ) {
         if word.is_empty() {
-            return Some(());
+            return;
         }
         if self.ignore_merges {
             if let Some(id) = self.whole_word(word, rt, trie, scratch) {
                 out.push(TokenId(id));
-                return Some(());
+                return;
             }
         }
         // `BPE::merge_word`: each character's token, else its bytes' `<0xXX>` tokens, else the
@@ -513,7 +492,6 @@ impl BpeEncoder {
         }
         self.merge_all(scratch);
         out.extend(scratch.live().map(TokenId));
-        Some(())
     }
 
     /// The model token that is exactly `word`, looked up by its bytes.

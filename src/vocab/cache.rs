@@ -37,7 +37,7 @@
 //! contents changes (token decoding, EOS rules, the trie layout, the stored encoder); the test
 //! `vocab_cache::fingerprint_pins_format_version` fails until it is bumped.
 
-use super::bpe::BpeEncoder;
+use super::bpe::{BpeEncoder, BpeTables};
 use super::trie::StoredTrie;
 use super::{
     TokTrie, TokenEncoding, TokenKind, VocabConfig, VocabInner, VocabSource, MAX_TOKEN_BYTES,
@@ -244,6 +244,7 @@ fn payload(inner: &VocabInner) -> Vec<u8> {
     match &inner.bpe {
         None => w.push(0),
         Some(e) => {
+            let e = &e.tables;
             w.push(1);
             let bytes = |w: &mut Vec<u8>, b: &[u8]| {
                 w.extend_from_slice(&(b.len() as u64).to_le_bytes());
@@ -624,19 +625,24 @@ fn read_bpe(r: &mut Reader<'_>, n_tokens: usize) -> Result<BpeEncoder, String> {
         let b = bytes(r)?;
         extra_words.push((b, r.u32()?));
     }
-    let merges = [r.u32s()?, r.u32s()?, r.u32s()?, r.u32s()?];
-    let e = BpeEncoder::from_parts(
+    let tables = BpeTables {
         normalizer,
         pre_tokenizer,
-        (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0),
+        ignore_merges: flags & 1 != 0,
+        byte_fallback: flags & 2 != 0,
+        fuse_unk: flags & 4 != 0,
         unk,
-        (added, split_added, normalized_added),
+        added,
+        split_added,
+        normalized_added,
         chars,
         fallback,
         whole,
         extra_words,
-        merges,
-    );
-    e.check(n_tokens)?;
-    Ok(e)
+        rows: r.u32s()?,
+        right: r.u32s()?,
+        rank: r.u32s()?,
+        merged: r.u32s()?,
+    };
+    BpeEncoder::new(tables, n_tokens)
 }

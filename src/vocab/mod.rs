@@ -479,17 +479,15 @@ impl Vocabulary {
             Err(cache::ReadFailure::Refused(why)) => Some(why),
         };
         let (mut vocab, same) = build(source, Some(hash))?;
-        let inner = Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared");
-        inner.bpe = inner.tokenizer.get().ok().and_then(|tok| {
-            let bytes_of = |id: u32| match inner.kinds.get(id as usize) {
-                Some(TokenKind::Text) => Some(
-                    &inner.bytes[inner.offsets[id as usize] as usize
-                        ..inner.offsets[id as usize + 1] as usize],
-                ),
-                _ => None,
+        let encoder = vocab.inner.tokenizer.get().ok().and_then(|tok| {
+            let text = |id: u32| {
+                let t = TokenId(id);
+                (vocab.kind(t) == TokenKind::Text).then(|| vocab.token_bytes(t))
             };
-            bpe::BpeEncoder::from_tokenizer(tok, inner.encoding, inner.n_tokens, bytes_of).ok()
+            bpe::BpeEncoder::from_tokenizer(tok, vocab.encoding(), vocab.n_tokens(), text).ok()
         });
+        Arc::get_mut(&mut vocab.inner).expect("a vocabulary just built is not shared").bpe =
+            encoder;
         let outcome = if !same {
             let why = "the tokenizer file changed while it was read: built from its new bytes, \
                        which the key does not name"
