@@ -171,7 +171,9 @@ pub use engine::{
 pub use json::{JsonConfig, JsonObjectConstraint};
 pub use mask::TokenMask;
 pub use regex::{RegexConfig, RegexConstraint};
-pub use schema::{CompiledSchema, SchemaConstraint, SchemaError, SchemaErrorKind, SchemaOptions};
+pub use schema::{
+    CompiledSchema, Profile, SchemaConstraint, SchemaError, SchemaErrorKind, SchemaOptions,
+};
 pub use token::TokenId;
 pub use vocab::Vocabulary;
 

@@ -234,11 +234,103 @@ pub struct SchemaOptions {
     /// that may still go on without bound (`{"type": "string"}`, `^a.*$`) keeps every
     /// spelling.
     pub literal_values: bool,
+    /// Close objects whose schema leaves undeclared keys open only by saying nothing: a schema
+    /// object that declares `properties` or `patternProperties` but has neither
+    /// `additionalProperties` nor `unevaluatedProperties` takes only the keys it declares
+    /// (across the `allOf`/`$ref` pieces merged into the same object, and the `anyOf`/`oneOf`
+    /// branch that holds). An explicit `additionalProperties` (`true` or a schema) or
+    /// `unevaluatedProperties` keeps an object as it is, and so does a schema that declares no
+    /// keys at all (`{"type": "object"}` stays any object). Default `false`: the letter of JSON
+    /// Schema, where unlisted keys are allowed — a small model then invents keys until its
+    /// token budget runs out. Only value positions the instance must satisfy are closed (never
+    /// inside `not`, the `if` of a conditional, or a `oneOf` branch's exclusion), so every
+    /// output still validates against the schema as written. XGrammar's strict mode, OpenAI's
+    /// strict structured outputs and llama.cpp's schema converter generate the same subset.
+    pub closed_objects: bool,
+    /// Spell `number` values as plain decimals, `-?(0|[1-9][0-9]*)(\.[0-9]+)?` (no exponent),
+    /// with at most [`SchemaOptions::max_number_digits`] significant digits and as many after
+    /// the point; bounds, `multipleOf` and `integer` stay exact — a prefix lives only while a
+    /// plain completion inside them exists. Default `false`: every JSON spelling, where an
+    /// exponent (`e-300`) can still bring `4.09826…` into `[0, 1]`, so a model under bounds can
+    /// write digits forever. A schema whose numbers no plain decimal can reach (e.g.
+    /// `minimum: 1e300`) is refused with the keyword and pointer. Implies
+    /// [`SchemaOptions::plain_integers`] for `integer`.
+    pub plain_numbers: bool,
+    /// Longest count of significant digits (and of digits after the point) under
+    /// [`SchemaOptions::plain_numbers`] (default 15, what an IEEE double carries exactly).
+    pub max_number_digits: u8,
+    /// Spell string contents without gratuitous escapes: `\u` only for a control character,
+    /// and no `\/`; a character that may stand as it is stands as it is. Default `false`: every
+    /// JSON spelling (`"\u0041"` is `"A"`). Keys and values alike; the strings' values are
+    /// unchanged, so every output still validates.
+    pub plain_strings: bool,
+}
+
+/// Which language a schema is compiled to: the schema's own (exact, for validation) or the
+/// generation subset that a model finishes (every output of it still validates).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// Every document the schema accepts, in every JSON spelling the whitespace policy allows:
+    /// what `walk`, MaskBench, the JSON Schema Test Suite and the fuzzer use.
+    #[default]
+    Exact,
+    /// [`SchemaOptions::generation`]: the subset a small greedy model finishes. The default
+    /// wherever text is generated (the server, `grammask generate`, the Python serving adapters).
+    Generation,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Profile, String> {
+        match s {
+            "exact" => Ok(Profile::Exact),
+            "generation" => Ok(Profile::Generation),
+            _ => Err(format!("unknown profile {s:?} (exact, generation)")),
+        }
+    }
 }
 
 impl SchemaOptions {
     /// Default longest whitespace run of [`Whitespace::Flexible`].
     pub const DEFAULT_MAX_WS_RUN: u8 = 4;
+
+    /// Default of [`SchemaOptions::max_number_digits`].
+    pub const DEFAULT_MAX_NUMBER_DIGITS: u8 = 15;
+
+    /// The options of `profile`: [`SchemaOptions::default`] for [`Profile::Exact`],
+    /// [`SchemaOptions::generation`] for [`Profile::Generation`].
+    pub fn for_profile(profile: Profile) -> SchemaOptions {
+        match profile {
+            Profile::Exact => SchemaOptions::default(),
+            Profile::Generation => SchemaOptions::generation(),
+        }
+    }
+
+    /// The generation profile: a subset of the schema's language, chosen so that a greedy
+    /// small model finishes, every output still valid (`docs/json-schema.md`, "Generation
+    /// profile"): objects closed where the schema says nothing ([`Self::closed_objects`]),
+    /// plain bounded numbers ([`Self::plain_numbers`]) and integers, declared names and enum
+    /// members as written ([`Self::literal_keys`], [`Self::literal_values`]), no gratuitous
+    /// escapes ([`Self::plain_strings`]), and canonical whitespace (`", "` and `": "`, as
+    /// Python's `json.dumps` writes) instead of free runs.
+    ///
+    /// ```
+    /// use grammask::SchemaOptions;
+    /// let o = SchemaOptions::generation();
+    /// assert!(o.closed_objects && o.plain_numbers && o.plain_integers);
+    /// ```
+    pub fn generation() -> SchemaOptions {
+        SchemaOptions {
+            whitespace: Whitespace::Separators { item: ", ".into(), key: ": ".into() },
+            plain_integers: true,
+            literal_keys: true,
+            literal_values: true,
+            closed_objects: true,
+            plain_numbers: true,
+            plain_strings: true,
+            ..SchemaOptions::default()
+        }
+    }
 }
 
 impl Default for SchemaOptions {
@@ -254,6 +346,10 @@ impl Default for SchemaOptions {
             plain_integers: false,
             literal_keys: false,
             literal_values: false,
+            closed_objects: false,
+            plain_numbers: false,
+            max_number_digits: Self::DEFAULT_MAX_NUMBER_DIGITS,
+            plain_strings: false,
         }
     }
 }
@@ -279,6 +375,14 @@ builder!(SchemaOptions {
     with_literal_keys => literal_keys: bool,
     /// Finite-language string values (`enum`, `const`) spelled as written (default `false`).
     with_literal_values => literal_values: bool,
+    /// Objects that declare keys and say nothing of others take only those (default `false`).
+    with_closed_objects => closed_objects: bool,
+    /// Numbers as plain decimals of bounded digits (default `false`: every spelling).
+    with_plain_numbers => plain_numbers: bool,
+    /// Significant digits under `plain_numbers` (default 15).
+    with_max_number_digits => max_number_digits: u8,
+    /// No gratuitous escapes in strings (default `false`: every spelling).
+    with_plain_strings => plain_strings: bool,
 });
 
 builder!(SchemaLimits {
