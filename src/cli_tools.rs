@@ -6,9 +6,9 @@
 
 use clap::Args;
 use grammask::constraint::tools::{
-    extract_tool_calls, parse_tools, tool_constraint, Reasoning, ToolChoice, ToolFormat,
+    extract_tool_calls, parse_tools, tool_constraint_with, Reasoning, ToolChoice, ToolFormat,
 };
-use grammask::{Constraint, Vocabulary};
+use grammask::{Constraint, SchemaOptions, Vocabulary};
 use std::path::PathBuf;
 
 /// The tool-calling flags.
@@ -43,7 +43,11 @@ fn format(args: &ToolArgs, vocab: &Vocabulary) -> Result<ToolFormat, String> {
 }
 
 /// The constraint `--tools` describes, or `None` without `--tools`.
-pub fn constraint(args: &ToolArgs, vocab: &Vocabulary) -> Result<Option<Constraint>, String> {
+pub fn constraint(
+    args: &ToolArgs,
+    vocab: &Vocabulary,
+    options: &SchemaOptions,
+) -> Result<Option<Constraint>, String> {
     let Some(path) = &args.tools else { return Ok(None) };
     let text = super::read_text(path)?;
     let json: serde_json::Value =
@@ -55,8 +59,9 @@ pub fn constraint(args: &ToolArgs, vocab: &Vocabulary) -> Result<Option<Constrai
         Some(n) => Reasoning::Budget(n),
     };
     let choice = ToolChoice::parse(&args.tool_choice);
-    let tagged = tool_constraint(vocab, &tools, &choice, format(args, vocab)?, reasoning)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let tagged =
+        tool_constraint_with(vocab, &tools, &choice, format(args, vocab)?, reasoning, options)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Some(Constraint::tagged(tagged)))
 }
 

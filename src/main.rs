@@ -108,6 +108,11 @@ struct ServeArgs {
     /// The model name responses carry (default: the file stem).
     #[arg(long)]
     model_name: Option<String>,
+    /// How JSON Schemas (response formats, tools) compile: `generation` (the subset a model
+    /// finishes, every output valid) or `exact` (the schema's whole language); a request may
+    /// ask otherwise with `structured_outputs.profile`.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Generation)]
+    profile: ProfileArg,
 }
 
 #[cfg(feature = "server")]
@@ -127,6 +132,10 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .batch_wait(std::time::Duration::from_millis(a.batch_wait_ms))
         .shutdown_grace(std::time::Duration::from_secs(a.shutdown_grace))
         .model_name(a.model_name)
+        .profile(match a.profile {
+            ProfileArg::Exact => grammask::Profile::Exact,
+            ProfileArg::Generation => grammask::Profile::Generation,
+        })
         .build()
         .map_err(|e| e.to_string())?;
     grammask::server::serve(config).map_err(|e| e.to_string())
@@ -230,6 +239,12 @@ struct ConstraintArgs {
     /// A JSON Schema file the output must validate against.
     #[arg(long, conflicts_with_all = ["json", "regex", "grammar"])]
     schema: Option<PathBuf>,
+    /// How --schema and --tools' schemas compile: `exact` (every document the schema accepts,
+    /// in every spelling) or `generation` (the subset a model finishes: objects closed where the
+    /// schema says nothing, plain bounded numbers, canonical whitespace; every output valid).
+    /// [default: generation for `generate`, exact for `walk`]
+    #[arg(long, value_enum, conflicts_with_all = ["json", "regex", "grammar"])]
+    profile: Option<ProfileArg>,
     /// With --schema: `integer` values as plain literals `-?(0|[1-9][0-9]*)` only, as
     /// XGrammar and llguidance generate them (default: every spelling of an integer value,
     /// `1.0` and `1e3` too, as validators accept them).
@@ -311,6 +326,35 @@ fn engine_limits(c: &ConstraintArgs, mut e: grammask::EngineOptions) -> grammask
         }
     }
     e
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProfileArg {
+    /// The schema's whole language (validation, conformance).
+    Exact,
+    /// The subset a model finishes, every output valid (docs/json-schema.md).
+    Generation,
+}
+
+/// The schema options the flags describe: the profile's, then the explicit flags on top.
+fn schema_options(c: &ConstraintArgs) -> grammask::SchemaOptions {
+    let profile = match c.profile {
+        Some(ProfileArg::Generation) => grammask::Profile::Generation,
+        _ => grammask::Profile::Exact,
+    };
+    let mut options = grammask::SchemaOptions::for_profile(profile);
+    match c.whitespace {
+        Some(WsArg::Compact) => options.whitespace = Whitespace::Compact,
+        Some(WsArg::Flexible) => {
+            options.whitespace =
+                Whitespace::Flexible { max_run: grammask::SchemaOptions::DEFAULT_MAX_WS_RUN }
+        }
+        None => {}
+    }
+    options.plain_integers |= c.plain_integers;
+    options.literal_keys |= c.literal_keys;
+    options.literal_values |= c.literal_values;
+    options
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -513,10 +557,7 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
         let text = read_text(path)?;
         let schema: serde_json::Value = grammask::schema::parse_schema_text(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut options = grammask::SchemaOptions::default();
-        if let Some(WsArg::Compact) = c.whitespace {
-            options.whitespace = Whitespace::Compact;
-        }
+        let mut options = schema_options(c);
         let l = &mut options.limits;
         for (name, v) in &c.limits {
             match name.as_str() {
@@ -532,9 +573,6 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
             }
         }
         options.engine = engine_limits(c, options.engine);
-        options.plain_integers = c.plain_integers;
-        options.literal_keys = c.literal_keys;
-        options.literal_values = c.literal_values;
         return Ok(Constraint::json_schema_with(&schema, options));
     }
     if let Some(path) = &c.grammar {
@@ -592,7 +630,7 @@ fn build_compiled(
     c: &ConstraintArgs,
 ) -> CliResult<grammask::constraint::CompiledConstraint> {
     let source = c.schema.as_ref().or(c.grammar.as_ref()).or(c.tools.tools.as_ref());
-    let constraint = match cli_tools::constraint(&c.tools, vocab)? {
+    let constraint = match cli_tools::constraint(&c.tools, vocab, &schema_options(c))? {
         Some(t) => t,
         None => constraint_of(c)?,
     };
@@ -730,7 +768,9 @@ fn decode_setup(
     Ok((config, engine))
 }
 
-fn generate(args: GenerateArgs) -> CliResult<()> {
+fn generate(mut args: GenerateArgs) -> CliResult<()> {
+    // What is generated compiles under the generation profile unless told otherwise.
+    args.constraint.profile.get_or_insert(ProfileArg::Generation);
     #[cfg(feature = "model")]
     if let Some(path) = args.model.model.clone() {
         return cli_model::generate(&args, &path);

@@ -9,6 +9,7 @@
 
 use super::tagged::{Piece, Tag, Tagged, TriggeredTags};
 use super::Constraint;
+use crate::schema::SchemaOptions;
 use crate::vocab::Vocabulary;
 use serde_json::Value;
 use std::fmt;
@@ -183,8 +184,8 @@ fn t(s: &str) -> Piece {
 fn k(s: &str) -> Piece {
     Piece::token(s)
 }
-fn schema(tool: &Tool) -> Tagged {
-    Tagged::content(Constraint::json_schema(&tool.parameters))
+fn schema(tool: &Tool, options: &SchemaOptions) -> Tagged {
+    Tagged::content(Constraint::json_schema_with(&tool.parameters, options.clone()))
 }
 fn think_text(r: Reasoning) -> Tagged {
     match r {
@@ -205,6 +206,22 @@ pub fn tool_constraint(
     choice: &ToolChoice,
     format: ToolFormat,
     reasoning: Reasoning,
+) -> Result<Tagged, ToolsError> {
+    tool_constraint_with(vocab, tools, choice, format, reasoning, &SchemaOptions::default())
+}
+
+/// [`tool_constraint`] with the arguments' schemas compiled under `options` (for generation,
+/// [`SchemaOptions::generation`]: closed objects, plain numbers, canonical whitespace).
+///
+/// # Errors
+/// As [`tool_constraint`].
+pub fn tool_constraint_with(
+    vocab: &Vocabulary,
+    tools: &[Tool],
+    choice: &ToolChoice,
+    format: ToolFormat,
+    reasoning: Reasoning,
+    options: &SchemaOptions,
 ) -> Result<Tagged, ToolsError> {
     let selected: Vec<&Tool> = match choice {
         ToolChoice::None => Vec::new(),
@@ -239,7 +256,7 @@ pub fn tool_constraint(
                             "<tool_call>\n{{\"name\": \"{}\", \"arguments\": ",
                             tool.name
                         ))],
-                        schema(tool),
+                        schema(tool, options),
                         vec![t("}\n</tool_call>")],
                     )
                 })
@@ -289,7 +306,7 @@ pub fn tool_constraint(
                     Tag::new(
                         &tool.name,
                         vec![t(&format!("{{\"name\": \"{}\", \"parameters\": ", tool.name))],
-                        schema(tool),
+                        schema(tool, options),
                         vec![t("}")],
                     )
                 })
@@ -326,7 +343,7 @@ pub fn tool_constraint(
                             t("json"),
                             k("<|message|>"),
                         ]),
-                        schema(tool),
+                        schema(tool, options),
                         Tagged::pieces(vec![k("<|call|>")]),
                     ])
                 })
@@ -382,7 +399,7 @@ pub fn tool_constraint(
                             k("<｜tool▁sep｜>"),
                             t(&format!("{}\n```json\n", tool.name)),
                         ],
-                        schema(tool),
+                        schema(tool, options),
                         vec![t("\n```"), k("<｜tool▁call▁end｜>")],
                     )
                 })

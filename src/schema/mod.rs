@@ -268,7 +268,7 @@ pub struct SchemaOptions {
 
 /// Which language a schema is compiled to: the schema's own (exact, for validation) or the
 /// generation subset that a model finishes (every output of it still validates).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Profile {
     /// Every document the schema accepts, in every JSON spelling the whitespace policy allows:
     /// what `walk`, MaskBench, the JSON Schema Test Suite and the fuzzer use.

@@ -40,6 +40,7 @@ pub struct ServerConfig {
     pub(crate) kernel: Option<crate::model::DotKernel>,
     pub(crate) context: usize,
     pub(crate) model_name: Option<String>,
+    pub(crate) profile: crate::schema::Profile,
 }
 
 /// Builder of [`ServerConfig`].
@@ -69,6 +70,7 @@ impl ServerConfig {
                 kernel: None,
                 context: DEFAULT_CONTEXT,
                 model_name: None,
+                profile: crate::schema::Profile::Generation,
             },
         }
     }
@@ -175,6 +177,16 @@ impl ServerConfigBuilder {
     /// The model's name in responses (default: the file stem).
     pub fn model_name(mut self, name: Option<String>) -> Self {
         self.config.model_name = name;
+        self
+    }
+
+    /// How JSON Schemas (response formats, tools' arguments) are compiled (default
+    /// [`Profile::Generation`](crate::schema::Profile::Generation): the subset a model
+    /// finishes, every output valid; [`Profile::Exact`](crate::schema::Profile::Exact): the
+    /// schema's whole language). A request may ask otherwise (`structured_outputs.profile`,
+    /// vLLM's `disable_additional_properties` and `disable_any_whitespace`).
+    pub fn profile(mut self, profile: crate::schema::Profile) -> Self {
+        self.config.profile = profile;
         self
     }
 

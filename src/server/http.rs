@@ -6,11 +6,12 @@ use super::config::ServerConfig;
 use super::error::{ApiError, ServerError};
 use super::generate::{self, Event, Job, Outcome};
 use super::metrics::Metrics;
-use super::request::{parse_chat, parse_completion, Params, Spec};
+use super::request::{parse_chat, parse_completion, Params, SchemaKnobs, Spec};
 use super::worker::Worker;
 use crate::constraint::tagged::Tagged;
 use crate::constraint::tools::{
-    extract_tool_calls, render_output, tool_constraint, Reasoning, Tool, ToolChoice, ToolFormat,
+    extract_tool_calls, render_output, tool_constraint_with, Reasoning, Tool, ToolChoice,
+    ToolFormat,
 };
 use crate::constraint::{CompiledConstraint, Constraint};
 use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
@@ -231,7 +232,12 @@ fn choice_regex(choices: &[String]) -> String {
 /// required starts the answer at once: `{"name": NAME, "parameters": ARGS}` for one of the
 /// allowed functions and nothing after it; the library's format lets free text come first,
 /// which a small model fills with blank lines until the token limit.
-fn tool_tags(app: &App, tools: &[Tool], choice: &ToolChoice) -> Result<Tagged, ApiError> {
+fn tool_tags(
+    app: &App,
+    tools: &[Tool],
+    choice: &ToolChoice,
+    knobs: &SchemaKnobs,
+) -> Result<Tagged, ApiError> {
     let forced: Vec<&Tool> = match choice {
         ToolChoice::Required => tools.iter().collect(),
         ToolChoice::Named(n) => tools.iter().filter(|t| &t.name == n).collect(),
@@ -243,34 +249,42 @@ fn tool_tags(app: &App, tools: &[Tool], choice: &ToolChoice) -> Result<Tagged, A
             .map(|t| {
                 Tagged::sequence(vec![
                     Tagged::literal(&format!("{{\"name\": \"{}\", \"parameters\": ", t.name)),
-                    Tagged::content(Constraint::json_schema_with(&t.parameters, args_options())),
+                    Tagged::content(Constraint::json_schema_with(
+                        &t.parameters,
+                        schema_options(app, knobs, true),
+                    )),
                     Tagged::literal("}"),
                 ])
             })
             .collect();
         return Ok(Tagged::choice(calls));
     }
-    tool_constraint(&app.vocab, tools, choice, app.tool_format, Reasoning::Free)
+    let options = schema_options(app, knobs, true);
+    tool_constraint_with(&app.vocab, tools, choice, app.tool_format, Reasoning::Free, &options)
         .map_err(|e| ApiError::bad_request(format!("tools: {e}"), Some("tools")))
 }
 
-/// Tool arguments are written as Python's `json.dumps` writes them (`", "`, `": "`, no
-/// newlines): a small model otherwise spends its tokens on indentation.
-fn args_options() -> SchemaOptions {
-    generation_options()
-        .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() })
-}
-
-/// What a model is asked for here is generated output: integers as plain literals, declared
-/// names and enum members as written (`plain_integers`, `literal_keys`, `literal_values`), as
-/// OpenAI, XGrammar and llguidance spell them — a small model masked away from a misspelling
-/// otherwise escapes its way into the name or the member (`"colo\u0072"`), or writes zeros
-/// after `1.1` under `integer`.
-fn generation_options() -> SchemaOptions {
-    SchemaOptions::default()
-        .with_plain_integers(true)
-        .with_literal_keys(true)
-        .with_literal_values(true)
+/// The options a request's JSON Schemas compile under: the server's profile (or the one the
+/// request names), then vLLM's knobs. Tool arguments (`args`) are written as Python's
+/// `json.dumps` writes them (`", "`, `": "`, no newlines) in either profile: a small model
+/// otherwise spends its tokens on indentation.
+fn schema_options(app: &App, knobs: &SchemaKnobs, args: bool) -> SchemaOptions {
+    let mut o = SchemaOptions::for_profile(knobs.profile.unwrap_or(app.config.profile));
+    if args {
+        o.whitespace = Whitespace::Separators { item: ", ".into(), key: ": ".into() };
+        // Spellings as OpenAI, XGrammar and llguidance write them, even in the exact profile:
+        // a small model masked away from a misspelling escapes its way into a name.
+        o.plain_integers = true;
+        o.literal_keys = true;
+        o.literal_values = true;
+    }
+    if let Some(closed) = knobs.disable_additional_properties {
+        o.closed_objects = closed;
+    }
+    if knobs.disable_any_whitespace == Some(true) {
+        o.whitespace = Whitespace::Compact;
+    }
+    o
 }
 
 /// A function as one prompt line: `name(arg: type, …)`, with the description if any.
@@ -314,19 +328,30 @@ async fn compiled(
     app: &Arc<App>,
     spec: &Spec,
     param: &'static str,
+    knobs: &SchemaKnobs,
 ) -> Result<CompiledConstraint, ApiError> {
-    let key = spec.cache_key();
+    let key = match spec {
+        Spec::Schema(_) | Spec::Tools { .. } => {
+            let profile = knobs.profile.unwrap_or(app.config.profile);
+            format!(
+                "{profile:?}:{:?}:{}",
+                (knobs.disable_additional_properties, knobs.disable_any_whitespace),
+                spec.cache_key()
+            )
+        }
+        _ => spec.cache_key(),
+    };
     if let Some(c) = app.cache.get(&key) {
         app.metrics.compile_cache_hits.inc();
         return Ok(c);
     }
     let constraint = match spec {
         Spec::Json => Constraint::json(),
-        Spec::Schema(s) => Constraint::json_schema_with(s, generation_options()),
+        Spec::Schema(s) => Constraint::json_schema_with(s, schema_options(app, knobs, false)),
         Spec::Regex(r) => Constraint::regex(r),
         Spec::Grammar(g) => Constraint::gbnf(g),
         Spec::Choice(c) => Constraint::regex(&choice_regex(c)),
-        Spec::Tools { tools, choice } => Constraint::tagged(tool_tags(app, tools, choice)?),
+        Spec::Tools { tools, choice } => Constraint::tagged(tool_tags(app, tools, choice, knobs)?),
     };
     let app2 = app.clone();
     let t0 = Instant::now();
@@ -530,7 +555,7 @@ async fn finish(app: &Arc<App>, endpoint: &str, prepared: Result<Prepared, ApiEr
 async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiError> {
     let permit = admit(app).await?;
     let compiled = match &p.spec {
-        Some((spec, param)) => Some(compiled(app, spec, param).await?),
+        Some((spec, param)) => Some(compiled(app, spec, param, &p.params.schema).await?),
         None => None,
     };
     let ticket = app.tickets.fetch_add(1, Ordering::Relaxed);

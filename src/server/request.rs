@@ -5,6 +5,7 @@
 
 use super::error::ApiError;
 use crate::constraint::tools::{parse_tools, Tool, ToolChoice};
+use crate::schema::Profile;
 use serde_json::Value;
 
 /// The constraint a request asks for.
@@ -86,6 +87,64 @@ pub struct Params {
     pub presence_penalty: f32,
     /// Frequency penalty.
     pub frequency_penalty: f32,
+    /// How the request's JSON Schemas (response format, tools' arguments) are compiled.
+    pub schema: SchemaKnobs,
+}
+
+/// A request's say in how its JSON Schemas are compiled, on top of the server's profile
+/// (`--profile`, default [`Profile::Generation`]): vLLM's `structured_outputs` knobs and
+/// grammask's own `structured_outputs.profile`. Absent knobs leave the profile as it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SchemaKnobs {
+    /// `structured_outputs.profile`: `"exact"` (the schema's whole language) or
+    /// `"generation"`.
+    pub profile: Option<Profile>,
+    /// vLLM's `structured_outputs.disable_additional_properties`: `true` closes objects that
+    /// say nothing of undeclared keys ([`crate::SchemaOptions::closed_objects`]), `false`
+    /// leaves them open.
+    pub disable_additional_properties: Option<bool>,
+    /// vLLM's `structured_outputs.disable_any_whitespace`: `true` writes no whitespace at all
+    /// ([`crate::Whitespace::Compact`]).
+    pub disable_any_whitespace: Option<bool>,
+}
+
+impl SchemaKnobs {
+    /// Read the knobs from `structured_outputs` (absent, null or not an object: none; the
+    /// constraint keys are [`extensions`]' business).
+    fn parse(body: &Value) -> Result<SchemaKnobs, ApiError> {
+        let mut k = SchemaKnobs::default();
+        let Some(so) = body.get("structured_outputs").and_then(Value::as_object) else {
+            return Ok(k);
+        };
+        let flag = |key: &str| -> Result<Option<bool>, ApiError> {
+            let param = match key {
+                "disable_additional_properties" => {
+                    "structured_outputs.disable_additional_properties"
+                }
+                _ => "structured_outputs.disable_any_whitespace",
+            };
+            match so.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Bool(b)) => Ok(Some(*b)),
+                Some(_) => Err(bad(format!("{param} must be a boolean"), param)),
+            }
+        };
+        k.disable_additional_properties = flag("disable_additional_properties")?;
+        k.disable_any_whitespace = flag("disable_any_whitespace")?;
+        k.profile = match so.get("profile") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) => Some(p.parse().map_err(|e: String| {
+                bad(format!("structured_outputs.profile: {e}"), "structured_outputs.profile")
+            })?),
+            Some(_) => {
+                return Err(bad(
+                    "structured_outputs.profile must be a string (exact, generation)",
+                    "structured_outputs.profile",
+                ))
+            }
+        };
+        Ok(k)
+    }
 }
 
 /// A parsed `POST /v1/chat/completions`.
@@ -217,6 +276,7 @@ fn params(body: &Value, chat: bool) -> Result<Params, ApiError> {
         include_usage,
         presence_penalty: opt_f32(body, "presence_penalty", -2.0, 2.0, 0.0)?,
         frequency_penalty: opt_f32(body, "frequency_penalty", -2.0, 2.0, 0.0)?,
+        schema: SchemaKnobs::parse(body)?,
     })
 }
 
@@ -277,9 +337,12 @@ fn extensions(body: &Value) -> Result<Vec<(Spec, &'static str)>, ApiError> {
                         }
                         (Spec::Json, "structured_outputs.json_object")
                     }
+                    // How schemas compile ([`SchemaKnobs`], read by `params`).
+                    "disable_any_whitespace" | "disable_additional_properties" | "profile" => {
+                        continue
+                    }
                     // vLLM's options that change nothing here.
-                    "disable_fallback" | "disable_any_whitespace" | "disable_additional_properties"
-                    | "whitespace_pattern" | "backend" => continue,
+                    "disable_fallback" | "whitespace_pattern" | "backend" => continue,
                     other => {
                         return Err(bad(
                             format!("structured_outputs.{other}: unknown (json, regex, grammar, choice, json_object)"),
@@ -507,6 +570,33 @@ mod tests {
             body[k] = v.clone();
         }
         parse_chat(&body)
+    }
+
+    /// vLLM's schema knobs and `structured_outputs.profile` are read, typed, and none of them
+    /// is taken for a constraint.
+    #[test]
+    fn schema_knobs_are_parsed_beside_the_constraint() {
+        let r = chat(json!({"structured_outputs": {
+            "json": {"type": "object"},
+            "disable_additional_properties": false,
+            "disable_any_whitespace": true,
+            "profile": "exact"
+        }}))
+        .unwrap();
+        assert!(matches!(r.spec, Some((Spec::Schema(_), "structured_outputs.json"))));
+        assert_eq!(
+            r.params.schema,
+            SchemaKnobs {
+                profile: Some(Profile::Exact),
+                disable_additional_properties: Some(false),
+                disable_any_whitespace: Some(true),
+            }
+        );
+        assert_eq!(chat(json!({})).unwrap().params.schema, SchemaKnobs::default());
+        let e = chat(json!({"structured_outputs": {"profile": "loose"}})).unwrap_err();
+        assert!(e.to_string().contains("structured_outputs.profile"), "{e}");
+        let e = chat(json!({"structured_outputs": {"disable_any_whitespace": "yes"}})).unwrap_err();
+        assert!(e.to_string().contains("must be a boolean"), "{e}");
     }
 
     #[test]

@@ -149,11 +149,19 @@ impl PyCompiledConstraint {
     /// spelled as written in objects that take no other keys; default any JSON spelling),
     /// `literal_values` (string values with finitely many choices left — `enum`, `const` —
     /// spelled as written; default any JSON spelling).
+    ///
+    /// `profile`: `"exact"` (default: every document the schema accepts, in every spelling)
+    /// or `"generation"` (the subset a model finishes, every output still valid: objects that
+    /// declare properties and say nothing of others closed, numbers as plain decimals of at
+    /// most 15 significant digits, no gratuitous escapes, `", "`/`": "` separators, and the
+    /// three spellings above). `closed_objects` overrides the profile's object closing (vLLM's
+    /// `disable_additional_properties`); the whitespace arguments override its separators.
     #[staticmethod]
     #[pyo3(signature = (vocab, schema, *, whitespace=None, max_whitespace_run=None,
                         any_whitespace=None, separators=None, property_order=None, lenient=false,
                         formats=None, rollback_history=None, mask_cache=None,
-                        plain_integers=false, literal_keys=false, literal_values=false))]
+                        plain_integers=false, literal_keys=false, literal_values=false,
+                        profile=None, closed_objects=None))]
     #[allow(clippy::too_many_arguments)]
     fn json_schema(
         py: Python<'_>,
@@ -171,7 +179,18 @@ impl PyCompiledConstraint {
         plain_integers: bool,
         literal_keys: bool,
         literal_values: bool,
+        profile: Option<String>,
+        closed_objects: Option<bool>,
     ) -> PyResult<Self> {
+        let base = match profile.as_deref().unwrap_or("exact") {
+            "exact" => SchemaOptions::default(),
+            "generation" => SchemaOptions::generation(),
+            p => {
+                return Err(PyValueError::new_err(format!(
+                    "profile must be \"exact\" or \"generation\", not {p:?}"
+                )))
+            }
+        };
         let text: String = if let Ok(s) = schema.cast::<PyString>() {
             s.to_str()?.to_owned()
         } else if schema.is_instance_of::<PyDict>()
@@ -205,6 +224,8 @@ impl PyCompiledConstraint {
                 ("plain_integers", opt(py, Some(plain_integers))),
                 ("literal_keys", opt(py, Some(literal_keys))),
                 ("literal_values", opt(py, Some(literal_values))),
+                ("profile", opt(py, profile.as_deref())),
+                ("closed_objects", opt(py, closed_objects)),
             ],
         )?;
         let ws_name = match (whitespace.as_deref(), any_whitespace) {
@@ -213,6 +234,7 @@ impl PyCompiledConstraint {
             (None, Some(false)) => Some("compact"),
             (None, None) => None,
         };
+        let ws_given = ws_name.is_some() || separators.is_some() || max_whitespace_run.is_some();
         let ws = self::whitespace(
             ws_name,
             max_whitespace_run,
@@ -237,15 +259,19 @@ impl PyCompiledConstraint {
                 )))
             }
         };
-        let opts = SchemaOptions::default()
+        let ws = if ws_given { ws } else { base.whitespace.clone() };
+        let closed = closed_objects.unwrap_or(base.closed_objects);
+        let (pi, lk, lv) = (base.plain_integers, base.literal_keys, base.literal_values);
+        let opts = base
+            .with_plain_integers(pi || plain_integers)
+            .with_literal_keys(lk || literal_keys)
+            .with_literal_values(lv || literal_values)
             .with_whitespace(ws)
             .with_property_order(order)
             .with_lenient(lenient)
             .with_formats(formats)
             .with_engine(engine_options(rollback_history, mask_cache))
-            .with_plain_integers(plain_integers)
-            .with_literal_keys(literal_keys)
-            .with_literal_values(literal_values);
+            .with_closed_objects(closed);
         Self::compile(py, vocab, Constraint::json_schema_with(&value, opts), Some(text), options)
     }
 

@@ -189,3 +189,33 @@ def test_gguf_vocabulary(qwen3):
     bm = gm.allocate_token_bitmask(1, v.vocab_size)
     m.fill_next_token_bitmask(bm)
     assert m.accept_string('{"a": 1}') and m.is_accepting()
+
+
+def test_generation_profile_is_the_serving_default(qwen3):
+    """The serving paths compile under the generation profile: an object that says nothing of
+    undeclared keys takes only its own, numbers are plain decimals; `profile="exact"` (the
+    low-level default) keeps the schema's whole language."""
+    open_schema = {"type": "object", "properties": {"p": {"type": "number", "minimum": 0, "maximum": 1}}}
+
+    def walks(compiled: gm.CompiledConstraint, text: str) -> bool:
+        m = gm.Matcher(compiled)
+        return all(m.accept_token(t) for t in qwen3.encode(text)) and m.is_accepting()
+
+    exact = gm.CompiledConstraint.json_schema(qwen3, open_schema)
+    gen = gm.CompiledConstraint.json_schema(qwen3, open_schema, profile="generation")
+    assert walks(exact, '{"p": 0.5, "extra": 1}') and walks(exact, '{"p": 5e-1}')
+    assert walks(gen, '{"p": 0.5}')
+    assert not walks(gen, '{"p": 0.5, "extra": 1}'), "closed where the schema says nothing"
+    assert not walks(gen, '{"p": 5e-1}'), "plain decimals only"
+    opened = gm.CompiledConstraint.json_schema(qwen3, open_schema, profile="generation", closed_objects=False)
+    assert walks(opened, '{"p": 0.5, "extra": 1}')
+    with pytest.raises(ValueError, match="profile"):
+        gm.CompiledConstraint.json_schema(qwen3, open_schema, profile="loose")
+
+    backend = GrammaskBackend(None, qwen3, qwen3.vocab_size)
+    grammar = backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(open_schema))
+    assert not grammar.accept_tokens("r", qwen3.encode('{"p": 0.5, "extra"'))
+    from grammask.contrib.transformers import LogitsProcessor
+
+    proc = LogitsProcessor.from_json_schema(qwen3, open_schema)
+    assert proc is not None

@@ -40,3 +40,14 @@ def logits_processor(compiled: CompiledConstraint) -> Callable[[Any, Any], Any]:
 
     process.matcher = matcher  # type: ignore[attr-defined]
     return process
+
+
+def json_schema_logits_processor(
+    vocab: Any, schema: Any, *, profile: str = "generation", **options: Any
+) -> Callable[[Any, Any], Any]:
+    """A logits processor for a JSON Schema, compiled under the generation profile by default
+    (the subset a model finishes, every output valid; ``profile="exact"`` for the schema's
+    whole language). ``options`` are ``CompiledConstraint.json_schema``'s."""
+    return logits_processor(
+        CompiledConstraint.json_schema(vocab, schema, profile=profile, **options)
+    )

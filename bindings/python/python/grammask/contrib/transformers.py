@@ -44,6 +44,22 @@ class LogitsProcessor:
         self._device_bitmask: Any = None
         self._copied: Any = None
 
+    @classmethod
+    def from_json_schema(
+        cls,
+        vocab: Any,
+        schema: Any,
+        *,
+        profile: str = "generation",
+        n_threads: int | None = None,
+        **options: Any,
+    ) -> "LogitsProcessor":
+        """A processor for a JSON Schema, compiled under the generation profile by default
+        (the subset a model finishes, every output valid; ``profile="exact"`` for the schema's
+        whole language). ``options`` are ``CompiledConstraint.json_schema``'s."""
+        compiled = CompiledConstraint.json_schema(vocab, schema, profile=profile, **options)
+        return cls(compiled, n_threads=n_threads)
+
     @property
     def matchers(self) -> list[Matcher]:
         """The per-row matchers (after the first call)."""

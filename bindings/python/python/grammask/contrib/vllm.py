@@ -133,14 +133,16 @@ class GrammaskBackend:
         ``CompileError`` for a spec that does not compile."""
         kind = getattr(request_type, "name", str(request_type))
         if kind == "JSON":
-            # Integers as plain literals, declared names and enum members as written, as
-            # XGrammar (vLLM's default backend) generates them.
+            # The generation profile (closed objects, plain numbers, canonical whitespace),
+            # as XGrammar (vLLM's default backend) generates in strict mode; vLLM's
+            # `disable_additional_properties` and `disable_any_whitespace` are honoured.
+            closed, compact = self._schema_knobs()
             compiled = CompiledConstraint.json_schema(
                 self.vocab,
                 grammar_spec,
-                plain_integers=True,
-                literal_keys=True,
-                literal_values=True,
+                profile="generation",
+                closed_objects=closed,
+                whitespace="compact" if compact else None,
             )
         elif kind == "JSON_OBJECT":
             compiled = CompiledConstraint.json_object(self.vocab)
@@ -157,6 +159,15 @@ class GrammaskBackend:
         else:
             raise ValueError(f"unknown structured output request type {request_type!r}")
         return GrammaskGrammar(Matcher(compiled))
+
+    def _schema_knobs(self) -> tuple[bool | None, bool]:
+        """vLLM's ``structured_outputs_config`` knobs: ``disable_additional_properties``
+        (``True`` closes objects; unset or ``False``: the generation profile's default, closed
+        where the schema says nothing) and ``disable_any_whitespace``."""
+        config = getattr(self.vllm_config, "structured_outputs_config", None)
+        closed = True if getattr(config, "disable_additional_properties", False) is True else None
+        compact = getattr(config, "disable_any_whitespace", False) is True
+        return closed, compact
 
     def _structural_tag(self, grammar_spec: str) -> CompiledConstraint:
         """vLLM v0.10.1.1's structural-tag spec, as its XGrammar backend reads it: each of
