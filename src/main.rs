@@ -108,6 +108,13 @@ struct ServeArgs {
     /// The model name responses carry (default: the file stem).
     #[arg(long)]
     model_name: Option<String>,
+    /// Answer requests naming any model (default: a name other than the served one is a 404).
+    #[arg(long)]
+    accept_any_model: bool,
+    /// What logprobs report by default: raw_logprobs (the model's, before the constraint's
+    /// mask) or processed_logprobs (the distribution the token was drawn from).
+    #[arg(long, default_value = "raw_logprobs", value_parser = ["raw_logprobs", "processed_logprobs"])]
+    logprobs_mode: String,
 }
 
 #[cfg(feature = "server")]
@@ -127,6 +134,11 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .batch_wait(std::time::Duration::from_millis(a.batch_wait_ms))
         .shutdown_grace(std::time::Duration::from_secs(a.shutdown_grace))
         .model_name(a.model_name)
+        .accept_any_model(a.accept_any_model)
+        .logprobs_mode(
+            grammask::sampler::LogprobsMode::parse(&a.logprobs_mode)
+                .ok_or("--logprobs-mode: raw_logprobs or processed_logprobs")?,
+        )
         .build()
         .map_err(|e| e.to_string())?;
     grammask::server::serve(config).map_err(|e| e.to_string())
