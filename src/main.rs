@@ -401,8 +401,9 @@ struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = PlacementArg::Before)]
     temperature_placement: PlacementArg,
     /// Start inside a `<think>` block and force `</think>` after this many reasoning tokens;
-    /// the constraint applies to the answer after it.
-    #[arg(long)]
+    /// the constraint (with --tools, the calls and text) applies to the answer after it.
+    /// `--reasoning-budget` is the same flag.
+    #[arg(long, visible_alias = "reasoning-budget")]
     think_budget: Option<usize>,
     /// After this many tokens, steer the random-logit model to the nearest end of the document
     /// the completion search finds (then EOS), so a generation finishes instead of running
@@ -742,7 +743,9 @@ fn decode_setup(
     Ok((config, engine))
 }
 
-fn generate(args: GenerateArgs) -> CliResult<()> {
+fn generate(mut args: GenerateArgs) -> CliResult<()> {
+    // With --think-budget the gate owns the reasoning block, with --tools too.
+    args.constraint.tools.think_gated = args.think_budget.is_some();
     #[cfg(feature = "model")]
     if let Some(path) = args.model.model.clone() {
         return cli_model::generate(&args, &path);
