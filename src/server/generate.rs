@@ -163,36 +163,6 @@ fn utf8_prefix(b: &[u8]) -> usize {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tools_streams_hold_back_what_could_begin_a_call() {
-        let t: &[&str] = &["{\"name\"", "<think>"];
-        assert_eq!(trigger_prefix_suffix(b"Sure {\"na", t), 4);
-        assert_eq!(trigger_prefix_suffix(b"a <thi", t), 4);
-        assert_eq!(trigger_prefix_suffix(b"plain text", t), 0);
-        assert_eq!(
-            trigger_prefix_suffix(b"x{\"name\"", t),
-            0,
-            "a whole trigger is found, not held"
-        );
-        assert_eq!(find_trigger(b"ab {\"name\": 1", t, 8), Some(3));
-        let mut s = Seen { bytes: b"\n Hello there {\"n".to_vec(), ..Seen::default() };
-        let len = s.bytes.len();
-        let end = tools_window(&mut s, t, 0, len);
-        // Leading whitespace skipped; the space before `{"n` held with it.
-        assert_eq!(&s.bytes[s.sent..end], b"Hello there");
-        s.bytes.extend_from_slice(b"ame\": \"f\"");
-        s.emitted.push_str("Hello there");
-        s.sent = end;
-        let len = s.bytes.len();
-        let end = tools_window(&mut s, t, 18, len);
-        assert_eq!((s.trigger_at, end), (Some(14), 13), "nothing more once the call starts");
-    }
-}
-
 /// Run `job` to the end on this thread, sending its events.
 pub fn run(mut job: Job) {
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -340,4 +310,34 @@ pub fn run(mut job: Job) {
         }
     }
     let _ = job.events.send(Event::Done(outcome));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_streams_hold_back_what_could_begin_a_call() {
+        let t: &[&str] = &["{\"name\"", "<think>"];
+        assert_eq!(trigger_prefix_suffix(b"Sure {\"na", t), 4);
+        assert_eq!(trigger_prefix_suffix(b"a <thi", t), 4);
+        assert_eq!(trigger_prefix_suffix(b"plain text", t), 0);
+        assert_eq!(
+            trigger_prefix_suffix(b"x{\"name\"", t),
+            0,
+            "a whole trigger is found, not held"
+        );
+        assert_eq!(find_trigger(b"ab {\"name\": 1", t, 8), Some(3));
+        let mut s = Seen { bytes: b"\n Hello there {\"n".to_vec(), ..Seen::default() };
+        let len = s.bytes.len();
+        let end = tools_window(&mut s, t, 0, len);
+        // Leading whitespace skipped; the space before `{"n` held with it.
+        assert_eq!(&s.bytes[s.sent..end], b"Hello there");
+        s.bytes.extend_from_slice(b"ame\": \"f\"");
+        s.emitted.push_str("Hello there");
+        s.sent = end;
+        let len = s.bytes.len();
+        let end = tools_window(&mut s, t, 18, len);
+        assert_eq!((s.trigger_at, end), (Some(14), 13), "nothing more once the call starts");
+    }
 }
