@@ -8,6 +8,7 @@ usage: target/servervenv/bin/python scripts/bench-server.py [--bin target/server
 
 import argparse
 import json
+import os
 import statistics
 import socket
 import subprocess
@@ -31,6 +32,8 @@ args = p.parse_args()
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
+# The served name is the model file's stem; a request naming another model is a 404.
+NAME = os.path.splitext(os.path.basename(args.model))[0]
 cmd = [args.bin, "serve", "--model", args.model, "--port", str(port), "--max-concurrent", "16"]
 cmd += ["--batch-wait-ms", str(args.batch_wait_ms)]
 if args.no_batch:
@@ -51,7 +54,7 @@ LONG = ("The old lighthouse keeper walked along the shore every morning, countin
 
 
 def stream(prompt, constrained, seed):
-    kw = dict(model="m", messages=[{"role": "user", "content": prompt}], stream=True,
+    kw = dict(model=NAME, messages=[{"role": "user", "content": prompt}], stream=True,
               max_tokens=args.tokens, temperature=0.8, seed=seed,
               stream_options={"include_usage": True})
     if constrained == "schema":
@@ -128,7 +131,7 @@ for _ in range(0 if args.skip_ttft else args.rounds):
     ttft_burst += run(8, True, prompt=ttft_prompt)[1]
     ttft_stagger += run(8, True, prompt=ttft_prompt, stagger=0.4)[1]
 prompt_tokens = client.chat.completions.create(
-    model="m", messages=[{"role": "user", "content": ttft_prompt(0)}],
+    model=NAME, messages=[{"role": "user", "content": ttft_prompt(0)}],
     max_tokens=1).usage.prompt_tokens
 with urllib.request.urlopen(url + "/metrics") as r:
     m = {l.split()[0]: float(l.split()[1]) for l in r.read().decode().splitlines()

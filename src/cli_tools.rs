@@ -3,6 +3,12 @@
 //! tokenizer's marker tokens by default), and the JSON output reports the calls (`tool_calls`:
 //! name and parsed arguments) apart from the `content`. Kept out of `main.rs` so that the
 //! constraint flags there change by one flattened struct.
+//!
+//! The reasoning block has one budget flag, `generate --think-budget N` (tokens; alias
+//! `--reasoning-budget`): the decode loop's think gate owns the block (it starts open and
+//! `</think>` is forced after N tokens), so the tools constraint then applies to the answer
+//! after it with no think block of its own — otherwise the format's own `<think>` would open a
+//! second, unbounded block after the forced close.
 
 use clap::Args;
 use grammask::constraint::tools::{
@@ -25,9 +31,10 @@ pub struct ToolArgs {
     /// tokenizer's marker tokens).
     #[arg(long, default_value = "auto", requires = "tools")]
     pub tool_format: String,
-    /// Byte budget of the reasoning block (`<think>`, Harmony's analysis); `0` forbids it.
-    #[arg(long, requires = "tools")]
-    pub reasoning_budget: Option<usize>,
+    /// Set by `generate --think-budget`: the think gate owns the reasoning block, so the
+    /// tools constraint allows none of its own.
+    #[arg(skip)]
+    pub think_gated: bool,
 }
 
 /// The format the flags name for `vocab`.
@@ -53,11 +60,7 @@ pub fn constraint(
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     let tools = parse_tools(&json).map_err(|e| format!("{}: {e}", path.display()))?;
-    let reasoning = match args.reasoning_budget {
-        None => Reasoning::Free,
-        Some(0) => Reasoning::Off,
-        Some(n) => Reasoning::Budget(n),
-    };
+    let reasoning = if args.think_gated { Reasoning::Off } else { Reasoning::Free };
     let choice = ToolChoice::parse(&args.tool_choice);
     let tagged =
         tool_constraint_with(vocab, &tools, &choice, format(args, vocab)?, reasoning, options)
@@ -71,6 +74,9 @@ pub fn report(args: &ToolArgs, vocab: &Vocabulary, text: &str, v: &mut serde_jso
         return;
     }
     let Ok(fmt) = format(args, vocab) else { return };
+    // The gate's reasoning (the output starts inside it) is `reasoning_content`, not content.
+    let text =
+        if args.think_gated { text.split_once("</think>").map_or(text, |(_, a)| a) } else { text };
     let (content, calls) = extract_tool_calls(fmt, text);
     v["content"] = serde_json::Value::String(content);
     v["tool_calls"] = serde_json::Value::Array(

@@ -113,6 +113,13 @@ struct ServeArgs {
     /// ask otherwise with `structured_outputs.profile`.
     #[arg(long, value_enum, default_value_t = ProfileArg::Generation)]
     profile: ProfileArg,
+    /// Answer requests naming any model (default: a name other than the served one is a 404).
+    #[arg(long)]
+    accept_any_model: bool,
+    /// What logprobs report by default: raw_logprobs (the model's, before the constraint's
+    /// mask) or processed_logprobs (the distribution the token was drawn from).
+    #[arg(long, default_value = "raw_logprobs", value_parser = ["raw_logprobs", "processed_logprobs"])]
+    logprobs_mode: String,
 }
 
 #[cfg(feature = "server")]
@@ -136,6 +143,11 @@ fn serve(a: ServeArgs) -> CliResult<()> {
             ProfileArg::Exact => grammask::Profile::Exact,
             ProfileArg::Generation => grammask::Profile::Generation,
         })
+        .accept_any_model(a.accept_any_model)
+        .logprobs_mode(
+            grammask::sampler::LogprobsMode::parse(&a.logprobs_mode)
+                .ok_or("--logprobs-mode: raw_logprobs or processed_logprobs")?,
+        )
         .build()
         .map_err(|e| e.to_string())?;
     grammask::server::serve(config).map_err(|e| e.to_string())
@@ -433,8 +445,9 @@ struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = PlacementArg::Before)]
     temperature_placement: PlacementArg,
     /// Start inside a `<think>` block and force `</think>` after this many reasoning tokens;
-    /// the constraint applies to the answer after it.
-    #[arg(long)]
+    /// the constraint (with --tools, the calls and text) applies to the answer after it.
+    /// `--reasoning-budget` is the same flag.
+    #[arg(long, visible_alias = "reasoning-budget")]
     think_budget: Option<usize>,
     /// After this many tokens, steer the random-logit model to the nearest end of the document
     /// the completion search finds (then EOS), so a generation finishes instead of running
@@ -771,6 +784,8 @@ fn decode_setup(
 fn generate(mut args: GenerateArgs) -> CliResult<()> {
     // What is generated compiles under the generation profile unless told otherwise.
     args.constraint.profile.get_or_insert(ProfileArg::Generation);
+    // With --think-budget the gate owns the reasoning block, with --tools too.
+    args.constraint.tools.think_gated = args.think_budget.is_some();
     #[cfg(feature = "model")]
     if let Some(path) = args.model.model.clone() {
         return cli_model::generate(&args, &path);

@@ -432,6 +432,92 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// A call the output stopped inside (the token limit came first): its name and its arguments'
+/// text so far, as OpenAI reports a call cut off by `max_tokens`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialToolCall {
+    /// The byte offset in the output where the call begins (its first marker).
+    pub start: usize,
+    /// The function's name as far as it was written (empty when the cut came before it).
+    pub name: String,
+    /// The arguments' text as far as it was written (not valid JSON in general).
+    pub arguments: String,
+}
+
+/// The strings that begin a call (or a reasoning block read apart from the content) in
+/// `format`'s output: text before the first of them is content, so a server can stream it
+/// while holding back a suffix that could still grow into one of them. Harmony has none: its
+/// content is itself inside channel markers.
+pub fn call_triggers(format: ToolFormat) -> &'static [&'static str] {
+    match format {
+        ToolFormat::Qwen3 => &["<tool_call>", "<think>"],
+        ToolFormat::Llama3 => &["{\"name\""],
+        ToolFormat::DeepSeek => &["<｜tool▁calls▁begin｜>"],
+        ToolFormat::Harmony => &[],
+    }
+}
+
+/// The last call of `output` if the output ends inside it (no end marker, or JSON that does
+/// not close), with its name and arguments text so far; `None` when every call is complete
+/// or there is none. Read with [`extract_tool_calls`] on `output[..start]` for what precedes.
+pub fn unfinished_tool_call(format: ToolFormat, output: &str) -> Option<PartialToolCall> {
+    // `"name": "NAME…` then `"KEY": ARGS…` in the JSON formats.
+    let json_call = |start: usize, body: &str, key: &str| {
+        let after_name = body.find("\"name\"").map(|i| &body[i + "\"name\"".len()..]);
+        let name_text = after_name
+            .map(|r| r.trim_start().trim_start_matches(':').trim_start())
+            .and_then(|r| r.strip_prefix('"'))
+            .unwrap_or("");
+        let name_end = name_text.find('"').unwrap_or(name_text.len());
+        let name = name_text[..name_end].to_owned();
+        let rest = &name_text[name_end..];
+        let arguments = rest
+            .find(key)
+            .map(|i| rest[i + key.len()..].trim_start().trim_start_matches(':').trim_start())
+            .unwrap_or("")
+            .to_owned();
+        PartialToolCall { start, name, arguments }
+    };
+    match format {
+        ToolFormat::Llama3 => {
+            let start = output.find("{\"name\"")?;
+            let body = &output[start..];
+            let complete = serde_json::Deserializer::from_str(body)
+                .into_iter::<Value>()
+                .next()
+                .is_some_and(|r| r.is_ok());
+            (!complete).then(|| json_call(start, body, "\"parameters\""))
+        }
+        ToolFormat::Qwen3 => {
+            let start = output.rfind("<tool_call>")?;
+            let body = &output[start + "<tool_call>".len()..];
+            (!body.contains("</tool_call>")).then(|| json_call(start, body, "\"arguments\""))
+        }
+        ToolFormat::Harmony => {
+            let start = output.rfind("<|channel|>")?;
+            let body = &output[start + "<|channel|>".len()..];
+            let name_text = body.split("to=functions.").nth(1)?;
+            if body.contains("<|call|>") {
+                return None;
+            }
+            let name = name_text.split([' ', '<']).next().unwrap_or("").to_owned();
+            let arguments = body.split_once("<|message|>").map_or("", |(_, a)| a).to_owned();
+            Some(PartialToolCall { start, name, arguments })
+        }
+        ToolFormat::DeepSeek => {
+            let start = output.rfind("<｜tool▁call▁begin｜>")?;
+            let body = &output[start..];
+            if body.contains("<｜tool▁call▁end｜>") {
+                return None;
+            }
+            let after = body.split_once("<｜tool▁sep｜>").map_or("", |(_, r)| r);
+            let (name, args) = after.split_once('\n').unwrap_or((after, ""));
+            let arguments = args.strip_prefix("```json\n").unwrap_or(args).to_owned();
+            Some(PartialToolCall { start, name: name.to_owned(), arguments })
+        }
+    }
+}
+
 /// An output as text with special tokens written as their strings (EOS left out): what the
 /// tool-call formats are read back from ([`extract_tool_calls`]), since a call's begin and end
 /// markers are often special tokens.
@@ -540,4 +626,30 @@ pub fn extract_tool_calls(format: ToolFormat, output: &str) -> (String, Vec<Tool
         }
     }
     (content, calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_cut_off_by_the_token_limit_are_read_as_far_as_they_go() {
+        let cut = |f, s: &str| unfinished_tool_call(f, s).map(|p| (p.start, p.name, p.arguments));
+        let l = ToolFormat::Llama3;
+        assert_eq!(cut(l, "Hi {\"name\": \"get"), Some((3, "get".into(), String::new())));
+        assert_eq!(
+            cut(l, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Pa"),
+            Some((0, "get_weather".into(), "{\"city\": \"Pa".into()))
+        );
+        assert_eq!(cut(l, "{\"name\": \"f\", \"parameters\": {}}"), None, "complete");
+        assert_eq!(cut(l, "no call"), None);
+        let q = ToolFormat::Qwen3;
+        let done = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>";
+        assert_eq!(cut(q, done), None);
+        let two = format!("{done}\n<tool_call>\n{{\"name\": \"b\", \"arguments\": {{\"x\": 1");
+        assert_eq!(cut(q, &two), Some((done.len() + 1, "b".into(), "{\"x\": 1".into())));
+        let h = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\"";
+        assert_eq!(cut(ToolFormat::Harmony, h), Some((0, "f".into(), "{\"a\"".into())));
+        assert_eq!(call_triggers(l), ["{\"name\""]);
+    }
 }

@@ -4,7 +4,7 @@
 use super::error::{DecodeError, DecodeErrorKind};
 use super::forward::FastForward;
 use super::think::ThinkMarkers;
-use crate::sampler::{PenaltyConfig, SamplerConfig, TokenLogprobs};
+use crate::sampler::{LogprobsMode, PenaltyConfig, SamplerConfig, TokenLogprobs};
 use crate::token::TokenId;
 use std::sync::Arc;
 
@@ -80,6 +80,10 @@ pub struct DecodeConfig {
     pub fast_forward: Option<Arc<FastForward>>,
     /// Called for every appended token ([`TokenHook`]). `None` (the default): nothing.
     pub on_token: Option<TokenHook>,
+    /// Which distribution logprobs are read from (default [`LogprobsMode::Raw`]). With
+    /// [`LogprobsMode::Processed`] a constrained step fills its mask even when
+    /// sample-then-check accepted the first draw, so that refused tokens stay out.
+    pub logprobs_mode: LogprobsMode,
 }
 
 impl Default for DecodeConfig {
@@ -94,6 +98,7 @@ impl Default for DecodeConfig {
             eos_ids: None,
             fast_forward: None,
             on_token: None,
+            logprobs_mode: LogprobsMode::Raw,
         }
     }
 }
@@ -173,6 +178,12 @@ impl DecodeConfigBuilder {
         self.config.sampler.seed = Some(seed);
         self
     }
+    /// Which distribution logprobs are read from (default [`LogprobsMode::Raw`]).
+    pub fn logprobs_mode(mut self, mode: LogprobsMode) -> Self {
+        self.config.logprobs_mode = mode;
+        self
+    }
+
     /// Capture logprobs with the `k` best alternatives per step (`0`: off, at most 20).
     pub fn logprobs(mut self, k: usize) -> Self {
         self.config.sampler.top_logprobs_k = k;

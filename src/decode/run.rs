@@ -33,8 +33,9 @@ use super::{FinishReason, Generation, StepTiming};
 use crate::engine::ConstraintEngine;
 use crate::mask::TokenMask;
 use crate::sampler::{
-    compute_top_logprobs_into, draw_index, sampling_distribution, Logits, SampleError,
-    SampleErrorKind, Sampler, SamplerConfig, SamplerScratch, TokenLogprobs,
+    compute_top_logprobs_into, draw_index, sampling_distribution, top_logprobs_from_probs_into,
+    Logits, LogprobsMode, SampleError, SampleErrorKind, Sampler, SamplerConfig, SamplerScratch,
+    TokenLogprobs,
 };
 use crate::token::TokenId;
 use crate::vocab::Vocabulary;
@@ -211,6 +212,21 @@ fn decode_with(
     };
     let check_first = config.sample_then_check && sample_then_check_exact(&config.sampler);
     let lp_k = config.sampler.top_logprobs_k;
+    // Processed logprobs are read from the sampler's own distribution; a greedy one is a point
+    // mass, so greedy decoding reports the masked softmax at temperature 1 instead.
+    let processed = lp_k > 0 && config.logprobs_mode == LogprobsMode::Processed;
+    let lp_sampler = if config.sampler.sampling_active() {
+        config.sampler.clone()
+    } else {
+        SamplerConfig {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            min_p: 0.0,
+            ..config.sampler.clone()
+        }
+    };
+    let mut lp_dist = SamplerScratch::default();
 
     let mut logits = vec![0.0f32; n];
     let mut mask = TokenMask::new(n);
@@ -305,6 +321,8 @@ fn decode_with(
                     }
                 }
                 out.counters.model_calls += 1;
+                // Whether `mask` holds this step's mask (processed logprobs need it).
+                let mut mask_now = premasked;
                 // 3. Sample.
                 let t = if !constrained {
                     out.counters.unconstrained_steps += 1;
@@ -323,6 +341,7 @@ fn decode_with(
                         out.mask_us.push(us);
                         timing.constraint_us += us;
                         out.counters.masks_filled += 1;
+                        mask_now = true;
                         if mask.is_none_allowed() {
                             return Err(DecodeError::new(DecodeErrorKind::DeadEnd { step }));
                         }
@@ -372,8 +391,15 @@ fn decode_with(
                         }
                     }
                     match first {
-                        Some(t) => t,
+                        Some(t) => {
+                            if processed && !premasked {
+                                e.fill_mask(&mut mask)?;
+                                mask_now = true;
+                            }
+                            t
+                        }
                         None => {
+                            mask_now = true;
                             if !premasked {
                                 let t1 = Instant::now();
                                 e.fill_mask(&mut mask)?;
@@ -405,7 +431,20 @@ fn decode_with(
                         }
                     }
                 };
-                if lp_k > 0 {
+                if processed {
+                    let probs = sampling_distribution(
+                        &lp_sampler,
+                        &config.penalties,
+                        Logits::F32(&logits),
+                        mask_now.then_some(&mask),
+                        &out.tokens,
+                        &mut lp_dist,
+                    )
+                    .map_err(|e| sample_error(step, e))?;
+                    top_logprobs_from_probs_into(probs, t, lp_k, &mut lp)
+                        .map_err(|e| sample_error(step, e))?;
+                    out.logprobs.push(Some(lp.clone()));
+                } else if lp_k > 0 {
                     compute_top_logprobs_into(Logits::F32(&logits), t, lp_k, &mut lp)
                         .map_err(|e| sample_error(step, e))?;
                     out.logprobs.push(Some(lp.clone()));

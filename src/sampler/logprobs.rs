@@ -1,8 +1,10 @@
 //! Per-step logprob capture (OpenAI `logprobs` / `top_logprobs`): the chosen token's
-//! log-probability and the `k` most likely alternatives under the RAW model logits.
+//! log-probability and the `k` most likely alternatives, under the RAW model logits by default
+//! or under the distribution the token was drawn from ([`LogprobsMode`], vLLM's names).
 //!
 //! Raw means before mask, penalties, temperature and filters: the reported number is the
-//! model's own log-likelihood, not the post-sampling distribution (OpenAI's contract). When
+//! model's own log-likelihood, not the post-sampling distribution (OpenAI's contract).
+//! Processed means after them all, so a token the constraint refused never appears. When
 //! `k == 0` nothing here runs and nothing is allocated.
 
 use super::config::MAX_TOP_LOGPROBS;
@@ -11,6 +13,40 @@ use super::exp::exp;
 use super::filters::{exp_sum, max_checked};
 use super::logits::{bf16_to_f32, Logits};
 use crate::token::TokenId;
+
+/// Which distribution logprobs are read from (vLLM's `logprobs_mode` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogprobsMode {
+    /// `raw_logprobs`: the log-softmax of the model's logits, before the constraint's mask,
+    /// penalties, temperature and filters (the default, as OpenAI's and vLLM's).
+    #[default]
+    Raw,
+    /// `processed_logprobs`: the log of the distribution the token was drawn from (mask,
+    /// penalties, temperature, top-p/top-k/min-p), so only tokens that could have been drawn
+    /// appear. Under greedy decoding (temperature 0, a point mass) it is the masked and
+    /// penalised softmax at temperature 1, which still ranks the allowed alternatives.
+    Processed,
+}
+
+impl LogprobsMode {
+    /// `raw_logprobs` or `processed_logprobs` (vLLM's spelling).
+    pub fn parse(s: &str) -> Option<LogprobsMode> {
+        match s {
+            "raw_logprobs" => Some(LogprobsMode::Raw),
+            "processed_logprobs" => Some(LogprobsMode::Processed),
+            _ => None,
+        }
+    }
+
+    /// vLLM's name of the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogprobsMode::Raw => "raw_logprobs",
+            LogprobsMode::Processed => "processed_logprobs",
+        }
+    }
+}
 
 /// Logprobs captured for one decode step.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -91,6 +127,44 @@ pub fn compute_top_logprobs_into(
     for e in out.top.iter_mut() {
         e.1 = lp(e.1);
     }
+    Ok(true)
+}
+
+/// [`compute_top_logprobs_into`] from a probability row (the sampler's distribution, as
+/// [`super::sampling_distribution`] returns it): `ln p(chosen)` and the `k` most likely
+/// tokens of non-zero probability, so fewer than `k` where fewer could be drawn.
+///
+/// # Errors
+/// `k > 20`, `chosen` out of range, an empty row.
+pub fn top_logprobs_from_probs_into(
+    probs: &[f32],
+    chosen: TokenId,
+    k: usize,
+    out: &mut TokenLogprobs,
+) -> Result<bool, SampleError> {
+    if k == 0 {
+        return Ok(false);
+    }
+    if k > MAX_TOP_LOGPROBS {
+        return Err(SampleError::new(SampleErrorKind::TopLogprobsK(k)));
+    }
+    if probs.is_empty() {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if chosen.index() >= probs.len() {
+        return Err(SampleError::new(SampleErrorKind::TokenOutOfRange {
+            token: chosen,
+            vocab: probs.len(),
+        }));
+    }
+    out.token = chosen;
+    out.top.clear();
+    select_top_f32(probs, k, &mut out.top);
+    out.top.retain(|e| e.1 > 0.0);
+    for e in out.top.iter_mut() {
+        e.1 = e.1.ln();
+    }
+    out.logprob = probs[chosen.index()].ln();
     Ok(true)
 }
 
@@ -202,6 +276,19 @@ fn log_prob(x: f32, (max, ln_sum): (f32, f64)) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processed_logprobs_leave_out_what_could_not_be_drawn() {
+        let probs = [0.0, 0.25, 0.0, 0.75];
+        let mut out = TokenLogprobs::default();
+        assert!(top_logprobs_from_probs_into(&probs, TokenId(1), 3, &mut out).unwrap());
+        assert_eq!(out.top.iter().map(|e| e.0).collect::<Vec<_>>(), [TokenId(3), TokenId(1)]);
+        assert!((out.logprob - 0.25f32.ln()).abs() < 1e-6);
+        assert!((out.top[0].1 - 0.75f32.ln()).abs() < 1e-6);
+        assert_eq!(LogprobsMode::parse("processed_logprobs"), Some(LogprobsMode::Processed));
+        assert_eq!(LogprobsMode::parse(LogprobsMode::Raw.as_str()), Some(LogprobsMode::Raw));
+        assert_eq!(LogprobsMode::parse("raw_logits"), None);
+    }
 
     /// The chunk-skipping selection against the element-by-element one: rows with many ties
     /// (the lower id wins), `-inf` runs, rows shorter than `k`, and every `k` up to 40.

@@ -91,7 +91,10 @@ pub use filters::{
 };
 pub use greedy::{apply_mask_argmax, argmax, argmax_with_penalties};
 pub use logits::{bf16_to_f32, f32_to_bf16, Logits};
-pub use logprobs::{compute_top_logprobs, compute_top_logprobs_into, TokenLogprobs};
+pub use logprobs::{
+    compute_top_logprobs, compute_top_logprobs_into, top_logprobs_from_probs_into, LogprobsMode,
+    TokenLogprobs,
+};
 pub use pcg::{Pcg32, DEFAULT_STREAM};
 pub use penalties::apply_penalties;
 pub use rejection::{rejection_sample, RejectionScratch, RejectionStats, MAX_REJECTION_ROUNDS};

@@ -3,6 +3,7 @@
 //! `docs/limits.md`).
 
 use super::error::ServerError;
+use crate::sampler::LogprobsMode;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,6 +42,8 @@ pub struct ServerConfig {
     pub(crate) context: usize,
     pub(crate) model_name: Option<String>,
     pub(crate) profile: crate::schema::Profile,
+    pub(crate) accept_any_model: bool,
+    pub(crate) logprobs_mode: LogprobsMode,
 }
 
 /// Builder of [`ServerConfig`].
@@ -71,6 +74,8 @@ impl ServerConfig {
                 context: DEFAULT_CONTEXT,
                 model_name: None,
                 profile: crate::schema::Profile::Generation,
+                accept_any_model: false,
+                logprobs_mode: LogprobsMode::Raw,
             },
         }
     }
@@ -187,6 +192,23 @@ impl ServerConfigBuilder {
     /// vLLM's `disable_additional_properties` and `disable_any_whitespace`).
     pub fn profile(mut self, profile: crate::schema::Profile) -> Self {
         self.config.profile = profile;
+        self
+    }
+
+    /// Answer requests whatever `model` they name (default `false`: a name other than the
+    /// served one is a 404 `model_not_found`, as OpenAI and vLLM answer; an absent or empty
+    /// `model` always means the served model).
+    pub fn accept_any_model(mut self, on: bool) -> Self {
+        self.config.accept_any_model = on;
+        self
+    }
+
+    /// What `logprobs`/`top_logprobs` report when a request does not say
+    /// (`logprobs_mode` in its body): [`LogprobsMode::Raw`], the model's distribution before
+    /// the constraint's mask (the default, as vLLM's), or [`LogprobsMode::Processed`], the
+    /// distribution the token was drawn from (mask, penalties, temperature, filters).
+    pub fn logprobs_mode(mut self, mode: LogprobsMode) -> Self {
+        self.config.logprobs_mode = mode;
         self
     }
 

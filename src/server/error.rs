@@ -88,6 +88,18 @@ impl ApiError {
         }
     }
 
+    /// 404 for a model this server does not serve (OpenAI's shape: `param: "model"`,
+    /// `code: "model_not_found"`).
+    pub fn model_not_found(name: &str, served: &str) -> ApiError {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            kind: "invalid_request_error",
+            message: format!("the model {name:?} does not exist; this server serves {served:?}"),
+            param: Some("model".into()),
+            code: Some("model_not_found"),
+        }
+    }
+
     /// 503 while shutting down.
     pub fn shutting_down() -> ApiError {
         ApiError {

@@ -46,6 +46,8 @@ pub struct Outcome {
     pub logprobs: Vec<Option<TokenLogprobs>>,
     /// Bytes of `text` already sent as deltas.
     pub streamed: usize,
+    /// The text sent as deltas of a `tools` stream (the start of its content).
+    pub streamed_text: String,
 }
 
 /// Everything one decode needs.
@@ -62,6 +64,11 @@ pub struct Job {
     pub stop: Vec<String>,
     /// Send content deltas as they come (false: only the end).
     pub stream_text: bool,
+    /// A `tools` stream: the strings that begin a call in the model's format. Content streams
+    /// up to the first of them (special tokens written as their strings), a suffix that could
+    /// still grow into one is held back, and so is whitespace at either end (the content is
+    /// trimmed); the rest, and the calls, come at the end.
+    pub hold: Option<&'static [&'static str]>,
     /// Where events go; closed when the client has gone.
     pub events: UnboundedSender<Event>,
     /// Set at the shutdown deadline.
@@ -84,6 +91,10 @@ struct Seen {
     sent: usize,
     /// Where a stop string starts, once one has appeared.
     stop_at: Option<usize>,
+    /// Where the first call trigger starts, once one has appeared (`tools` streams).
+    trigger_at: Option<usize>,
+    /// What a `tools` stream has sent.
+    emitted: String,
 }
 
 fn find_stop(bytes: &[u8], stop: &[String], from: usize) -> Option<usize> {
@@ -94,6 +105,54 @@ fn find_stop(bytes: &[u8], stop: &[String], from: usize) -> Option<usize> {
             bytes[start..].windows(s.len()).position(|w| w == s).map(|p| p + start)
         })
         .min()
+}
+
+/// The length of the longest suffix of `b` that is a proper prefix of one of `triggers`: the
+/// bytes that could still grow into a trigger.
+fn trigger_prefix_suffix(b: &[u8], triggers: &[&str]) -> usize {
+    triggers
+        .iter()
+        .filter_map(|t| {
+            let t = t.as_bytes();
+            (1..t.len().min(b.len() + 1)).rev().find(|&n| b.ends_with(&t[..n]))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where the first of `triggers` starts in `b`, searching from `from` (less a trigger's
+/// length, for one that straddles it).
+fn find_trigger(b: &[u8], triggers: &[&str], from: usize) -> Option<usize> {
+    triggers
+        .iter()
+        .filter_map(|t| {
+            let t = t.as_bytes();
+            let start = from.saturating_sub(t.len());
+            b.get(start..)?.windows(t.len()).position(|w| w == t).map(|p| p + start)
+        })
+        .min()
+}
+
+/// How far a `tools` stream may send: before the first trigger (or a suffix that could become
+/// one), without trailing whitespace; and where it starts: past leading whitespace while
+/// nothing has been sent.
+fn tools_window(s: &mut Seen, triggers: &[&str], from: usize, safe: usize) -> usize {
+    if s.trigger_at.is_none() {
+        s.trigger_at = find_trigger(&s.bytes, triggers, from);
+    }
+    let mut end = match s.trigger_at {
+        Some(at) => safe.min(at),
+        None => safe.min(s.bytes.len() - trigger_prefix_suffix(&s.bytes, triggers)),
+    };
+    if s.emitted.is_empty() {
+        while s.sent < end && s.bytes[s.sent].is_ascii_whitespace() {
+            s.sent += 1;
+        }
+    }
+    while end > s.sent && s.bytes[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    end.max(s.sent)
 }
 
 /// The longest prefix of `b` that is whole UTF-8 characters.
@@ -117,6 +176,7 @@ pub fn run(mut job: Job) {
             job.cancel.clone(),
         );
         let stream = job.stream_text;
+        let hold = job.hold;
         job.model.set_observer(Box::new(move |tokens: &[TokenId]| {
             if cancel.load(Ordering::Relaxed) || events.is_closed() {
                 return Err(Halt::Cancelled);
@@ -129,7 +189,14 @@ pub fn run(mut job: Job) {
             for &t in &tokens[new..] {
                 s.ids.push(t);
                 if !vocab.is_eos(t) {
-                    s.bytes.extend_from_slice(vocab.token_bytes(t));
+                    match vocab.token_bytes(t) {
+                        // A special token (a call's marker) as its string, for the triggers.
+                        [] if hold.is_some() => {
+                            let name = vocab.tokenizer().and_then(|k| k.id_to_token(t.0));
+                            s.bytes.extend_from_slice(name.unwrap_or_default().as_bytes());
+                        }
+                        b => s.bytes.extend_from_slice(b),
+                    }
                 }
                 let end = s.bytes.len();
                 s.ends.push(end);
@@ -143,11 +210,17 @@ pub fn run(mut job: Job) {
             }
             if stream {
                 // Hold back what could be the start of a stop string, and split characters.
-                let safe = s.bytes.len().saturating_sub(max_stop.saturating_sub(1));
+                let mut safe = s.bytes.len().saturating_sub(max_stop.saturating_sub(1));
+                if let Some(triggers) = hold {
+                    safe = tools_window(&mut s, triggers, from, safe);
+                }
                 let end = s.sent + utf8_prefix(&s.bytes[s.sent..safe.max(s.sent)]);
                 if end > s.sent {
                     let text = String::from_utf8_lossy(&s.bytes[s.sent..end]).into_owned();
                     s.sent = end;
+                    if hold.is_some() {
+                        s.emitted.push_str(&text);
+                    }
                     let done = s
                         .logprobs
                         .iter()
@@ -162,7 +235,8 @@ pub fn run(mut job: Job) {
             Ok(())
         }));
     }
-    if job.stream_text && job.config.sampler.top_logprobs_k > 0 {
+    // A `tools` stream's logprobs come at the end, with the calls.
+    if job.stream_text && job.hold.is_none() && job.config.sampler.top_logprobs_k > 0 {
         // Streamed logprobs: the loop hands each sampled token's logprobs over as it samples.
         let seen = seen.clone();
         job.config.on_token = Some(TokenHook(Arc::new(move |i, _, lp| {
@@ -197,6 +271,7 @@ pub fn run(mut job: Job) {
                 finish,
                 logprobs: gen.logprobs,
                 streamed: s.sent,
+                streamed_text: s.emitted,
             })
         }
         Err(e) => match e.kind() {
@@ -210,6 +285,7 @@ pub fn run(mut job: Job) {
                         finish: "stop",
                         logprobs: Vec::new(),
                         streamed: s.sent,
+                        streamed_text: s.emitted,
                     })
                 }
                 Some(Halt::Cancelled) => Err(ApiError::shutting_down()),
@@ -222,8 +298,9 @@ pub fn run(mut job: Job) {
         },
     };
     if let Ok(o) = &outcome {
-        // The rest of the content that was held back (or never streamed).
-        if job.stream_text {
+        // The rest of the content that was held back (or never streamed); a `tools` stream's
+        // comes with its calls.
+        if job.stream_text && job.hold.is_none() {
             let rest = o.text.get(o.streamed..).unwrap_or("").to_owned();
             // The logprobs not sent yet: the last tokens' (seen by no model call after them).
             let logprobs: Vec<_> = s.logprobs.into_iter().map(|(_, lp)| lp).collect();
@@ -233,4 +310,34 @@ pub fn run(mut job: Job) {
         }
     }
     let _ = job.events.send(Event::Done(outcome));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_streams_hold_back_what_could_begin_a_call() {
+        let t: &[&str] = &["{\"name\"", "<think>"];
+        assert_eq!(trigger_prefix_suffix(b"Sure {\"na", t), 4);
+        assert_eq!(trigger_prefix_suffix(b"a <thi", t), 4);
+        assert_eq!(trigger_prefix_suffix(b"plain text", t), 0);
+        assert_eq!(
+            trigger_prefix_suffix(b"x{\"name\"", t),
+            0,
+            "a whole trigger is found, not held"
+        );
+        assert_eq!(find_trigger(b"ab {\"name\": 1", t, 8), Some(3));
+        let mut s = Seen { bytes: b"\n Hello there {\"n".to_vec(), ..Seen::default() };
+        let len = s.bytes.len();
+        let end = tools_window(&mut s, t, 0, len);
+        // Leading whitespace skipped; the space before `{"n` held with it.
+        assert_eq!(&s.bytes[s.sent..end], b"Hello there");
+        s.bytes.extend_from_slice(b"ame\": \"f\"");
+        s.emitted.push_str("Hello there");
+        s.sent = end;
+        let len = s.bytes.len();
+        let end = tools_window(&mut s, t, 18, len);
+        assert_eq!((s.trigger_at, end), (Some(14), 13), "nothing more once the call starts");
+    }
 }

@@ -10,8 +10,8 @@ use super::request::{parse_chat, parse_completion, Params, SchemaKnobs, Spec};
 use super::worker::Worker;
 use crate::constraint::tagged::Tagged;
 use crate::constraint::tools::{
-    extract_tool_calls, render_output, tool_constraint_with, Reasoning, Tool, ToolChoice,
-    ToolFormat,
+    call_triggers, extract_tool_calls, render_output, tool_constraint_with, unfinished_tool_call,
+    Reasoning, Tool, ToolChoice, ToolFormat,
 };
 use crate::constraint::{CompiledConstraint, Constraint};
 use crate::decode::{DecodeConfig, ThinkConfig, ThinkGate, ThinkMarkers};
@@ -23,7 +23,7 @@ use crate::token::TokenId;
 use crate::vocab::Vocabulary;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -97,6 +97,7 @@ pub(super) async fn run(config: ServerConfig, model: BatchedModel) -> Result<(),
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
         .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model_by_id))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .fallback(fallback)
@@ -156,15 +157,46 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
+/// The served model as OpenAI's model object.
+fn model_object(app: &App) -> Value {
+    json!({
+        "id": app.name, "object": "model", "created": app.created, "owned_by": "grammask",
+        "max_model_len": app.context,
+    })
+}
+
 async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(e) = auth(&app, &headers) {
         return e.into_response();
     }
-    Json(json!({"object": "list", "data": [{
-        "id": app.name, "object": "model", "created": app.created, "owned_by": "grammask",
-        "max_model_len": app.context,
-    }]}))
-    .into_response()
+    Json(json!({"object": "list", "data": [model_object(&app)]})).into_response()
+}
+
+/// `GET /v1/models/{id}`: the served model, or 404 `model_not_found` for any other name.
+async fn model_by_id(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(e) = auth(&app, &headers) {
+        return e.into_response();
+    }
+    if id != app.name {
+        return ApiError::model_not_found(&id, &app.name).into_response();
+    }
+    Json(model_object(&app)).into_response()
+}
+
+/// A request's `model` must be the served name (404 `model_not_found` otherwise, as OpenAI
+/// and vLLM answer), unless `--accept-any-model`; an absent or empty one means the served
+/// model, as vLLM's `model` is optional.
+fn check_model(app: &App, p: &Params) -> Result<(), ApiError> {
+    match &p.model {
+        Some(m) if m != &app.name && !app.config.accept_any_model => {
+            Err(ApiError::model_not_found(m, &app.name))
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn fallback(uri: Uri) -> Response {
@@ -380,11 +412,11 @@ fn decode_config(
         .top_p(p.top_p)
         .seed(seed)
         .logprobs(p.logprobs.map_or(0, |k| k.max(1)))
+        .logprobs_mode(p.logprobs_mode.unwrap_or(app.config.logprobs_mode))
         .build()
         .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
     cfg.penalties.presence_penalty = p.presence_penalty;
     cfg.penalties.frequency_penalty = p.frequency_penalty;
-    let _ = app;
     Ok(cfg)
 }
 
@@ -471,6 +503,7 @@ async fn chat(
         auth(&app, &headers)?;
         let body = body_json(&app, body)?;
         let req = parse_chat(&body)?;
+        check_model(&app, &req.params)?;
         let mut messages: Vec<ChatMessage> =
             req.messages.iter().map(|m| ChatMessage::new(&m.role, &m.content)).collect();
         if let Some((Spec::Tools { tools, .. }, _)) = &req.spec {
@@ -512,6 +545,7 @@ async fn completions(
         auth(&app, &headers)?;
         let body = body_json(&app, body)?;
         let req = parse_completion(&body)?;
+        check_model(&app, &req.params)?;
         let prompt = encode(&app, &req.prompt)?;
         Ok::<_, ApiError>(Prepared { prompt, spec: req.spec, params: req.params, chat: false })
     }
@@ -570,6 +604,10 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
     // think block, read back in `Shape::message`.
     let thinking = p.chat && !tools && ThinkMarkers::from_vocab(&app.vocab).is_ok();
     let text_streamed = p.params.stream && !tools && !thinking;
+    // A `tools` stream sends its text as it comes, up to what could begin a call (Harmony's
+    // content is inside channel markers: it comes at the end).
+    let triggers = call_triggers(app.tool_format);
+    let hold = (p.params.stream && tools && !triggers.is_empty()).then_some(triggers);
     if thinking {
         config.think = Some(ThinkConfig { markers: None, starts_open: false, budget: None });
         if let (Some(e), Ok(markers)) = (engine.take(), ThinkMarkers::from_vocab(&app.vocab)) {
@@ -584,9 +622,9 @@ async fn generate_response(app: &Arc<App>, p: Prepared) -> Result<Response, ApiE
         engine,
         config,
         stop: p.params.stop.clone(),
-        // Tool calls (and a thinking model's split) are only known at the end: those streams
-        // send everything then.
-        stream_text: text_streamed,
+        // A thinking model's split is only known at the end: its stream sends everything then.
+        stream_text: text_streamed || hold.is_some(),
+        hold,
         events: tx,
         cancel: app.cancel.clone(),
         metrics: app.metrics.clone(),
@@ -693,28 +731,38 @@ impl Shape {
         })
     }
 
-    /// Content, tool calls, finish reason and reasoning of a chat answer.
+    /// Content, tool calls, finish reason and reasoning of a chat answer. With `tools` the
+    /// content is the text outside the calls, trimmed; a call the token limit cut short is
+    /// reported as far as it goes (name, arguments text so far) in `tool_calls` with
+    /// `finish_reason: "length"`, as OpenAI reports one, never as content.
     fn message(&self, o: &Outcome) -> (Option<String>, Vec<Value>, &'static str, String) {
         if !self.tools {
             return (Some(o.text.clone()), Vec::new(), o.finish, o.reasoning.clone());
         }
+        let format = self.app.tool_format;
         let raw = render_output(&self.app.vocab, &o.tokens);
         let reasoning = think_block(&raw).to_owned();
-        let (content, calls) = extract_tool_calls(self.app.tool_format, &raw);
+        let partial = if o.finish == "length" { unfinished_tool_call(format, &raw) } else { None };
+        let whole = partial.as_ref().map_or(raw.as_str(), |p| &raw[..p.start]);
+        let (content, calls) = extract_tool_calls(format, whole);
         let calls: Vec<Value> = calls
-            .iter()
+            .into_iter()
+            .map(|c| (c.name, c.arguments.to_string()))
+            .chain(partial.map(|p| (p.name, p.arguments)))
             .enumerate()
-            .map(|(i, c)| {
+            .map(|(i, (name, arguments))| {
                 json!({
                     "id": format!("call_{}_{i}", self.id),
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                    "function": {"name": name, "arguments": arguments},
                 })
             })
             .collect();
         let finish = if !calls.is_empty() && o.finish == "stop" { "tool_calls" } else { o.finish };
-        // No call could be read (the token limit cut one short): the raw output is the content.
-        let content = if calls.is_empty() { o.text.clone() } else { content.trim().to_owned() };
+        // No call: the text as decoded (stop strings cut), outside any think block.
+        let content =
+            if calls.is_empty() { extract_tool_calls(format, &o.text).0 } else { content };
+        let content = content.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned();
         let content = if content.is_empty() && !calls.is_empty() { None } else { Some(content) };
         (content, calls, finish, reasoning)
     }
@@ -800,13 +848,16 @@ impl Shape {
             if !reasoning.is_empty() {
                 out.push(self.chunk(json!({"reasoning_content": reasoning}), None));
             }
-            // Content not sent as deltas (tools, a thinking model) comes now.
+            // Content not sent as deltas (a `tools` stream's rest, a thinking model's) comes
+            // now, with the logprobs of the whole answer.
             if !self.text_streamed {
-                if let Some(c) = content.filter(|c| !c.is_empty()) {
+                let c = content.unwrap_or_default();
+                let rest = c.strip_prefix(o.streamed_text.as_str()).unwrap_or("");
+                if !rest.is_empty() || (self.logprobs.is_some() && !c.is_empty()) {
                     let lp = self.logprobs.map_or(Value::Null, |k| {
                         chat_logprobs(&self.app.vocab, o.logprobs.iter().flatten(), k)
                     });
-                    out.push(self.chunk_with(json!({"content": c}), None, lp));
+                    out.push(self.chunk_with(json!({"content": rest}), None, lp));
                 }
                 if !calls.is_empty() {
                     let calls: Vec<Value> = calls

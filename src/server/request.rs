@@ -5,6 +5,7 @@
 
 use super::error::ApiError;
 use crate::constraint::tools::{parse_tools, Tool, ToolChoice};
+use crate::sampler::LogprobsMode;
 use crate::schema::Profile;
 use serde_json::Value;
 
@@ -67,6 +68,8 @@ pub struct Message {
 /// The sampling and output parameters both endpoints share.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
+    /// `model`; `None` when absent or empty (the served model).
+    pub model: Option<String>,
     /// `max_tokens` / `max_completion_tokens` (`None`: the server's default).
     pub max_tokens: Option<usize>,
     /// Temperature (default 1, as OpenAI's).
@@ -79,6 +82,8 @@ pub struct Params {
     pub stop: Vec<String>,
     /// Logprobs: `None` off, `Some(k)` on with `k` alternatives.
     pub logprobs: Option<usize>,
+    /// `logprobs_mode` (vLLM's values, an extension): `None` is the server's default.
+    pub logprobs_mode: Option<LogprobsMode>,
     /// SSE streaming.
     pub stream: bool,
     /// `stream_options.include_usage`.
@@ -257,7 +262,20 @@ fn params(body: &Value, chat: bool) -> Result<Params, ApiError> {
         Some(o @ Value::Object(_)) => opt_bool(o, "include_usage")?,
         Some(_) => return Err(bad("stream_options must be an object", "stream_options")),
     };
+    let model = match body.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) => Some(m.clone()).filter(|m| !m.is_empty()),
+        Some(_) => return Err(bad("model must be a string", "model")),
+    };
+    let logprobs_mode = match body.get("logprobs_mode") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_str().and_then(LogprobsMode::parse).ok_or_else(|| {
+            bad("logprobs_mode must be \"raw_logprobs\" or \"processed_logprobs\"", "logprobs_mode")
+        })?),
+    };
     Ok(Params {
+        model,
+        logprobs_mode,
         max_tokens: max_tokens.map(|m| m as usize),
         temperature: opt_f32(body, "temperature", 0.0, 2.0, 1.0)?,
         top_p: opt_f32(body, "top_p", 0.0, 1.0, 1.0)?,
@@ -391,7 +409,12 @@ fn response_format(body: &Value) -> Result<Option<(Spec, &'static str)>, ApiErro
         .ok_or_else(|| bad("response_format.type must be a string", p))?;
     match ty {
         "text" => Ok(None),
-        "json_object" => Ok(Some((Spec::Json, p))),
+        // instructor's JSON_SCHEMA mode (and llama-server, Together, Fireworks) put a schema
+        // here: it is honoured exactly as a `json_schema` one.
+        "json_object" => match rf.get("schema").filter(|v| !v.is_null()) {
+            Some(schema) => Ok(Some((Spec::Schema(schema_value(schema, p)?), p))),
+            None => Ok(Some((Spec::Json, p))),
+        },
         "json_schema" => {
             let js = rf
                 .get("json_schema")
@@ -617,8 +640,14 @@ mod tests {
         let r = chat(json!({"response_format": {"type": "json_schema",
             "json_schema": {"name": "x", "schema": schema, "strict": true}}}))
         .unwrap();
-        assert_eq!(r.spec, Some((Spec::Schema(schema), "response_format")));
+        assert_eq!(r.spec, Some((Spec::Schema(schema.clone()), "response_format")));
         assert!(chat(json!({"response_format": {"type": "text"}})).unwrap().spec.is_none());
+        // json_object with a schema (instructor's JSON_SCHEMA mode): the schema is the spec.
+        let r =
+            chat(json!({"response_format": {"type": "json_object", "schema": schema}})).unwrap();
+        assert_eq!(r.spec, Some((Spec::Schema(schema), "response_format")));
+        let e = chat(json!({"response_format": {"type": "json_object", "schema": 3}})).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("response_format"));
         let e = chat(json!({"response_format": {"type": "yaml"}})).unwrap_err();
         assert_eq!((e.status.as_u16(), e.param.as_deref()), (400, Some("response_format")));
     }
@@ -653,6 +682,8 @@ mod tests {
             (json!({"messages": "hi"}), "messages"),
             (json!({"messages": [{"role": "wizard", "content": "x"}]}), "messages"),
             (json!({"tool_choice": "required"}), "tool_choice"),
+            (json!({"model": 7}), "model"),
+            (json!({"logprobs_mode": "raw_logits"}), "logprobs_mode"),
         ] {
             let e = chat(extra.clone()).unwrap_err();
             assert_eq!(e.status.as_u16(), 400, "{extra}");
@@ -674,6 +705,15 @@ mod tests {
         assert!(chat(json!({"tools": tools, "tool_choice": "none"})).unwrap().spec.is_none());
         let other = json!({"type": "function", "function": {"name": "nope"}});
         assert!(chat(json!({"tools": tools, "tool_choice": other})).is_err());
+    }
+
+    #[test]
+    fn model_and_logprobs_mode_are_read() {
+        let r = chat(json!({"model": "", "logprobs_mode": "processed_logprobs"})).unwrap();
+        assert_eq!(r.params.model, None, "an empty model is the served one");
+        assert_eq!(r.params.logprobs_mode, Some(LogprobsMode::Processed));
+        let r = chat(json!({})).unwrap();
+        assert_eq!((r.params.model.as_deref(), r.params.logprobs_mode), (Some("m"), None));
     }
 
     #[test]

@@ -249,6 +249,63 @@ fn generate_samples_and_splits_reasoning() {
 }
 
 #[test]
+fn think_budget_bounds_the_reasoning_block_with_tools_too() {
+    // With --tools the format's own `<think>` used to open a second, unbounded block after the
+    // forced `</think>`: the reasoning ran to --max-tokens and no call was made.
+    let dir = std::env::temp_dir().join(format!("grammask-cli-think-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = dir.join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type":
+        "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+        "additionalProperties": false}}}]"#,
+    )
+    .unwrap();
+    let t = tools.to_str().unwrap();
+    let run = |flag: &str, seed: &str| {
+        let (ok, out, err) = grammask(&[
+            "generate",
+            "--tools",
+            t,
+            "--tool-choice",
+            "required",
+            flag,
+            "8",
+            "--max-tokens",
+            "300",
+            "--logprobs",
+            "1",
+            "--seed",
+            seed,
+            "--format",
+            "json",
+        ]);
+        assert!(ok, "{err}");
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()
+    };
+    let mut called = 0;
+    for seed in ["1", "2", "3", "4"] {
+        let v = run("--think-budget", seed);
+        // The forced `</think>` (no logprobs) comes after exactly 8 reasoning tokens.
+        let lps = v["logprobs"].as_array().unwrap();
+        assert_eq!(lps.iter().position(serde_json::Value::is_null), Some(8), "{v}");
+        assert!(!v["content"].as_str().unwrap().contains("think>"), "one think block: {v}");
+        if v["finish_reason"] == "stop" {
+            assert_eq!(v["tool_calls"][0]["name"], "get_weather", "{v}");
+            called += 1;
+        }
+        // --reasoning-budget is the same flag (timings aside, the same output).
+        let w = run("--reasoning-budget", seed);
+        for key in ["content", "reasoning_content", "tool_calls", "n_tokens", "logprobs"] {
+            assert_eq!(w[key], v[key], "{key}");
+        }
+    }
+    assert!(called >= 2, "most runs end with their call ({called}/4)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn regex_grammar_and_check() {
     let (ok, out, err) =
         grammask(&["generate", "--regex", "[a-z]{2,5}@[a-z]{2,4}\\.(com|org)", "--format", "json"]);

@@ -19,7 +19,10 @@ import jsonschema
 import openai
 import pytest
 
-from serverproc import KEY, MASKBENCH, ROOT, Server
+from serverproc import KEY, MASKBENCH, MODEL, ROOT, Server
+
+# The served name: the model file's stem (no --model-name here).
+NAME = os.path.splitext(os.path.basename(MODEL))[0]
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +37,29 @@ def ask(s, content, **kw):
     kw.setdefault("temperature", 0)
     kw.setdefault("max_tokens", 48)
     return s.client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": content}], **kw)
+        model=NAME, messages=[{"role": "user", "content": content}], **kw)
 
 
 def test_health_and_models(server):
     models = server.client.models.list()
-    assert [m.id for m in models.data] == ["smollm2-135m-instruct-q4_1"]
+    assert [m.id for m in models.data] == [NAME]
+    assert server.client.models.retrieve(NAME).id == NAME
+    with pytest.raises(openai.NotFoundError) as e:
+        server.client.models.retrieve("gpt-4o")
+    assert e.value.body["code"] == "model_not_found" and e.value.body["param"] == "model"
+
+
+def test_a_model_not_served_is_404_and_an_absent_one_is_the_served_one(server):
+    with pytest.raises(openai.NotFoundError) as e:
+        server.client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    assert e.value.body["code"] == "model_not_found", e.value.body
+    assert e.value.body["type"] == "invalid_request_error"
+    with pytest.raises(openai.NotFoundError):
+        server.client.completions.create(model="gpt-4o", prompt="hi", max_tokens=2)
+    status, _, out = server.raw("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+    assert status == 200 and out["model"] == NAME, out
 
 
 def test_plain_chat_answers(server):
@@ -146,7 +166,7 @@ def test_tools_with_a_call_required(server, choice):
 
 def test_tools_stream(server):
     chunks = list(server.client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Weather in Rome?"}], tools=[WEATHER],
+        model=NAME, messages=[{"role": "user", "content": "Weather in Rome?"}], tools=[WEATHER],
         tool_choice="required", temperature=0, max_tokens=48, stream=True))
     calls = [tc for ch in chunks for tc in (ch.choices[0].delta.tool_calls or [])
              if ch.choices]
@@ -156,11 +176,78 @@ def test_tools_stream(server):
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
+def test_a_call_cut_off_by_max_tokens_is_a_partial_call_not_content(server):
+    # OpenAI reports the call as far as it goes, in tool_calls, with finish_reason "length".
+    kw = dict(model=NAME, messages=[{"role": "user", "content": "Weather in Rome?"}],
+              tools=[WEATHER], tool_choice="required", temperature=0, max_tokens=14)
+    c = server.client.chat.completions.create(**kw).choices[0]
+    assert c.finish_reason == "length", c
+    assert not c.message.content, c.message.content
+    (call,) = c.message.tool_calls
+    assert call.function.name == "get_weather", call
+    args = call.function.arguments
+    assert '"name"' not in args and args.startswith("{"), args
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(args)
+    chunks = list(server.client.chat.completions.create(stream=True, **kw))
+    deltas = [ch.choices[0].delta for ch in chunks if ch.choices]
+    assert not "".join(d.content or "" for d in deltas)
+    calls = [tc for d in deltas for tc in (d.tool_calls or [])]
+    assert [(tc.function.name, tc.function.arguments) for tc in calls] == [("get_weather", args)]
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize("choice", ["auto", "none"])
+def test_with_tools_bound_a_text_answer_streams(server, choice):
+    kw = dict(model=NAME, messages=[{"role": "user", "content": "Name three fruits."}],
+              tools=[WEATHER], tool_choice=choice, temperature=0, max_tokens=32)
+    whole = server.client.chat.completions.create(**kw).choices[0]
+    assert not whole.message.tool_calls and whole.message.content, whole
+    chunks = list(server.client.chat.completions.create(stream=True, **kw))
+    texts = [ch.choices[0].delta.content for ch in chunks
+             if ch.choices and ch.choices[0].delta.content]
+    assert "".join(texts) == whole.message.content
+    assert len(texts) > 3, texts
+    assert chunks[-1].choices[0].finish_reason == whole.finish_reason
+
+
+def test_json_object_with_a_schema_honours_it(server):
+    # instructor's JSON_SCHEMA mode sends exactly this shape.
+    schema = {"type": "object", "properties": {"colour": {"enum": ["red", "green"]},
+              "count": {"type": "integer", "minimum": 1, "maximum": 9}},
+              "required": ["colour", "count"], "additionalProperties": False}
+    r = ask(server, "Give a JSON object.", max_tokens=32,
+            response_format={"type": "json_object", "schema": schema})
+    c = r.choices[0]
+    assert c.finish_reason == "stop", c
+    jsonschema.validate(json.loads(c.message.content), schema)
+
+
+def test_processed_logprobs_show_only_what_the_constraint_allowed(server):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+              "additionalProperties": False}
+    rf = {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}
+    prompt = "Say hello."
+    processed = ask(server, prompt, max_tokens=12, response_format=rf, logprobs=True,
+                    top_logprobs=5, extra_body={"logprobs_mode": "processed_logprobs"})
+    lp = processed.choices[0].logprobs.content
+    # The first token must start the object: `{` after optional whitespace, nothing else.
+    first = [t.token for t in lp[0].top_logprobs]
+    assert first and all(t.strip() == "" or t.lstrip().startswith("{") for t in first), first
+    assert all(t.logprob <= 0 for t in lp[0].top_logprobs)
+    # Raw (the default) is the model's own distribution: for this prompt its favourite first
+    # tokens are words, not `{`.
+    raw = ask(server, prompt, max_tokens=12, response_format=rf, logprobs=True, top_logprobs=5)
+    raw_first = [t.token for t in raw.choices[0].logprobs.content[0].top_logprobs]
+    assert any(not t.lstrip().startswith("{") and t.strip() for t in raw_first), raw_first
+    assert raw.choices[0].message.content == processed.choices[0].message.content
+
+
 def test_streaming_matches_the_whole_answer(server):
     kw = dict(temperature=0, max_tokens=32)
     whole = ask(server, "Name three fruits.", **kw).choices[0].message.content
     chunks = list(server.client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Name three fruits."}], stream=True,
+        model=NAME, messages=[{"role": "user", "content": "Name three fruits."}], stream=True,
         stream_options={"include_usage": True}, **kw))
     assert chunks[0].choices[0].delta.role == "assistant"
     text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
@@ -176,7 +263,7 @@ def test_streaming_json_schema_validates(server):
               "age": {"type": "integer", "minimum": 0, "maximum": 120}},
               "required": ["name", "age"], "additionalProperties": False}
     chunks = list(server.client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "A person as JSON."}], stream=True,
+        model=NAME, messages=[{"role": "user", "content": "A person as JSON."}], stream=True,
         temperature=0, max_tokens=48, response_format={
             "type": "json_schema", "json_schema": {"name": "p", "schema": schema}}))
     text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
@@ -214,9 +301,9 @@ def test_streamed_logprobs_come_with_their_text_and_equal_the_whole_answers(serv
     # they are the whole answer's (same seed), for chat and for the completions endpoint.
     kw = dict(temperature=0.8, seed=11, max_tokens=24, logprobs=True, top_logprobs=2)
     msgs = [{"role": "user", "content": "Describe the sea in two sentences."}]
-    whole = server.client.chat.completions.create(model="m", messages=msgs, **kw)
+    whole = server.client.chat.completions.create(model=NAME, messages=msgs, **kw)
     chunks = list(server.client.chat.completions.create(
-        model="m", messages=msgs, stream=True, **kw))
+        model=NAME, messages=msgs, stream=True, **kw))
     text, tokens, carrying = "", "", 0
     streamed = []
     for ch in chunks:
@@ -235,7 +322,7 @@ def test_streamed_logprobs_come_with_their_text_and_equal_the_whole_answers(serv
     assert [(t.token, [x.token for x in t.top_logprobs]) for t in streamed] == \
         [(t.token, [x.token for x in t.top_logprobs]) for t in want]
     assert all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(streamed, want))
-    ckw = dict(model="m", prompt="The sea is", max_tokens=12, temperature=0.8, seed=5, logprobs=2)
+    ckw = dict(model=NAME, prompt="The sea is", max_tokens=12, temperature=0.8, seed=5, logprobs=2)
     w = server.client.completions.create(**ckw).choices[0]
     cs = [c.choices[0] for c in server.client.completions.create(stream=True, **ckw) if c.choices]
     assert "".join(c.text for c in cs) == w.text
@@ -245,12 +332,12 @@ def test_streamed_logprobs_come_with_their_text_and_equal_the_whole_answers(serv
 
 
 def test_completions_endpoint(server):
-    r = server.client.completions.create(model="m", prompt="The capital of France is",
+    r = server.client.completions.create(model=NAME, prompt="The capital of France is",
                                          max_tokens=8, temperature=0, logprobs=2)
     assert "Paris" in r.choices[0].text
     assert len(r.choices[0].logprobs.tokens) == r.usage.completion_tokens
     chunks = list(server.client.completions.create(
-        model="m", prompt="The capital of France is", max_tokens=8, temperature=0,
+        model=NAME, prompt="The capital of France is", max_tokens=8, temperature=0,
         stream=True))
     assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
 
@@ -265,7 +352,7 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server):
     for extra, param in [({"temperature": "hot"}, "temperature"), ({"n": 2}, "n"),
                          ({"response_format": {"type": "yaml"}}, "response_format"),
                          ({"messages": "hi"}, "messages"), ({"max_tokens": -3}, "max_tokens")]:
-        body = {"model": "m", "messages": msgs, **extra}
+        body = {"model": NAME, "messages": msgs, **extra}
         status, _, out = server.raw("/v1/chat/completions", body)
         assert status == 400 and out["error"]["param"] == param, (extra, out)
     # A schema keyword grammask refuses: the keyword and its pointer are named.
@@ -342,7 +429,7 @@ def test_load_16_clients_8_requests(server):
 
     def one(i, j):
         kind = (i + j) % 5
-        kw = dict(model="m", messages=[{"role": "user", "content": f"Item {i}.{j} as JSON."}],
+        kw = dict(model=NAME, messages=[{"role": "user", "content": f"Item {i}.{j} as JSON."}],
                   max_tokens=12, temperature=0.7, seed=i * 8 + j)
         if kind == 0:
             kw["response_format"] = {"type": "json_object"}
@@ -385,7 +472,8 @@ def test_load_16_clients_8_requests(server):
 
 
 def test_queue_full_is_429_and_a_disconnect_frees_the_slot():
-    s = Server("--max-concurrent", "1", "--max-queue", "1", "--default-max-tokens", "400")
+    s = Server("--max-concurrent", "1", "--max-queue", "1", "--default-max-tokens", "400",
+               "--accept-any-model")
     try:
         # One request holds the slot with a long stream; we read a little and hang up.
         req = urllib.request.Request(
@@ -415,5 +503,10 @@ def test_queue_full_is_429_and_a_disconnect_frees_the_slot():
         t.join(timeout=30)
         assert results["q"][0] == 200
         assert time.time() - t0 < 5, time.time() - t0
+        # --accept-any-model: a name that is not the served one is answered, under the
+        # served name.
+        status, _, out = s.raw("/v1/chat/completions", {
+            "model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        assert status == 200 and out["model"] == NAME, out
     finally:
         assert s.stop() == 0
