@@ -249,13 +249,15 @@ def test_models_retrieve_names_the_served_model(oai, served):
     assert m.id == served
 
 
-def test_an_unknown_model_name_is_answered_by_the_served_model(oai, served, wire):
-    """Clients send whatever name their user configured: the one model answers, and says its
-    own name (as `--model-name` documents)."""
-    r = oai.chat.completions.create(model="gpt-4o-mini", messages=chat("Say hi."),
+def test_an_unknown_model_name_is_model_not_found(oai, served):
+    """A name the server does not serve is OpenAI's 404 `model_not_found` (the SDK's
+    `NotFoundError`), for `models.retrieve` and for a completion alike."""
+    with pytest.raises(openai.NotFoundError) as e:
+        oai.chat.completions.create(model="gpt-4o-mini", messages=chat("Say hi."),
                                     temperature=0, max_tokens=8)
-    assert r.model == served
-    assert r.choices[0].message.content
+    assert e.value.body["code"] == "model_not_found", e.value.body
+    with pytest.raises(openai.NotFoundError):
+        oai.models.retrieve("gpt-4o-mini")
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
