@@ -468,6 +468,9 @@ pub struct CompiledSchema {
     pub(crate) literal_keys: bool,
     /// [`SchemaOptions::literal_values`].
     pub(crate) literal_values: bool,
+    /// [`SchemaOptions::closed_objects`] (already laid out in `program`; kept so that what
+    /// a compiled schema was compiled for can be read back).
+    pub(crate) closed_objects: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -512,6 +515,7 @@ impl CompiledSchema {
             engine: options.engine.clone(),
             literal_keys: options.literal_keys,
             literal_values: options.literal_values,
+            closed_objects: options.closed_objects,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),
@@ -523,5 +527,10 @@ impl CompiledSchema {
     /// Keywords ignored in lenient mode, as `"keyword at /pointer"` (empty otherwise).
     pub fn ignored_keywords(&self) -> &[String] {
         &self.ignored
+    }
+
+    /// Whether objects were compiled closed ([`SchemaOptions::closed_objects`]).
+    pub fn closed_objects(&self) -> bool {
+        self.closed_objects
     }
 }
