@@ -120,8 +120,11 @@ fn closing_that_leaves_no_instance_is_a_typed_error() {
         assert!(reason.contains("closed_objects") && reason.contains("additionalProperties"));
     }
     // Unsatisfiable as written: the usual error.
-    let e = CompiledSchema::compile(&json!({"type": "object", "properties": {"a": false}, "required": ["a"]}), &closed())
-        .unwrap_err();
+    let e = CompiledSchema::compile(
+        &json!({"type": "object", "properties": {"a": false}, "required": ["a"]}),
+        &closed(),
+    )
+    .unwrap_err();
     let SchemaErrorKind::Unsatisfiable { reason, .. } = e.kind() else { panic!("{e}") };
     assert!(!reason.contains("closed_objects"), "{e}");
 }
@@ -150,7 +153,10 @@ fn closed_objects_are_sound_on_the_test_suite() {
             (_, CaseOutcome::FalseAcceptance) if x.outcome != CaseOutcome::FalseAcceptance => {
                 unsound.push(c.key.clone())
             }
-            (CaseOutcome::Pass, CaseOutcome::FalseRejection { .. }) => refused += 1,
+            (CaseOutcome::Pass, CaseOutcome::FalseRejection { detail }) => {
+                refused += 1;
+                println!("  refused closed: {} {} ({detail})", c.key, c.instance);
+            }
             (CaseOutcome::CompileError(_), _) | (_, CaseOutcome::Pass) => {}
             (_, CaseOutcome::CompileError(_)) => newly_unsupported += 1,
             _ => {}
@@ -203,6 +209,9 @@ fn closed_objects_are_sound_on_maskbench() {
             shut.false_acceptances.len(),
             exact.false_acceptances.len()
         );
+        for f in shut.false_rejections.iter().take(12) {
+            println!("  refused closed: {f}");
+        }
         assert!(unsound.is_empty(), "closed accepts invalid instances: {unsound:?}");
     }
 }

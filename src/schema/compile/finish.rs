@@ -683,6 +683,58 @@ mod tests {
         .is_err());
     }
 
+    /// The root object core of `doc` compiled with `closed_objects`, and the automata.
+    fn closed_root(doc: Value) -> (ObjRt, Vec<ByteDfa>) {
+        let mut c = super::super::test_util::compiler_with(
+            doc,
+            crate::schema::SchemaOptions::default().with_closed_objects(true),
+        );
+        let root = c.schema_at("").unwrap();
+        let mut p = c.finish(root).map(|(p, _)| p).unwrap();
+        let k = *p.nodes[p.root]
+            .iter()
+            .find(|&&k| matches!(p.cores[k.index()], CoreRt::Object(_)))
+            .expect("an object core");
+        let CoreRt::Object(o) = p.cores.swap_remove(k.index()) else { unreachable!() };
+        (o, p.dfas)
+    }
+
+    #[test]
+    fn closed_objects_take_the_union_of_their_pieces_names() {
+        let (o, _) = closed_root(json!({"allOf": [
+            {"properties": {"a": {}}},
+            {"properties": {"b": {}}, "required": ["b", "x"]}
+        ]}));
+        let names: Vec<&[u8]> = o.names.iter().map(|n| &n[..]).collect();
+        assert_eq!(names, [&b"a"[..], b"b", b"x"]);
+        assert!(o.extra.is_none(), "no undeclared key");
+        // Any explicit word on undeclared keys keeps the object as written.
+        for open in [
+            json!({"allOf": [{"properties": {"a": {}}}, {"additionalProperties": true}]}),
+            json!({"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}}),
+            json!({"type": "object"}),
+            json!({"type": "object", "not": {"properties": {"a": {}}, "required": ["a"]}}),
+        ] {
+            assert!(closed_root(open.clone()).0.extra.is_some(), "{open}");
+        }
+        // Patterns: only the keys some pattern matches.
+        let (o, dfas) = closed_root(json!({"patternProperties": {"^x": {}}, "type": "object"}));
+        let x = o.extra.expect("pattern keys");
+        assert!(dfas[x.dfa.index()].matches(b"xa") && !dfas[x.dfa.index()].matches(b"ya"));
+    }
+
+    #[test]
+    fn unique_items_stay_open_under_closed_objects() {
+        let mut c = super::super::test_util::compiler_with(
+            json!({"type": "array", "uniqueItems": true, "items": {"properties": {"a": {}}}}),
+            crate::schema::SchemaOptions::default().with_closed_objects(true),
+        );
+        let root = c.schema_at("").unwrap();
+        let p = c.finish(root).map(|(p, _)| p).expect("uniqueItems still decided exactly");
+        assert!(p.cores.iter().any(|c| matches!(c, CoreRt::Array { unique: true, .. })));
+        assert!(p.cores.iter().all(|c| !matches!(c, CoreRt::Object(o) if o.extra.is_none())));
+    }
+
     #[test]
     fn core_sat_reads_bounds() {
         let dfas = vec![crate::schema::string::any_content().clone()];
