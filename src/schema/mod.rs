@@ -235,17 +235,26 @@ pub struct SchemaOptions {
     /// spelling.
     pub literal_values: bool,
     /// Close objects whose schema leaves undeclared keys open only by saying nothing: a schema
-    /// object that declares `properties` or `patternProperties` but has neither
-    /// `additionalProperties` nor `unevaluatedProperties` takes only the keys it declares
-    /// (across the `allOf`/`$ref` pieces merged into the same object, and the `anyOf`/`oneOf`
-    /// branch that holds). An explicit `additionalProperties` (`true` or a schema) or
-    /// `unevaluatedProperties` keeps an object as it is, and so does a schema that declares no
-    /// keys at all (`{"type": "object"}` stays any object). Default `false`: the letter of JSON
+    /// object that declares `properties` (even `{}`) or `patternProperties` but has neither
+    /// `additionalProperties` nor `unevaluatedProperties` takes only the keys declared across
+    /// the pieces merged into the same object (`allOf`, `$ref` siblings, the `anyOf`/`oneOf`
+    /// branch that holds, the half of an `if`/`then`/`else`): their `properties` names,
+    /// `patternProperties` matches, and the names in `required`/`dependentRequired` — the
+    /// union, so `allOf: [{properties: {a}}, {properties: {b}}]` takes `a` and `b`; each
+    /// piece's own rules still apply to each key. An explicit `additionalProperties` (`true` or
+    /// a schema) in any piece or an applied `unevaluatedProperties` keeps an object as it is,
+    /// and so does a schema that declares no keys at all (`{"type": "object"}` stays any
+    /// object). Object items of a `uniqueItems` array stay open (the runtime decides
+    /// uniqueness exactly only for items open to new keys). Default `false`: the letter of JSON
     /// Schema, where unlisted keys are allowed — a small model then invents keys until its
-    /// token budget runs out. Only value positions the instance must satisfy are closed (never
-    /// inside `not`, the `if` of a conditional, or a `oneOf` branch's exclusion), so every
-    /// output still validates against the schema as written. XGrammar's strict mode, OpenAI's
-    /// strict structured outputs and llama.cpp's schema converter generate the same subset.
+    /// token budget runs out. Closing is decided on the final cores after every compile-time
+    /// proof, so `not`, the negated `if` of a conditional, `contains` counting and a `oneOf`'s
+    /// exclusion see the schema as written, and every output still validates against it. An
+    /// object closing leaves without instances (`minProperties` above its declared keys) drops
+    /// out like any unsatisfiable alternative; when that empties the root the error is
+    /// [`SchemaErrorKind::Unsatisfiable`] at the object's pointer. XGrammar's strict mode,
+    /// OpenAI's strict structured outputs and llama.cpp's schema converter generate the same
+    /// subset (`docs/json-schema.md`, "Generation profile: closed objects").
     pub closed_objects: bool,
     /// Spell `number` values as plain decimals, `-?(0|[1-9][0-9]*)(\.[0-9]+)?` (no exponent),
     /// with at most [`SchemaOptions::max_number_digits`] significant digits and as many after
@@ -468,6 +477,9 @@ pub struct CompiledSchema {
     pub(crate) literal_keys: bool,
     /// [`SchemaOptions::literal_values`].
     pub(crate) literal_values: bool,
+    /// [`SchemaOptions::closed_objects`] (already laid out in `program`; kept so that what
+    /// a compiled schema was compiled for can be read back).
+    pub(crate) closed_objects: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -512,6 +524,7 @@ impl CompiledSchema {
             engine: options.engine.clone(),
             literal_keys: options.literal_keys,
             literal_values: options.literal_values,
+            closed_objects: options.closed_objects,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),
@@ -523,5 +536,10 @@ impl CompiledSchema {
     /// Keywords ignored in lenient mode, as `"keyword at /pointer"` (empty otherwise).
     pub fn ignored_keywords(&self) -> &[String] {
         &self.ignored
+    }
+
+    /// Whether objects were compiled closed ([`SchemaOptions::closed_objects`]).
+    pub fn closed_objects(&self) -> bool {
+        self.closed_objects
     }
 }

@@ -39,6 +39,7 @@ mod sampler_props;
 mod sampler_rejection;
 mod sampler_stats;
 mod sampler_topk;
+mod schema_closed;
 mod schema_errors;
 mod schema_fast_masks;
 mod schema_forced;

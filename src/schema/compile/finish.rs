@@ -137,11 +137,16 @@ impl<'a> Compiler<'a> {
     /// runtime program.
     pub(crate) fn finish(mut self, root: ExprId) -> Result<(Program, Vec<String>), SchemaError> {
         // Stage 2: normalise every reachable expression; finalise cores into runtime form.
-        let reach = self.finalize_reachable(root)?;
+        let mut reach = self.finalize_reachable(root)?;
         let mut nodes = self.runtime_nodes(&reach);
-        let mut cores = reach.cores;
+        let mut cores = std::mem::take(&mut reach.cores);
         // Stage 3: keep satisfiable cores only.
         let sat = satisfiable(&cores, &nodes, &self.dfas);
+        if self.opts.closed_objects && !node_sat(&nodes, &sat, root) {
+            if let Some(e) = self.closed_unsat(&reach, &mut cores, &nodes, &sat)? {
+                return Err(e);
+            }
+        }
         for ns in nodes.iter_mut() {
             ns.retain(|&c| sat[c]);
         }
@@ -155,6 +160,66 @@ impl<'a> Compiler<'a> {
         let max_depth = self.limits.max_instance_depth;
         let dfas = self.dfas;
         Ok((Program { nodes, cores, dfas, root, any_dfa, max_depth, unique_members }, ignored))
+    }
+
+    /// The error for a schema that has instances but none once its objects are closed
+    /// ([`SchemaOptions::closed_objects`]): the closed object core that is empty although
+    /// everything it holds has instances (`minProperties` above its declared keys, say), named
+    /// by the pointer of a subschema it belongs to. `None` when the schema is unsatisfiable
+    /// as written too (the usual error then). Reopens the closed cores of `cores` (an error
+    /// follows either way).
+    fn closed_unsat(
+        &mut self,
+        reach: &Reachable,
+        cores: &mut [CoreRt],
+        nodes: &[Vec<RtCoreId>],
+        sat: &[bool],
+    ) -> Result<Option<SchemaError>, SchemaError> {
+        let mut reopened = Vec::new();
+        for (i, &src) in reach.sources.iter().enumerate() {
+            let Core::Object(o) = &self.cores[src] else { continue };
+            if !self.closes(o) {
+                continue;
+            }
+            let o = o.clone();
+            let extra = self.undeclared_keys(&o, &Self::declared_names(&o), false)?;
+            if let CoreRt::Object(rt) = &mut cores[i] {
+                rt.extra = extra;
+                reopened.push(i);
+            }
+        }
+        let open_sat = satisfiable(cores, nodes, &self.dfas);
+        if !node_sat(nodes, &open_sat, reach.order[0]) {
+            return Ok(None);
+        }
+        // The closed core that is empty by itself: open, it would have an instance with
+        // every other core as closed as it is.
+        let culprit = reopened
+            .iter()
+            .copied()
+            .find(|&i| !sat[i] && core_sat(&cores[i], nodes, sat, &self.dfas))
+            .or_else(|| reopened.iter().copied().find(|&i| !sat[i] && open_sat[i]));
+        let ptrs: FxHashMap<ExprId, &str> =
+            self.by_ptr.iter().map(|((_, p), &e)| (e, p.as_str())).collect();
+        let ptr = culprit
+            .and_then(|i| {
+                let rt = RtCoreId::new(i);
+                reach.order.iter().find_map(|&e| {
+                    nodes[e]
+                        .contains(&rt)
+                        .then(|| ptrs.get(&e).copied().or(self.origin.get(&e).map(String::as_str)))
+                        .flatten()
+                })
+            })
+            .unwrap_or("")
+            .to_string();
+        Ok(Some(SchemaError::unsat(
+            &ptr,
+            "no instance has only the declared keys of this object (closed_objects closes \
+             objects that declare properties and say nothing of others): its required keys, \
+             minProperties or propertyNames need more; say additionalProperties to keep it \
+             open",
+        )))
     }
 
     /// Every expression reachable from `root` through the finalised cores' children,
@@ -281,7 +346,13 @@ impl<'a> Compiler<'a> {
                     CoreRt::String { dfa: d, min: 0, max: s.max }
                 }
             }
-            Core::Array(a) => {
+            Core::Array(mut a) => {
+                if self.opts.closed_objects && a.unique.is_some() {
+                    for i in 0..a.prefix.len() {
+                        a.prefix[i] = self.keep_open(a.prefix[i])?;
+                    }
+                    a.items = self.keep_open(a.items)?;
+                }
                 let contains = match &a.contains {
                     None => None,
                     Some(c) => {
@@ -310,8 +381,57 @@ impl<'a> Compiler<'a> {
         })
     }
 
-    pub(super) fn finalize_obj(&mut self, o: &ObjC) -> Result<ObjRt, SchemaError> {
-        // Declared names: every name in any group's properties, in `required`, in deps.
+    /// Is object core `o` closed under [`SchemaOptions::closed_objects`]: one of its groups
+    /// declares keys and says nothing of others ([`Close::Silent`]), and none allows
+    /// undeclared keys explicitly ([`Close::Open`])? Decided here, on the final core, so that
+    /// the names of every piece merged into it (`allOf`, `$ref`, the branch of an `anyOf`)
+    /// stay allowed: closing each piece apart would intersect them to nothing.
+    pub(super) fn closes(&self, o: &ObjC) -> bool {
+        self.opts.closed_objects
+            && o.groups.iter().any(|g| g.close == Close::Silent)
+            && !o.groups.iter().any(|g| g.close == Close::Open)
+    }
+
+    /// The item node `e` of a `uniqueItems` array kept open under
+    /// [`SchemaOptions::closed_objects`]: its object cores get an [`Close::Open`] group that
+    /// constrains nothing, since the runtime decides uniqueness exactly only for items open
+    /// to new keys ([`unique::open_core`]); closing them would make the schema unsupported.
+    fn keep_open(&mut self, e: ExprId) -> Result<ExprId, SchemaError> {
+        let cs = self.normalize(e, "")?;
+        let silent = |c: &Core| match c {
+            Core::Object(o) => o.groups.iter().any(|g| g.close == Close::Silent),
+            _ => false,
+        };
+        if !cs.iter().any(|&c| silent(&self.cores[c])) {
+            return Ok(e);
+        }
+        let mut out = Vec::with_capacity(cs.len());
+        for c in cs {
+            let Core::Object(o) = &self.cores[c] else {
+                out.push(c);
+                continue;
+            };
+            let mut o = o.clone();
+            o.groups.push(KeyGroup {
+                props: Vec::new(),
+                patterns: Vec::new(),
+                additional: self.true_e,
+                annot: false,
+                annot_all: false,
+                close: Close::Open,
+            });
+            let k = self.core(Core::Object(o));
+            if self.single.contains(&c) {
+                self.single.insert(k);
+            }
+            out.push(k);
+        }
+        Ok(self.push(Expr::Cores(out)))
+    }
+
+    /// The names an object core declares, in order: every name in any group's properties,
+    /// in `required`, in the dependencies.
+    fn declared_names(o: &ObjC) -> Vec<String> {
         let mut order_names: Vec<String> = Vec::new();
         for g in &o.groups {
             for (n, _) in &g.props {
@@ -329,6 +449,11 @@ impl<'a> Compiler<'a> {
                 order_names.push(n.clone());
             }
         }
+        order_names
+    }
+
+    pub(super) fn finalize_obj(&mut self, o: &ObjC) -> Result<ObjRt, SchemaError> {
+        let order_names = Self::declared_names(o);
         let mut entries: Vec<(Vec<u8>, PropRt)> = Vec::new();
         for (i, n) in order_names.iter().enumerate() {
             let node = self.key_value(o, n);
@@ -357,7 +482,8 @@ impl<'a> Compiler<'a> {
             }
         }
         let required: Vec<u32> = o.required.iter().map(|r| idx(r, &entries)).collect();
-        let extra = self.undeclared_keys(o, &order_names)?;
+        let closed = self.closes(o);
+        let extra = self.undeclared_keys(o, &order_names, closed)?;
         let (names, props): (Vec<Box<[u8]>>, Vec<PropRt>) =
             entries.into_iter().map(|(n, p)| (n.into_boxed_slice(), p)).unzip();
         Ok(ObjRt {
@@ -374,11 +500,13 @@ impl<'a> Compiler<'a> {
 
     /// The undeclared keys of an object constraint whose declared names are `declared`: their
     /// automaton, and per combination of matching `patternProperties` the value node. `None`
-    /// when no undeclared key can appear.
+    /// when no undeclared key can appear. A `closed` object ([`Compiler::closes`]) takes only
+    /// the undeclared keys some pattern matches.
     fn undeclared_keys(
         &mut self,
         o: &ObjC,
         declared: &[String],
+        closed: bool,
     ) -> Result<Option<ExtraRt>, SchemaError> {
         let pats: Vec<(DfaId, usize, ExprId)> = o
             .groups
@@ -400,6 +528,9 @@ impl<'a> Compiler<'a> {
         }
         let mut combos = Vec::new();
         let mut lang: Option<DfaId> = None;
+        if closed && pats.is_empty() {
+            return Ok(None);
+        }
         if pats.is_empty() && o.names.is_none() {
             // The common case: undeclared keys are any string but the declared names (the
             // runtime reads a declared name as declared, never as undeclared), so no automaton
@@ -414,6 +545,12 @@ impl<'a> Compiler<'a> {
             }));
         }
         for mask in 0..(1usize << pats.len()) {
+            if closed && mask == 0 {
+                // Keys no pattern matches: none in a closed object (the runtime never looks
+                // this combination up, as the key language below leaves them out).
+                combos.push(self.false_e);
+                continue;
+            }
             let mut parts = Vec::new();
             for (gi, g) in o.groups.iter().enumerate() {
                 let mine: Vec<usize> =
@@ -544,6 +681,58 @@ mod tests {
         assert!(program(json!({"type": "array", "uniqueItems": true, "minItems": 3,
             "items": {"enum": ["a", "b"]}}))
         .is_err());
+    }
+
+    /// The root object core of `doc` compiled with `closed_objects`, and the automata.
+    fn closed_root(doc: Value) -> (ObjRt, Vec<ByteDfa>) {
+        let mut c = super::super::test_util::compiler_with(
+            doc,
+            crate::schema::SchemaOptions::default().with_closed_objects(true),
+        );
+        let root = c.schema_at("").unwrap();
+        let mut p = c.finish(root).map(|(p, _)| p).unwrap();
+        let k = *p.nodes[p.root]
+            .iter()
+            .find(|&&k| matches!(p.cores[k.index()], CoreRt::Object(_)))
+            .expect("an object core");
+        let CoreRt::Object(o) = p.cores.swap_remove(k.index()) else { unreachable!() };
+        (o, p.dfas)
+    }
+
+    #[test]
+    fn closed_objects_take_the_union_of_their_pieces_names() {
+        let (o, _) = closed_root(json!({"allOf": [
+            {"properties": {"a": {}}},
+            {"properties": {"b": {}}, "required": ["b", "x"]}
+        ]}));
+        let names: Vec<&[u8]> = o.names.iter().map(|n| &n[..]).collect();
+        assert_eq!(names, [&b"a"[..], b"b", b"x"]);
+        assert!(o.extra.is_none(), "no undeclared key");
+        // Any explicit word on undeclared keys keeps the object as written.
+        for open in [
+            json!({"allOf": [{"properties": {"a": {}}}, {"additionalProperties": true}]}),
+            json!({"properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}}),
+            json!({"type": "object"}),
+            json!({"type": "object", "not": {"properties": {"a": {}}, "required": ["a"]}}),
+        ] {
+            assert!(closed_root(open.clone()).0.extra.is_some(), "{open}");
+        }
+        // Patterns: only the keys some pattern matches.
+        let (o, dfas) = closed_root(json!({"patternProperties": {"^x": {}}, "type": "object"}));
+        let x = o.extra.expect("pattern keys");
+        assert!(dfas[x.dfa.index()].matches(b"xa") && !dfas[x.dfa.index()].matches(b"ya"));
+    }
+
+    #[test]
+    fn unique_items_stay_open_under_closed_objects() {
+        let mut c = super::super::test_util::compiler_with(
+            json!({"type": "array", "uniqueItems": true, "items": {"properties": {"a": {}}}}),
+            crate::schema::SchemaOptions::default().with_closed_objects(true),
+        );
+        let root = c.schema_at("").unwrap();
+        let p = c.finish(root).map(|(p, _)| p).expect("uniqueItems still decided exactly");
+        assert!(p.cores.iter().any(|c| matches!(c, CoreRt::Array { unique: true, .. })));
+        assert!(p.cores.iter().all(|c| !matches!(c, CoreRt::Object(o) if o.extra.is_none())));
     }
 
     #[test]

@@ -36,6 +36,31 @@ pub(crate) struct KeyGroup {
     pub annot: bool,
     /// Every key is evaluated (`additionalProperties` or `unevaluatedProperties` present).
     pub annot_all: bool,
+    /// What the group says of undeclared keys, for [`SchemaOptions::closed_objects`]
+    /// (see [`Close`]).
+    ///
+    /// [`SchemaOptions::closed_objects`]: crate::schema::SchemaOptions::closed_objects
+    pub close: Close,
+}
+
+/// How a key group votes on closing its object under
+/// [`SchemaOptions::closed_objects`](crate::schema::SchemaOptions::closed_objects): an object
+/// core is closed when one of its groups is [`Close::Silent`] and none is [`Close::Open`].
+/// Decided on the final (merged) core when the runtime program is laid out, never while the
+/// compiler reasons about languages (disjointness, covers, `not` over literals): those see the
+/// schema as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// No opinion: groups built by the compiler (type cores, literals, negations) and schema
+    /// objects that declare no keys or say `additionalProperties: false`.
+    Neutral,
+    /// A schema object that declares `properties` or `patternProperties` and says nothing of
+    /// other keys (neither `additionalProperties` nor `unevaluatedProperties`).
+    Silent,
+    /// Undeclared keys explicitly allowed: `additionalProperties` other than `false`, an
+    /// applied `unevaluatedProperties`, or an item of a `uniqueItems` array (whose uniqueness
+    /// the runtime decides exactly only for objects open to new keys).
+    Open,
 }
 
 /// Object constraint before finalisation.
@@ -66,6 +91,7 @@ impl ObjC {
                 additional,
                 annot: false,
                 annot_all: false,
+                close: Close::Neutral,
             }],
             required,
             min,

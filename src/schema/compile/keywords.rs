@@ -305,6 +305,15 @@ impl<'a> Compiler<'a> {
             additional: self.true_e,
             annot: true,
             annot_all: m.contains_key("additionalProperties"),
+            close: match m.get("additionalProperties") {
+                Some(Value::Bool(false)) => Close::Neutral,
+                Some(_) => Close::Open,
+                None if m.contains_key("unevaluatedProperties") => Close::Neutral,
+                None if m.contains_key("properties") || m.contains_key("patternProperties") => {
+                    Close::Silent
+                }
+                None => Close::Neutral,
+            },
         };
         if let Some(p) = m.get("properties") {
             let p = p

@@ -1165,6 +1165,13 @@ impl<'a> Compiler<'a> {
                     additional: props.expect("checked"),
                     annot: true,
                     annot_all: true,
+                    // `unevaluatedProperties: false` closes the object already; any other
+                    // value is an explicit word on the undeclared keys.
+                    close: if self.is_false(props.expect("checked")) {
+                        Close::Neutral
+                    } else {
+                        Close::Open
+                    },
                 });
                 self.core(Core::Object(Box::new(o)))
             }
