@@ -468,6 +468,8 @@ pub struct CompiledSchema {
     pub(crate) literal_keys: bool,
     /// [`SchemaOptions::literal_values`].
     pub(crate) literal_values: bool,
+    /// [`SchemaOptions::plain_strings`].
+    pub(crate) plain_strings: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -512,6 +514,7 @@ impl CompiledSchema {
             engine: options.engine.clone(),
             literal_keys: options.literal_keys,
             literal_values: options.literal_values,
+            plain_strings: options.plain_strings,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),

@@ -158,15 +158,15 @@ impl<'a> Compiler<'a> {
             return;
         }
         let numeric = |k: &str| m.get(k).is_some_and(Value::is_number);
-        let kw = if (NumCore { lo: None, ..pn.clone() }).live(b"") {
-            match &n.lo {
-                Some((_, true)) if numeric("exclusiveMinimum") => "exclusiveMinimum",
-                _ => "minimum",
-            }
-        } else if (NumCore { hi: None, ..pn.clone() }).live(b"") {
+        let kw = if (NumCore { hi: None, ..pn.clone() }).live(b"") {
             match &n.hi {
                 Some((_, true)) if numeric("exclusiveMaximum") => "exclusiveMaximum",
                 _ => "maximum",
+            }
+        } else if (NumCore { lo: None, ..pn.clone() }).live(b"") {
+            match &n.lo {
+                Some((_, true)) if numeric("exclusiveMinimum") => "exclusiveMinimum",
+                _ => "minimum",
             }
         } else if n.multiple.is_some() {
             "multipleOf"
