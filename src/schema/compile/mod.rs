@@ -426,6 +426,36 @@ impl<'a> Compiler<'a> {
     }
 }
 
+impl Compiler<'_> {
+    /// The digit cap of [`SchemaOptions::plain_numbers`] (`0`: off); a cap of 0 reads as 1.
+    pub(super) fn plain_digits(&self) -> u8 {
+        if self.opts.plain_numbers {
+            self.opts.max_number_digits.max(1)
+        } else {
+            0
+        }
+    }
+
+    /// `n` as the runtime holds it: under `plain_numbers`, spelled plainly within the digit
+    /// caps, and an `integer` spelled as a plain integer ([`NumCore::plain`]).
+    pub(super) fn plain_spelled(&self, mut n: NumCore) -> NumCore {
+        let cap = self.plain_digits();
+        if cap != 0 {
+            n.plain = cap;
+            n.int_syntax |= n.integer;
+        }
+        n
+    }
+
+    /// Remember `keyword` at `ptr` as the reason the generation profile's plain numbers reach
+    /// nothing, if nothing was remembered before.
+    pub(super) fn blame_plain(&mut self, keyword: &'static str, ptr: &str) {
+        if self.plain_blame.is_none() {
+            self.plain_blame = Some((keyword, ptr.to_string()));
+        }
+    }
+}
+
 /// Helpers for the compiler's unit tests: a compiler over a literal schema, the kinds of an
 /// expression's normal form, and a validation through the runtime engine.
 #[cfg(test)]
@@ -474,35 +504,5 @@ pub(super) mod test_util {
             crate::schema::SchemaConstraint::compile(schema, vocab, &SchemaOptions::default())
                 .expect("compiles");
         e.advance_bytes(instance.as_bytes()).is_ok() && e.is_accepting()
-    }
-}
-
-impl Compiler<'_> {
-    /// The digit cap of [`SchemaOptions::plain_numbers`] (`0`: off); a cap of 0 reads as 1.
-    pub(super) fn plain_digits(&self) -> u8 {
-        if self.opts.plain_numbers {
-            self.opts.max_number_digits.max(1)
-        } else {
-            0
-        }
-    }
-
-    /// `n` as the runtime holds it: under `plain_numbers`, spelled plainly within the digit
-    /// caps, and an `integer` spelled as a plain integer ([`NumCore::plain`]).
-    pub(super) fn plain_spelled(&self, mut n: NumCore) -> NumCore {
-        let cap = self.plain_digits();
-        if cap != 0 {
-            n.plain = cap;
-            n.int_syntax |= n.integer;
-        }
-        n
-    }
-
-    /// Remember `keyword` at `ptr` as the reason the generation profile's plain numbers reach
-    /// nothing, if nothing was remembered before.
-    pub(super) fn blame_plain(&mut self, keyword: &'static str, ptr: &str) {
-        if self.plain_blame.is_none() {
-            self.plain_blame = Some((keyword, ptr.to_string()));
-        }
     }
 }
