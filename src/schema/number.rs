@@ -618,7 +618,7 @@ impl NumCore {
         }
         let one = pow10(0);
         if let (Some(s), false) = (self.step(&one), self.not_multiples.is_empty()) {
-            if self.exclusions(s).is_none() {
+            if self.exclusions(s, false).is_none() {
                 return false;
             }
         }
@@ -636,7 +636,10 @@ impl NumCore {
     /// With `not: {multipleOf r}`: which multiples `k × step` are excluded, as periods `c`
     /// (`k × step` is a multiple of `r` iff `c` divides `k`), "not an integer" counting as
     /// `r = 1`; `None` when they do not fit (refused at compile time).
-    fn exclusions(&self, step: &Dec) -> Option<Exclusions> {
+    /// With `one_any_period` (the plain spelling's grid steps), a single period may be of any
+    /// size: two consecutive multiples then always hold a kept one, so
+    /// [`Exclusions::any_kept`] scans at most two.
+    fn exclusions(&self, step: &Dec, one_any_period: bool) -> Option<Exclusions> {
         let mut cs = smallvec::SmallVec::new();
         let one = pow10(0);
         let frac = self.frac.then_some(&one);
@@ -646,9 +649,13 @@ impl NumCore {
         let mut period: u128 = 1;
         for &c in &cs {
             period = period / gcd(period, c) * c;
-            if period > MAX_EXCLUDED_PERIOD {
+            if period > MAX_EXCLUDED_PERIOD && !(one_any_period && cs.len() == 1) {
                 return None;
             }
+        }
+        if one_any_period {
+            // `any_kept` counts residues modulo `Q × c` in `u128`.
+            small(step.int_pow().0)?.checked_mul(period)?.checked_mul(10)?;
         }
         Some(Exclusions { cs, period })
     }
@@ -735,7 +742,7 @@ impl NumCore {
             return false;
         }
         let excl = match step {
-            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s) {
+            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s, false) {
                 Some(x) => x,
                 None => return false, // refused at compile time (`multiple_supported`)
             },
@@ -794,12 +801,13 @@ impl NumCore {
     /// every fraction length `f <= N` ([`NumCore::plain_live`] meets the step with `10^-f`);
     /// checked at compile time like [`NumCore::multiple_supported`].
     pub(crate) fn plain_supported(&self) -> bool {
-        if self.plain == 0 || self.not_multiples.is_empty() {
+        if self.plain == 0 || self.not_multiples.is_empty() || self.values.is_some() {
+            // A set's members are decided one by one, without exclusions.
             return true;
         }
         let one = pow10(0);
         (0..=i64::from(self.plain))
-            .all(|f| self.exclusions(&grid_step(self.step(&one), f)).is_some())
+            .all(|f| self.exclusions(&grid_step(self.step(&one), f), true).is_some())
     }
 
     /// [`NumCore::live`] under [`NumCore::plain`]. A plain text within the caps is a sign, an
@@ -911,7 +919,7 @@ impl NumCore {
         let excl = if self.not_multiples.is_empty() {
             Exclusions::default()
         } else {
-            match self.exclusions(&step) {
+            match self.exclusions(&step, true) {
                 Some(x) => x,
                 None => return false, // refused at compile time (`plain_supported`)
             }
@@ -1319,7 +1327,9 @@ impl Exclusions {
         // A run of `period` consecutive multiples holds k ≡ 1 (mod period), which no c >= 2
         // divides (`live` has refused c = 1).
         let mut last = m.clone();
-        units_add(&mut last, qm * (self.period - 1));
+        // Saturating: past `u128` the run is longer than any interval (a single period of any
+        // size, under the plain spelling), and the scan below decides.
+        units_add(&mut last, qm.saturating_mul(self.period - 1));
         if below(&last) {
             return true;
         }

@@ -358,3 +358,27 @@ fn plain_class_keys_share_completions() {
     }
     assert!(shared > 10_000, "{shared}");
 }
+
+/// `not: {multipleOf r}` whose multiples are sparse on the plain grid (a long period) is
+/// decided, not refused: two consecutive grid points always hold one that is not excluded.
+#[test]
+fn sparse_excluded_multiples_on_the_plain_grid() {
+    let c = plain(
+        15,
+        NumCore {
+            not_multiples: vec![d("0.123456789")],
+            ..range(Some(("0", false)), Some(("1", false)))
+        },
+    );
+    assert!(c.plain_supported());
+    table(&c, &[("0.5", '='), ("0.123456789", '+'), ("0.1234567890", '+'), ("", '+')]);
+    assert!(!c.accepts_text(b"0.123456789") && !c.accepts_text(b"0.246913578"));
+    let point = plain(
+        15,
+        NumCore {
+            not_multiples: vec![d("0.123456789")],
+            ..range(Some(("0.123456789", false)), Some(("0.123456789", false)))
+        },
+    );
+    assert!(!point.live(b""), "the one value in range is excluded");
+}
