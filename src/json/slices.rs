@@ -305,6 +305,38 @@ fn structural_slice(
     TokenSlice { inside, exits }
 }
 
+/// Does `b`, read from a character boundary of a string outside any escape, hold an escape
+/// that `SchemaOptions::plain_strings` refuses: `\/`, or a `\u` escape (or a prefix of one)
+/// that cannot spell a control character U+0000–U+001F? Short escapes (`\"`, `\\`, `\b`,
+/// `\f`, `\n`, `\r`, `\t`) and a trailing `\` are not.
+pub(crate) fn gratuitous_escape(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'/') => return true,
+            Some(b'u') => {
+                // `\u00[01]X`: each hex digit present must stay within 0x00–0x1F.
+                let hex = &b[(i + 2).min(b.len())..(i + 6).min(b.len())];
+                let ok = hex.iter().enumerate().all(|(k, &h)| match k {
+                    0 | 1 => h == b'0',
+                    2 => h == b'0' || h == b'1',
+                    _ => h.is_ascii_hexdigit(),
+                });
+                if !ok {
+                    return true;
+                }
+                i += 6;
+            }
+            _ => i += 2,
+        }
+    }
+    false
+}
+
 /// The vocabulary classified for string bodies whose content is constrained (a `pattern`, a
 /// `format`, an `enum`, a length, a key set): the schema engine's fast paths.
 ///
@@ -361,6 +393,11 @@ pub(crate) struct StringClasses {
     pub open_nonsafe: TokenMask,
     /// The longest token of `open_nonsafe`, in bytes (a bound on the characters it adds).
     pub open_nonsafe_max_len: u32,
+    /// `open` without the tokens whose escapes are gratuitous ([`gratuitous_escape`]): the
+    /// open set of an unconstrained string under `SchemaOptions::plain_strings`.
+    open_plain: TokenMask,
+    /// `open_nonsafe` without those tokens.
+    open_nonsafe_plain: TokenMask,
     /// The string-safe tokens (see [`is_string_safe`]) with their length in characters.
     safe_lens: Vec<(TokenId, u32)>,
     n_vocab: usize,
@@ -397,6 +434,26 @@ fn reaches_next_key(suffix: &[u8]) -> bool {
 }
 
 impl StringClasses {
+    /// [`StringClasses::open`], or under `plain_strings` (`plain`) the open tokens without
+    /// gratuitous escapes.
+    pub fn open_set(&self, plain: bool) -> &TokenMask {
+        if plain {
+            &self.open_plain
+        } else {
+            &self.open
+        }
+    }
+
+    /// [`StringClasses::open_nonsafe`], or under `plain_strings` (`plain`) those without
+    /// gratuitous escapes.
+    pub fn open_nonsafe_set(&self, plain: bool) -> &TokenMask {
+        if plain {
+            &self.open_nonsafe_plain
+        } else {
+            &self.open_nonsafe
+        }
+    }
+
     fn build(vocab: &Vocabulary) -> StringClasses {
         Self::build_from(vocab.n_vocab(), vocab.text_tokens())
     }
@@ -430,6 +487,7 @@ impl StringClasses {
         let mut open_nonsafe_max_len = 0u32;
         let mut key_risky = TokenMask::new(n_vocab);
         let mut risky: Vec<(TokenId, &[u8])> = Vec::new();
+        let mut gratuitous = TokenMask::new(n_vocab);
         for (t, b) in tokens {
             let safe = is_string_safe(b);
             if safe {
@@ -480,6 +538,9 @@ impl StringClasses {
                         open.insert(t);
                         open_nonsafe.insert(t);
                         open_nonsafe_max_len = open_nonsafe_max_len.max(b.len() as u32);
+                        if gratuitous_escape(b) {
+                            gratuitous.insert(t);
+                        }
                     }
                 }
                 Some(k) => {
@@ -510,7 +571,14 @@ impl StringClasses {
         }
         let mut groups: Vec<CloseGroup> = groups.into_values().collect();
         groups.sort_by(|a, b| a.pre.cmp(&b.pre));
+        let (mut open_plain, mut open_nonsafe_plain) = (open.clone(), open_nonsafe.clone());
+        for t in gratuitous.iter() {
+            open_plain.remove(t);
+            open_nonsafe_plain.remove(t);
+        }
         StringClasses {
+            open_plain,
+            open_nonsafe_plain,
             plain: TokTrie::build(plain),
             plain_nonsafe: TokTrie::build(plain_nonsafe),
             escaped: TokTrie::build(escaped),

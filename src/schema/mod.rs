@@ -261,17 +261,25 @@ pub struct SchemaOptions {
     /// the point; bounds, `multipleOf` and `integer` stay exact — a prefix lives only while a
     /// plain completion inside them exists. Default `false`: every JSON spelling, where an
     /// exponent (`e-300`) can still bring `4.09826…` into `[0, 1]`, so a model under bounds can
-    /// write digits forever. A schema whose numbers no plain decimal can reach (e.g.
-    /// `minimum: 1e300`) is refused with the keyword and pointer. Implies
-    /// [`SchemaOptions::plain_integers`] for `integer`.
+    /// write digits forever. A spelling restriction at every depth and in every polarity
+    /// (inside `not` too): values are judged as the schema says, so every output validates;
+    /// an `enum`/`const` member no plain text within the cap spells (`1e400`) is unreachable.
+    /// A schema whose numbers no plain decimal can reach (e.g. `minimum: 1e300`) is refused
+    /// with [`SchemaErrorKind::Unsatisfiable`] at the subschema's pointer, its reason naming
+    /// the keyword; where such a number is one alternative among others, that alternative is
+    /// dropped. Implies [`SchemaOptions::plain_integers`] for `integer`, within the same cap.
     pub plain_numbers: bool,
-    /// Longest count of significant digits (and of digits after the point) under
-    /// [`SchemaOptions::plain_numbers`] (default 15, what an IEEE double carries exactly).
+    /// Longest count of significant digits (from the first nonzero digit to the end of the
+    /// text, trailing zeros included) and of digits after the point under
+    /// [`SchemaOptions::plain_numbers`] (default 15, what an IEEE double carries exactly; 0
+    /// reads as 1). Integers are capped too: `123456789012345` is the longest by default.
     pub max_number_digits: u8,
-    /// Spell string contents without gratuitous escapes: `\u` only for a control character,
-    /// and no `\/`; a character that may stand as it is stands as it is. Default `false`: every
-    /// JSON spelling (`"\u0041"` is `"A"`). Keys and values alike; the strings' values are
-    /// unchanged, so every output still validates.
+    /// Spell string contents without gratuitous escapes: `\u` only for a control character
+    /// (U+0000–U+001F), no `\/`, the short escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`,
+    /// `\t`) kept; a character that may stand as it is stands as it is (no `\u00e9`, no
+    /// surrogate pairs). Default `false`: every JSON spelling (`"\u0041"` is `"A"`). Keys and
+    /// values alike, at every depth; the strings' values are unchanged, so every output still
+    /// validates.
     pub plain_strings: bool,
 }
 
@@ -480,6 +488,8 @@ pub struct CompiledSchema {
     /// [`SchemaOptions::closed_objects`] (already laid out in `program`; kept so that what
     /// a compiled schema was compiled for can be read back).
     pub(crate) closed_objects: bool,
+    /// [`SchemaOptions::plain_strings`].
+    pub(crate) plain_strings: bool,
     ignored: Vec<String>,
     /// Open-token sets of string states, per vocabulary, shared by this schema's engines.
     pub(crate) open_sets: runtime::SharedOpen,
@@ -525,6 +535,7 @@ impl CompiledSchema {
             literal_keys: options.literal_keys,
             literal_values: options.literal_values,
             closed_objects: options.closed_objects,
+            plain_strings: options.plain_strings,
             ignored,
             open_sets: runtime::SharedOpen::default(),
             masks: runtime::SharedMasks::default(),

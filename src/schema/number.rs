@@ -259,6 +259,11 @@ pub(crate) struct NumCore {
     /// The value must be one of these (an `enum` of numbers: one alternative however many
     /// members). Every member satisfies the other fields ([`NumCore::merge`] filters them).
     pub values: Option<std::sync::Arc<NumSet>>,
+    /// Under [`crate::schema::SchemaOptions::plain_numbers`], the digit cap `N` (`0`: every
+    /// JSON spelling): the text must be a plain decimal `-?(0|[1-9][0-9]*)(\.[0-9]+)?` with
+    /// at most `N` significant digits and at most `N` after the point. A spelling
+    /// restriction: the values stay those of the other fields ([`NumCore::plain_live`]).
+    pub plain: u8,
 }
 
 /// A finite set of numbers, sorted by sign, then digit string, then exponent: the members
@@ -420,6 +425,13 @@ pub(crate) fn class_key(core: &NumCore, text: &[u8]) -> Option<smallvec::SmallVe
     let mut k: smallvec::SmallVec<[u8; 32]> = smallvec::SmallVec::new();
     k.push(p.phase as u8);
     k.push(u8::from(p.neg));
+    if core.plain != 0 {
+        // The digit caps: which completions the spelling allows depends on the significant
+        // and fraction digits typed (with the phase, they also give the integer digits).
+        let lead = p.mant.iter().take_while(|&&d| d == 0).count();
+        k.extend_from_slice(&((p.mant.len() - lead) as u32).to_le_bytes());
+        k.extend_from_slice(&((p.mant.len() - p.int_len) as u32).to_le_bytes());
+    }
     let bounded = core.lo.is_some() || core.hi.is_some();
     let exp_phase = matches!(p.phase, Phase::E | Phase::ESign | Phase::Exp);
     if exp_phase {
@@ -508,6 +520,7 @@ impl NumCore {
             frac: false,
             not_multiples: Vec::new(),
             values: None,
+            plain: 0,
         }
     }
 
@@ -519,11 +532,15 @@ impl NumCore {
             return None;
         }
         if let Some(s) = &self.values {
-            return Some(s.members.clone());
+            return Some(s.members.iter().filter(|v| self.spellable(v)).cloned().collect());
         }
         match (&self.lo, &self.hi) {
             (Some((l, false)), Some((h, false))) if l == h => {
-                Some(if self.accepts(l) { vec![l.clone()] } else { Vec::new() })
+                Some(if self.accepts(l) && self.spellable(l) {
+                    vec![l.clone()]
+                } else {
+                    Vec::new()
+                })
             }
             _ => None,
         }
@@ -577,6 +594,10 @@ impl NumCore {
                 v
             },
             values: None,
+            plain: match (self.plain, o.plain) {
+                (0, x) | (x, 0) => x,
+                (x, y) => x.min(y),
+            },
         };
         if let Some(mut vs) = values {
             // Keep only the members the other fields accept: the set alone then decides.
@@ -597,7 +618,7 @@ impl NumCore {
         }
         let one = pow10(0);
         if let (Some(s), false) = (self.step(&one), self.not_multiples.is_empty()) {
-            if self.exclusions(s).is_none() {
+            if self.exclusions(s, false).is_none() {
                 return false;
             }
         }
@@ -615,7 +636,10 @@ impl NumCore {
     /// With `not: {multipleOf r}`: which multiples `k × step` are excluded, as periods `c`
     /// (`k × step` is a multiple of `r` iff `c` divides `k`), "not an integer" counting as
     /// `r = 1`; `None` when they do not fit (refused at compile time).
-    fn exclusions(&self, step: &Dec) -> Option<Exclusions> {
+    /// With `one_any_period` (the plain spelling's grid steps), a single period may be of any
+    /// size: two consecutive multiples then always hold a kept one, so
+    /// [`Exclusions::any_kept`] scans at most two.
+    fn exclusions(&self, step: &Dec, one_any_period: bool) -> Option<Exclusions> {
         let mut cs = smallvec::SmallVec::new();
         let one = pow10(0);
         let frac = self.frac.then_some(&one);
@@ -625,9 +649,13 @@ impl NumCore {
         let mut period: u128 = 1;
         for &c in &cs {
             period = period / gcd(period, c) * c;
-            if period > MAX_EXCLUDED_PERIOD {
+            if period > MAX_EXCLUDED_PERIOD && !(one_any_period && cs.len() == 1) {
                 return None;
             }
+        }
+        if one_any_period {
+            // `any_kept` counts residues modulo `Q × c` in `u128`.
+            small(step.int_pow().0)?.checked_mul(period)?.checked_mul(10)?;
         }
         Some(Exclusions { cs, period })
     }
@@ -673,6 +701,7 @@ impl NumCore {
     /// Does the complete number text satisfy the constraint?
     pub(crate) fn accepts_text(&self, text: &[u8]) -> bool {
         (!self.int_syntax || !text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
+            && (self.plain == 0 || parse_prefix(text).is_some_and(|p| self.plain_caps_ok(&p)))
             && is_complete(text)
             && std::str::from_utf8(text).ok().and_then(Dec::parse).is_some_and(|v| self.accepts(&v))
     }
@@ -686,6 +715,9 @@ impl NumCore {
         }
         if self.integer && self.frac {
             return false;
+        }
+        if self.plain != 0 {
+            return self.plain_live(&p);
         }
         if self.lo.is_none()
             && self.hi.is_none()
@@ -710,7 +742,7 @@ impl NumCore {
             return false;
         }
         let excl = match step {
-            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s) {
+            Some(s) if !self.not_multiples.is_empty() => match self.exclusions(s, false) {
                 Some(x) => x,
                 None => return false, // refused at compile time (`multiple_supported`)
             },
@@ -738,6 +770,166 @@ impl NumCore {
         }
     }
 
+    /// Does the (possibly incomplete) text `p` keep within the plain spelling's digit caps: no
+    /// exponent, at most `N` significant digits (from the first nonzero digit to the end,
+    /// trailing zeros included) and at most `N` after the point?
+    fn plain_caps_ok(&self, p: &Parsed) -> bool {
+        let n = usize::from(self.plain);
+        let lead = p.mant.iter().take_while(|&&d| d == 0).count();
+        !matches!(p.phase, Phase::E | Phase::ESign | Phase::Exp)
+            && p.mant.len() - lead <= n
+            && p.mant.len() - p.int_len <= n
+    }
+
+    /// Can some plain text within the digit caps spell `v` (and, under `int_syntax`, without
+    /// a point)? Always, without [`NumCore::plain`]. A nonzero `v = 0.D × 10^x` (`k` digits
+    /// `D`) is spelled with fewest digits as an integer of `x` digits when `x >= k`, with `k`
+    /// significant and `k − x` fraction digits when `0 < x < k`, and as `0.0…0D` with
+    /// `k − x` fraction digits (`k` significant) when `x <= 0`.
+    pub(crate) fn spellable(&self, v: &Dec) -> bool {
+        if self.plain == 0 || v.is_zero() {
+            return true;
+        }
+        let n = i64::from(self.plain);
+        let k = v.digits.len() as i64;
+        let x = v.exp;
+        let (sig, frac) = if x >= k { (x, 0) } else { (k, k - x) };
+        sig <= n && frac <= n && (!self.int_syntax || frac == 0)
+    }
+
+    /// Under `plain_numbers`, the `not: {multipleOf}` exclusions must fit for the step of
+    /// every fraction length `f <= N` ([`NumCore::plain_live`] meets the step with `10^-f`);
+    /// checked at compile time like [`NumCore::multiple_supported`].
+    pub(crate) fn plain_supported(&self) -> bool {
+        if self.plain == 0 || self.not_multiples.is_empty() || self.values.is_some() {
+            // A set's members are decided one by one, without exclusions.
+            return true;
+        }
+        let one = pow10(0);
+        (0..=i64::from(self.plain))
+            .all(|f| self.exclusions(&grid_step(self.step(&one), f), true).is_some())
+    }
+
+    /// [`NumCore::live`] under [`NumCore::plain`]. A plain text within the caps is a sign, an
+    /// integer `T < 10^N` and a fraction length `f <= N`: its value is `T × 10^-f`. The texts
+    /// that extend a prefix are, for each shape, the multiples of `10^-f` in one interval:
+    /// - after integer digits `D` (`d` of them, `D ≠ 0`), `a` more integer digits and `f`
+    ///   fraction digits with `d + a + f <= N` give `[D × 10^a, (D + 1) × 10^a)`;
+    /// - after `0`, `D.` or `D.G` (`g` fraction digits typed), `f >= max(g, 1)` fraction digits
+    ///   give `[D.G, D.G + 10^-g)`, with `d + f <= N` when `D ≠ 0` (when the integer part is
+    ///   `0`, `T` has at most `f <= N` digits);
+    /// - before any digit, `(0, 10^(N−f))` for every `f`, and zero.
+    ///
+    /// For a fixed interval the multiples of `10^-f` grow with `f`, so only the largest `f`
+    /// that the caps allow is tried. Each candidate meets the bounds, the step met with
+    /// `10^-f` (`lcm`), "not an integer" and the excluded multiples exactly through
+    /// [`NumCore::exists_in`]. Zero (`0`, `-0`, `0.0`: value 0) is reachable while every
+    /// digit typed is a zero.
+    fn plain_live(&self, p: &Parsed) -> bool {
+        if !self.plain_caps_ok(p) {
+            return false;
+        }
+        if self.int_syntax
+            && !matches!(p.phase, Phase::Empty | Phase::Minus | Phase::Zero | Phase::Int)
+        {
+            return false;
+        }
+        let n = i64::from(self.plain);
+        let fcap = if self.int_syntax { 0 } else { n };
+        let zero = Dec::zero();
+        let c = self.oriented(p.neg);
+        let lead = p.mant.iter().take_while(|&&d| d == 0).count();
+        let sig_empty = lead == p.mant.len();
+        // Before any digit: every nonzero T < 10^N, at every fraction length.
+        let any_positive =
+            |c: &NumCore| (0..=fcap).any(|f| c.plain_in(f, &zero, true, &pow10(n - f), true));
+        match p.phase {
+            Phase::Empty => {
+                self.accepts(&zero) || any_positive(self) || any_positive(&self.oriented(true))
+            }
+            Phase::Minus => self.accepts(&zero) || any_positive(&c),
+            Phase::Zero => {
+                self.accepts(&zero) || (fcap >= 1 && c.plain_in(fcap, &zero, true, &ONE, true))
+            }
+            Phase::Int => {
+                let d = p.int_len as i64;
+                for a in 0..=(n - d) {
+                    let l = Dec::norm(false, p.mant.to_vec(), d + a);
+                    if c.hi.as_ref().is_some_and(|(h, _)| l > *h) {
+                        break;
+                    }
+                    let h = succ(&p.mant, d + a);
+                    if c.plain_in(fcap.min(n - d - a), &l, false, &h, true) {
+                        return true;
+                    }
+                }
+                false
+            }
+            Phase::Dot | Phase::Frac => {
+                let g = (p.mant.len() - p.int_len) as i64;
+                let int_zero = p.mant[..p.int_len].iter().all(|&d| d == 0);
+                let f = if int_zero { fcap } else { fcap.min(n - p.int_len as i64) };
+                if f < g.max(1) {
+                    return false;
+                }
+                let l = Dec::norm(false, p.mant.to_vec(), p.int_len as i64);
+                let h = succ(&p.mant, p.int_len as i64);
+                if sig_empty {
+                    self.accepts(&zero) || c.plain_in(f, &zero, true, &h, true)
+                } else {
+                    c.plain_in(f, &l, false, &h, true)
+                }
+            }
+            Phase::E | Phase::ESign | Phase::Exp => false,
+        }
+    }
+
+    /// Is there an admissible value that is a multiple of `10^-f` in the interval from
+    /// `l >= 0` to `h` (open ends where `lex`/`hex`) met with the bounds? For the positive
+    /// side of a constraint ([`NumCore::oriented`]).
+    fn plain_in(&self, f: i64, l: &Dec, lex: bool, h: &Dec, hex: bool) -> bool {
+        let (l, lex) = match &self.lo {
+            Some((b, bex)) => match b.cmp(l) {
+                Ordering::Greater => (b, *bex),
+                Ordering::Equal => (l, lex || *bex),
+                Ordering::Less => (l, lex),
+            },
+            None => (l, lex),
+        };
+        let (h, hex) = match &self.hi {
+            Some((b, bex)) => match b.cmp(h) {
+                Ordering::Less => (b, *bex),
+                Ordering::Equal => (h, hex || *bex),
+                Ordering::Greater => (h, hex),
+            },
+            None => (h, hex),
+        };
+        let one: &Dec = &ONE;
+        let step = grid_step(self.step(one), f);
+        match l.cmp(h) {
+            Ordering::Greater => return false,
+            Ordering::Equal => {
+                return !lex && !hex && self.accepts(l) && l.is_multiple_of(&step);
+            }
+            Ordering::Less => {}
+        }
+        if self.frac && step.is_integer() {
+            return false;
+        }
+        let excl = if self.not_multiples.is_empty() {
+            Exclusions::default()
+        } else {
+            match self.exclusions(&step, true) {
+                Some(x) => x,
+                None => return false, // refused at compile time (`plain_supported`)
+            }
+        };
+        if excl.cs.contains(&1) {
+            return false;
+        }
+        self.exists_in(Some(&step), &excl, l, lex, h, hex)
+    }
+
     /// [`NumCore::live`] for a finite set: some member still reachable from `text`, decided
     /// by the point constraint of each candidate ([`NumCore::point`], with `int_syntax`).
     /// Candidates are the members a completion could reach at all: before the exponent, a
@@ -749,6 +941,7 @@ impl NumCore {
         let reach = |v: &Dec| {
             let mut c = NumCore::point(v.clone());
             c.int_syntax = self.int_syntax;
+            c.plain = self.plain;
             c.live(text)
         };
         let zero = Dec::zero();
@@ -792,6 +985,7 @@ impl NumCore {
             frac: self.frac,
             not_multiples: self.not_multiples.clone(),
             values: None,
+            plain: self.plain,
         })
     }
 
@@ -1047,6 +1241,49 @@ impl NumCore {
     }
 }
 
+/// `0.(M + 1) × 10^x` for the digit string `M` (`0.M × 10^x` is the start of the interval of
+/// values whose digits extend `M`; this is its end).
+fn succ(m: &[u8], x: i64) -> Dec {
+    let mut up = m.to_vec();
+    let mut i = up.len();
+    let mut carry = true;
+    while carry && i > 0 {
+        i -= 1;
+        if up[i] == 9 {
+            up[i] = 0;
+        } else {
+            up[i] += 1;
+            carry = false;
+        }
+    }
+    if carry {
+        up.insert(0, 1);
+        return Dec::norm(false, up, x + 1);
+    }
+    Dec::norm(false, up, x)
+}
+
+/// The step of the values that are multiples of `step` (if any) and of `10^-f`:
+/// `lcm(Q × 10^e, 10^-f)`, which is `q` when `e >= -f`, else `Q / gcd(Q, 10^k) × 10^-f` with
+/// `k = -f - e` (the gcd takes only the factors 2 and 5 of `Q`, so no `u128` overflows).
+fn grid_step(step: Option<&Dec>, f: i64) -> Dec {
+    let Some(q) = step else { return pow10(-f) };
+    let (qd, e) = q.int_pow();
+    if e >= -f {
+        return q.clone();
+    }
+    let Some(mut qm) = small(qd) else { return q.clone() };
+    let k = -f - e;
+    for p in [2u128, 5] {
+        let mut left = k;
+        while left > 0 && qm % p == 0 {
+            qm /= p;
+            left -= 1;
+        }
+    }
+    Dec::parse(&format!("{qm}e{}", -f)).expect("a decimal")
+}
+
 /// The least exponent `x` with `m × 10^x` a multiple of `q`, if any.
 fn min_exp_for_multiple(m: &Dec, q: &Dec) -> Option<i64> {
     // m × 10^x = M × 10^(a0 + x) with M the digit integer.
@@ -1090,7 +1327,9 @@ impl Exclusions {
         // A run of `period` consecutive multiples holds k ≡ 1 (mod period), which no c >= 2
         // divides (`live` has refused c = 1).
         let mut last = m.clone();
-        units_add(&mut last, qm * (self.period - 1));
+        // Saturating: past `u128` the run is longer than any interval (a single period of any
+        // size, under the plain spelling), and the scan below decides.
+        units_add(&mut last, qm.saturating_mul(self.period - 1));
         if below(&last) {
             return true;
         }
@@ -1828,3 +2067,6 @@ mod oracle_random {
         assert!(checked >= 30, "only {checked} constraints had values");
     }
 }
+
+#[cfg(test)]
+mod plain_tests;

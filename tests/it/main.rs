@@ -45,6 +45,7 @@ mod schema_fast_masks;
 mod schema_forced;
 mod schema_fuzz;
 mod schema_maskbench;
+mod schema_spelling;
 mod schema_walk;
 mod step_mask_views;
 mod tagged;

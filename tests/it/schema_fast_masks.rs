@@ -31,13 +31,16 @@ fn fast_masks_equal_the_plain_walk_on_targeted_schemas() {
 }
 
 /// A case's `"options"`: `{"plain_integers": true, "literal_keys": true,
-/// "literal_values": true}` (the others default).
+/// "literal_values": true, "plain_numbers": true, "plain_strings": true}` (the others
+/// default).
 fn options(case: &Value) -> SchemaOptions {
     let flag = |name: &str| case["options"][name].as_bool().unwrap_or(false);
     SchemaOptions::default()
         .with_plain_integers(flag("plain_integers"))
         .with_literal_keys(flag("literal_keys"))
         .with_literal_values(flag("literal_values"))
+        .with_plain_numbers(flag("plain_numbers"))
+        .with_plain_strings(flag("plain_strings"))
 }
 
 #[test]

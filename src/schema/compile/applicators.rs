@@ -125,15 +125,22 @@ impl<'a> Compiler<'a> {
                         Dec::from_json(n).ok_or_else(|| SchemaError::invalid(ptr, "bad number"))?,
                     );
                 }
+                self.blame_plain_values("enum", &vs, ptr);
                 let n = NumCore { values: Some(Arc::new(NumSet::new(vs))), ..NumCore::any() };
                 cs.push(self.core(Core::Number(n)));
             }
             for lit in a.iter().filter(|v| !v.is_string() && (!v.is_number() || nums_len < 2)) {
+                if let Some(d) = lit.as_number().and_then(Dec::from_json) {
+                    self.blame_plain_values("enum", &[d], ptr);
+                }
                 cs.extend(self.literal(lit, ptr)?);
             }
             parts.push(self.push(Expr::Cores(cs)));
         }
         if let Some(x) = m.get("const") {
+            if let Some(d) = x.as_number().and_then(Dec::from_json) {
+                self.blame_plain_values("const", &[d], ptr);
+            }
             let cs = self.literal(x, ptr)?;
             parts.push(self.push(Expr::Cores(cs)));
         }

@@ -46,12 +46,19 @@ fn node_sat(nodes: &[Vec<RtCoreId>], sat: &[bool], e: ExprId) -> bool {
 
 /// Satisfiability of every core: the least fixpoint of "has a finite instance", so a core
 /// that only recurses into itself without a way out stays unsatisfiable.
-fn satisfiable(cores: &[CoreRt], nodes: &[Vec<RtCoreId>], dfas: &[ByteDfa]) -> Vec<bool> {
+/// With `by_value`, numbers are read with every spelling (without [`NumCore::plain`] and
+/// `int_syntax`): which cores the values alone leave satisfiable.
+fn satisfiable(
+    cores: &[CoreRt],
+    nodes: &[Vec<RtCoreId>],
+    dfas: &[ByteDfa],
+    by_value: bool,
+) -> Vec<bool> {
     let mut sat = vec![false; cores.len()];
     loop {
         let mut changed = false;
         for i in 0..cores.len() {
-            if !sat[i] && core_sat(&cores[i], nodes, &sat, dfas) {
+            if !sat[i] && core_sat(&cores[i], nodes, &sat, dfas, by_value) {
                 sat[i] = true;
                 changed = true;
             }
@@ -63,10 +70,19 @@ fn satisfiable(cores: &[CoreRt], nodes: &[Vec<RtCoreId>], dfas: &[ByteDfa]) -> V
 }
 
 /// Has `core` a finite instance, given which cores are known to (`sat`)?
-fn core_sat(core: &CoreRt, nodes: &[Vec<RtCoreId>], sat: &[bool], dfas: &[ByteDfa]) -> bool {
+fn core_sat(
+    core: &CoreRt,
+    nodes: &[Vec<RtCoreId>],
+    sat: &[bool],
+    dfas: &[ByteDfa],
+    by_value: bool,
+) -> bool {
     match core {
         CoreRt::Null => true,
         CoreRt::Bool(b) => *b != 0,
+        CoreRt::Number(c) if by_value && (c.plain != 0 || c.int_syntax) => {
+            NumCore { plain: 0, int_syntax: false, ..c.clone() }.live(b"")
+        }
         CoreRt::Number(c) => c.live(b""),
         CoreRt::String { dfa, min, max, .. } => {
             let d = &dfas[*dfa];
@@ -141,19 +157,26 @@ impl<'a> Compiler<'a> {
         let mut nodes = self.runtime_nodes(&reach);
         let mut cores = std::mem::take(&mut reach.cores);
         // Stage 3: keep satisfiable cores only.
-        let sat = satisfiable(&cores, &nodes, &self.dfas);
+        let sat = satisfiable(&cores, &nodes, &self.dfas, false);
         if self.opts.closed_objects && !node_sat(&nodes, &sat, root) {
             if let Some(e) = self.closed_unsat(&reach, &mut cores, &nodes, &sat)? {
                 return Err(e);
             }
         }
+        // The nodes before the unsatisfiable cores go: what the error for an empty root reads.
+        let all_nodes =
+            (self.plain_digits() != 0 && !node_sat(&nodes, &sat, root)).then(|| nodes.clone());
         for ns in nodes.iter_mut() {
             ns.retain(|&c| sat[c]);
         }
         forbid_dead_keys(&mut cores, &nodes);
         let unique_members = self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
         if nodes[root].is_empty() {
-            return Err(SchemaError::unsat("", "no instance satisfies the schema"));
+            return Err(self.empty_root_error(
+                &cores,
+                all_nodes.as_deref().unwrap_or(&nodes),
+                root,
+            ));
         }
         let any_dfa = self.any_dfa;
         let ignored = std::mem::take(&mut self.ignored);
@@ -188,7 +211,7 @@ impl<'a> Compiler<'a> {
                 reopened.push(i);
             }
         }
-        let open_sat = satisfiable(cores, nodes, &self.dfas);
+        let open_sat = satisfiable(cores, nodes, &self.dfas, false);
         if !node_sat(nodes, &open_sat, reach.order[0]) {
             return Ok(None);
         }
@@ -197,7 +220,7 @@ impl<'a> Compiler<'a> {
         let culprit = reopened
             .iter()
             .copied()
-            .find(|&i| !sat[i] && core_sat(&cores[i], nodes, sat, &self.dfas))
+            .find(|&i| !sat[i] && core_sat(&cores[i], nodes, sat, &self.dfas, false))
             .or_else(|| reopened.iter().copied().find(|&i| !sat[i] && open_sat[i]));
         let ptrs: FxHashMap<ExprId, &str> =
             self.by_ptr.iter().map(|((_, p), &e)| (e, p.as_str())).collect();
@@ -220,6 +243,36 @@ impl<'a> Compiler<'a> {
              minProperties or propertyNames need more; say additionalProperties to keep it \
              open",
         )))
+    }
+
+    /// The error for a schema whose root has no satisfiable core. When only the generation
+    /// profile's plain numbers made it empty (every number core read with every spelling
+    /// again gives an instance), the error says so, naming the keyword remembered by
+    /// [`Compiler::blame_plain`] and its pointer.
+    fn empty_root_error(
+        &self,
+        cores: &[CoreRt],
+        nodes: &[Vec<RtCoreId>],
+        root: ExprId,
+    ) -> SchemaError {
+        let generic = || SchemaError::unsat("", "no instance satisfies the schema");
+        if self.plain_digits() == 0 {
+            return generic();
+        }
+        let sat = satisfiable(cores, nodes, &self.dfas, true);
+        if !node_sat(nodes, &sat, root) {
+            return generic();
+        }
+        let n = self.plain_digits();
+        let (kw, ptr) = self.plain_blame.clone().unwrap_or(("type", String::new()));
+        SchemaError::unsat(
+            &ptr,
+            format!(
+                "`{kw}`: no plain decimal of at most {n} significant digits and {n} after the \
+                 point reaches the numbers it allows (the generation profile's plain_numbers; \
+                 raise max_number_digits or compile with every spelling)"
+            ),
+        )
     }
 
     /// Every expression reachable from `root` through the finalised cores' children,
@@ -334,7 +387,18 @@ impl<'a> Compiler<'a> {
         Ok(match self.cores[c].clone() {
             Core::Null => CoreRt::Null,
             Core::Bool(b) => CoreRt::Bool(b),
-            Core::Number(n) => CoreRt::Number(n),
+            Core::Number(n) => {
+                let n = self.plain_spelled(n);
+                if !n.plain_supported() {
+                    self.unsupported_because(
+                        "multipleOf",
+                        "",
+                        "`not: {multipleOf}` whose excluded multiples do not fit the plain \
+                         numbers' steps (SchemaOptions::plain_numbers)",
+                    )?;
+                }
+                CoreRt::Number(n)
+            }
             Core::String(s) => {
                 if s.dfa.is_none() {
                     CoreRt::String { dfa: self.any_dfa, min: s.min, max: s.max }
@@ -740,8 +804,8 @@ mod tests {
         let dfas = vec![crate::schema::string::any_content().clone()];
         let bad = CoreRt::String { dfa: DfaId::new(0), min: 3, max: 2 };
         let good = CoreRt::String { dfa: DfaId::new(0), min: 0, max: 2 };
-        assert!(!core_sat(&bad, &[], &[], &dfas));
-        assert!(core_sat(&good, &[], &[], &dfas));
-        assert!(!core_sat(&CoreRt::Bool(0), &[], &[], &dfas));
+        assert!(!core_sat(&bad, &[], &[], &dfas, false));
+        assert!(core_sat(&good, &[], &[], &dfas, false));
+        assert!(!core_sat(&CoreRt::Bool(0), &[], &[], &dfas, false));
     }
 }

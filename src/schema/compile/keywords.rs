@@ -144,7 +144,45 @@ impl<'a> Compiler<'a> {
                 _ => self.unsupported("multipleOf", ptr)?,
             }
         }
+        self.blame_plain_shape(&n, m, ptr);
         Ok(Some(n))
+    }
+
+    /// Under `plain_numbers`: when the numbers of this shape exist but no plain text within
+    /// the digit caps spells one, remember the keyword to blame ([`Compiler::blame_plain`]):
+    /// the lower bound when the shape lives without it, else the upper one, else
+    /// `multipleOf`.
+    fn blame_plain_shape(&mut self, n: &NumCore, m: &Map<String, Value>, ptr: &str) {
+        let pn = self.plain_spelled(n.clone());
+        if pn.plain == 0 || !n.live(b"") || pn.live(b"") {
+            return;
+        }
+        let numeric = |k: &str| m.get(k).is_some_and(Value::is_number);
+        let kw = if (NumCore { hi: None, ..pn.clone() }).live(b"") {
+            match &n.hi {
+                Some((_, true)) if numeric("exclusiveMaximum") => "exclusiveMaximum",
+                _ => "maximum",
+            }
+        } else if (NumCore { lo: None, ..pn.clone() }).live(b"") {
+            match &n.lo {
+                Some((_, true)) if numeric("exclusiveMinimum") => "exclusiveMinimum",
+                _ => "minimum",
+            }
+        } else if n.multiple.is_some() {
+            "multipleOf"
+        } else {
+            "type"
+        };
+        self.blame_plain(kw, ptr);
+    }
+
+    /// Under `plain_numbers`: when none of the numbers `vs` of `keyword` (`const`, `enum`)
+    /// can be spelled plainly within the digit caps, remember it ([`Compiler::blame_plain`]).
+    pub(super) fn blame_plain_values(&mut self, keyword: &'static str, vs: &[Dec], ptr: &str) {
+        let pn = self.plain_spelled(NumCore::any());
+        if pn.plain != 0 && !vs.is_empty() && !vs.iter().any(|v| pn.spellable(v)) {
+            self.blame_plain(keyword, ptr);
+        }
     }
 
     pub(super) fn str_shape(

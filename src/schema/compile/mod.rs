@@ -97,6 +97,10 @@ pub(crate) struct Compiler<'a> {
     /// The JSON pointer each subschema's expression (and each `anyOf`'s union) was built
     /// from, the first where one is shared: a union over the alternatives limit names it.
     origin: FxHashMap<ExprId, String>,
+    /// Under [`SchemaOptions::plain_numbers`]: the first keyword (and its subschema's
+    /// pointer) whose numbers no plain decimal within the digit caps can spell, named by the
+    /// error when the whole schema's language is empty only for that reason.
+    plain_blame: Option<(&'static str, String)>,
 }
 
 /// A `oneOf`'s branch negations: its array and dynamic scope until built, then the result
@@ -173,6 +177,7 @@ impl<'a> Compiler<'a> {
             single: FxHashSet::default(),
             lazy_nots: false,
             origin: FxHashMap::default(),
+            plain_blame: None,
         };
         c.dfas.push(string::any_content().clone());
         c.any_dfa = DfaId::new(0);
@@ -418,6 +423,36 @@ impl<'a> Compiler<'a> {
     ) -> CoreId {
         let additional = self.true_e;
         self.core(Core::Object(Box::new(ObjC::new(props, additional, required, min))))
+    }
+}
+
+impl Compiler<'_> {
+    /// The digit cap of [`SchemaOptions::plain_numbers`] (`0`: off); a cap of 0 reads as 1.
+    pub(super) fn plain_digits(&self) -> u8 {
+        if self.opts.plain_numbers {
+            self.opts.max_number_digits.max(1)
+        } else {
+            0
+        }
+    }
+
+    /// `n` as the runtime holds it: under `plain_numbers`, spelled plainly within the digit
+    /// caps, and an `integer` spelled as a plain integer ([`NumCore::plain`]).
+    pub(super) fn plain_spelled(&self, mut n: NumCore) -> NumCore {
+        let cap = self.plain_digits();
+        if cap != 0 {
+            n.plain = cap;
+            n.int_syntax |= n.integer;
+        }
+        n
+    }
+
+    /// Remember `keyword` at `ptr` as the reason the generation profile's plain numbers reach
+    /// nothing, if nothing was remembered before.
+    pub(super) fn blame_plain(&mut self, keyword: &'static str, ptr: &str) {
+        if self.plain_blame.is_none() {
+            self.plain_blame = Some((keyword, ptr.to_string()));
+        }
     }
 }
 

@@ -533,13 +533,13 @@ impl Fast<'_, '_> {
                 (max, a.str().chars)
             };
         if max == u32::MAX && cs.open_sets.universal(p, dfa, a.str().state) {
-            mask.union_with(&classes.open);
+            mask.union_with(classes.open_set(cs.plain_strings));
             return None;
         }
         let any_start = dfa == p.any_dfa && a.str().state == d.start() && max != u32::MAX;
         if any_start && max - count >= classes.open_nonsafe_max_len {
             mask.union_with(classes.safe_at_most(max - count));
-            mask.union_with(&classes.open_nonsafe);
+            mask.union_with(classes.open_nonsafe_set(cs.plain_strings));
             return None;
         }
         let key = OpenKey::Str { dfa, state: a.str().state, max, count };
@@ -742,7 +742,7 @@ impl Fast<'_, '_> {
                     CoreRt::Object(o) if o.extra.as_ref().is_some_and(|x| cs.open_sets.universal(p, x.dfa, a.key().extra)))
         });
         if takes_all {
-            mask.union_with(&classes.open);
+            mask.union_with(classes.open_set(cs.plain_strings));
         }
         for &ai in alive.iter().filter(|_| !takes_all) {
             let a = self.rt.st.alts[ai];
@@ -897,7 +897,7 @@ impl Fast<'_, '_> {
         let p = &cs.program;
         let d = &p.dfas[dfa.index()];
         if cs.open_sets.universal(p, dfa, state) {
-            mask.union_with(&classes.open);
+            mask.union_with(classes.open_set(cs.plain_strings));
             return;
         }
         let key = OpenKey::Dfa { dfa, state };

@@ -36,7 +36,15 @@ impl<'a> Rt<'a> {
                     if f.kind() == Kind::Str && self.cs.literal_values && !self.str_may_escape(fi) {
                         return false;
                     }
-                    if !self.range_live(fi, 0, 0x10FFFF) {
+                    let live = if self.cs.plain_strings {
+                        // Only what must be escaped: `"`, `\\` and the control characters.
+                        self.range_live(fi, 0, 0x1F)
+                            || self.range_live(fi, 0x22, 0x22)
+                            || self.range_live(fi, 0x5C, 0x5C)
+                    } else {
+                        self.range_live(fi, 0, 0x10FFFF)
+                    };
+                    if !live {
                         return false;
                     }
                     self.set_escape(fi, Escape::Backslash);
@@ -47,8 +55,15 @@ impl<'a> Rt<'a> {
             },
             Escape::Backslash => {
                 if b == b'u' {
+                    // Under `plain_strings` a `\u` escape spells a control character only.
+                    if self.cs.plain_strings && !self.range_live(fi, 0, 0x1F) {
+                        return false;
+                    }
                     self.set_escape(fi, Escape::Hex { n: 0, v: 0 });
                     return true;
+                }
+                if b == b'/' && self.cs.plain_strings {
+                    return false;
                 }
                 let Some(c) = escape_char(b) else { return false };
                 self.set_escape(fi, Escape::None);
@@ -85,10 +100,16 @@ impl<'a> Rt<'a> {
         let Some(d) = hex_val(b) else { return false };
         let v = (v << 4) | u16::from(d);
         let n = n + 1;
+        // Under `plain_strings` only control characters (U+0000–U+001F) may be `\u`-escaped,
+        // so no surrogate pair either.
+        let cap = if self.cs.plain_strings { 0x1F } else { 0xFFFF };
         if n < 4 {
             let shift = 4 * (4 - u32::from(n));
             let lo = u32::from(v) << shift;
-            let hi = lo + (1 << shift) - 1;
+            let hi = (lo + (1 << shift) - 1).min(cap);
+            if lo > hi {
+                return false;
+            }
             let ok = match high {
                 Some(h) => self.low_range_live(fi, h, lo, hi),
                 None => self.hex_range_live(fi, lo, hi),
@@ -104,6 +125,9 @@ impl<'a> Rt<'a> {
             return true;
         }
         let v = u32::from(v);
+        if v > cap {
+            return false;
+        }
         if let Some(h) = high {
             if !LOW_SURROGATES.contains(&v) {
                 return false;
