@@ -222,6 +222,11 @@ struct MaskbenchArgs {
     /// Keys in schema order instead of any order.
     #[arg(long)]
     schema_order: bool,
+    /// Compile under this profile (default exact). Under `generation` the valid documents
+    /// that spell what the profile leaves out (undeclared keys, exponents, escapes) count as
+    /// refused: use it to time masks and compiles beside exact, not for verdicts.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Exact)]
+    profile: ProfileArg,
 }
 
 #[derive(Args)]
@@ -665,6 +670,9 @@ fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
         progress_every: 100,
         ..MaskbenchOptions::default()
     };
+    if let ProfileArg::Generation = args.profile {
+        opts.schema = grammask::SchemaOptions::generation();
+    }
     if args.schema_order {
         opts.schema.property_order = PropertyOrder::Schema;
     }

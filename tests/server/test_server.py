@@ -211,6 +211,35 @@ def test_with_tools_bound_a_text_answer_streams(server, choice):
     assert chunks[-1].choices[0].finish_reason == whole.finish_reason
 
 
+def test_the_generation_profile_and_its_request_knobs(server):
+    """By default a schema compiles under the generation profile: `json.dumps` separators and
+    an object open only by silence closed; `disable_any_whitespace` makes it compact and
+    `profile: exact` brings back the schema's whole language (flexible whitespace)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "tags": {"type": "array", "maxItems": 2,
+                                                        "items": {"type": "string", "maxLength": 12}}},
+              "required": ["name", "tags"]}
+    rf = {"type": "json_schema", "json_schema": {"name": "p", "schema": schema}}
+
+    def answer(**extra):
+        r = ask(server, "Describe a cat as JSON with a name and tags.", max_tokens=80,
+                response_format=rf, **extra)
+        assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
+        text = r.choices[0].message.content
+        doc = json.loads(text)
+        jsonschema.validate(doc, schema)
+        return text, doc
+
+    text, doc = answer()
+    assert set(doc) <= {"name", "tags"}, "closed: only the declared keys"
+    assert text == json.dumps(doc, ensure_ascii=False), "canonical ', ' and ': ' separators"
+    text, doc = answer(extra_body={"structured_outputs": {"disable_any_whitespace": True}})
+    assert text == json.dumps(doc, ensure_ascii=False, separators=(",", ":")), "compact"
+    with pytest.raises(openai.BadRequestError):
+        ask(server, "hi", response_format=rf, extra_body={"structured_outputs": {"profile": "loose"}})
+    text, doc = answer(extra_body={"structured_outputs": {"profile": "exact"}})
+
+
 def test_json_object_with_a_schema_honours_it(server):
     # instructor's JSON_SCHEMA mode sends exactly this shape.
     schema = {"type": "object", "properties": {"colour": {"enum": ["red", "green"]},
