@@ -226,13 +226,15 @@ pub(crate) fn members_with_prefix<'m>(members: &'m [Box<[u8]>], text: &[u8]) -> 
     &members[lo..lo + n]
 }
 
-/// How many distinct values an item node of only `null`/boolean cores and strings decided by
-/// their members offers; `None` when it has another kind of core.
+/// How many distinct values an item node of only `null`/boolean cores and strings offers,
+/// counted up to `need` (a result of at least `need` means at least that many); `None` when
+/// it has another kind of core, or when counting a string language ran out of fuel.
 pub(crate) fn finite_supply(
     cores: &[CoreRt],
     node: &[RtCoreId],
     dfas: &[ByteDfa],
     any_dfa: DfaId,
+    need: usize,
 ) -> Option<usize> {
     let mut values: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
     for &c in node {
@@ -248,13 +250,24 @@ pub(crate) fn finite_supply(
                     values.insert(literal(b'f').to_vec());
                 }
             }
-            _ => {
-                for m in string_members(&cores[c], dfas, any_dfa)? {
+            CoreRt::String { dfa, min, max } => {
+                let listed = match string_members(&cores[c], dfas, any_dfa) {
+                    Some(m) => m.into_iter().map(Vec::from).collect(),
+                    None => {
+                        let lang = StrLang { dfa: &dfas[dfa], min, max };
+                        if count_values(lang, need as u64)? >= need as u64 {
+                            return Some(need);
+                        }
+                        list_values(lang, need as u64)?
+                    }
+                };
+                for m in listed {
                     let mut canon = Vec::new();
                     string_canon(&m, &mut canon);
                     values.insert(canon);
                 }
             }
+            _ => return None,
         }
     }
     Some(values.len())
@@ -356,9 +369,8 @@ pub(crate) fn node_ok(
     for &c in cs {
         if open_core(cores, nodes, dfas, any_dfa, c) {
             open = true;
-        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            && !decided_by_members(&cores[c], dfas, any_dfa)
-        {
+        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_) | CoreRt::String { .. }) {
+            // Strings are decided by their members or by counting ([`counted_fresh`]).
             return false;
         }
     }
@@ -422,8 +434,7 @@ pub(crate) fn undecided_reason(
 ) -> &'static str {
     for &c in node {
         if open_core(cores, nodes, dfas, any_dfa, c)
-            || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            || decided_by_members(&cores[c], dfas, any_dfa)
+            || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_) | CoreRt::String { .. })
         {
             continue;
         }
@@ -435,10 +446,6 @@ pub(crate) fn undecided_reason(
             CoreRt::Number(_) => {
                 "items may be bounded numbers or multiples, whose partial texts can have only \
                  duplicate completions"
-            }
-            CoreRt::String { .. } => {
-                "items may be strings of a finite language of more than 1,024 members or \
-                 bounded by maxLength, whose partial texts can have only duplicate completions"
             }
             CoreRt::Array { .. } => {
                 "items may be arrays with maxItems, contains or uniqueItems, which can have \
@@ -455,13 +462,14 @@ pub(crate) fn undecided_reason(
 }
 
 /// For an item node of only `null`/boolean cores and strings decided by their members
-/// (`members`): is one of its values not yet `seen`? `None` when the node has another kind of
-/// core (then a new value always exists).
+/// (`members`) or by counting (`counted`, asked with the core): is one of its values not yet
+/// `seen`? `None` when the node has another kind of core (then a new value always exists).
 pub(crate) fn fresh_literal(
     cores: &[CoreRt],
     node: &[RtCoreId],
     members: &super::compile::UniqueMembers,
     seen: impl Fn(&[u8]) -> bool,
+    counted: impl Fn(RtCoreId) -> Option<bool>,
 ) -> Option<bool> {
     let mut fresh = false;
     for &c in node {
@@ -474,10 +482,351 @@ pub(crate) fn fresh_literal(
             CoreRt::String { .. } if members.contains_key(&c) => {
                 fresh |= fresh_member(&members[&c], &[], None, &seen);
             }
-            _ => return None,
+            _ => fresh |= counted(c)?,
         }
     }
     Some(fresh)
+}
+
+/// The string language of an item core that [`counted_fresh`] decides: its automaton over the
+/// decoded UTF-8 content, and its `minLength`/`maxLength` in code points (`max ==
+/// u32::MAX`: no bound).
+#[derive(Clone, Copy)]
+pub(crate) struct StrLang<'d> {
+    pub dfa: &'d ByteDfa,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// Automaton steps one mask (or one token's step) may spend counting and listing string
+/// completions for `uniqueItems` ([`counted_fresh`]). Past it the engine reports
+/// [`crate::EngineErrorKind::LimitExceeded`] naming [`COUNT_FUEL_NAME`] rather than a mask
+/// that may be wrong. Ordinary schemas spend a few hundred steps per query: the count stops
+/// as soon as it exceeds the items already written.
+pub(crate) const COUNT_FUEL: u64 = 1 << 22;
+
+/// The limit's name in [`crate::EngineErrorKind::LimitExceeded`].
+pub(crate) const COUNT_FUEL_NAME: &str = "uniqueItems completion count (steps per mask)";
+
+/// The deepest recursion of one count (code points and bytes of a completion walked);
+/// deeper counts spend the fuel at once.
+const MAX_COUNT_DEPTH: u32 = 4096;
+
+thread_local! {
+    /// Steps left to [`counted_fresh`] on this thread since the last [`refuel`].
+    static FUEL: std::cell::Cell<u64> = const { std::cell::Cell::new(COUNT_FUEL) };
+    /// Did a query run out of fuel since the last [`refuel`]? Its answer (not fresh) may be
+    /// wrong, so the engine must not use the mask or the step it computed.
+    static SPENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Give this thread [`COUNT_FUEL`] steps (at the start of a mask or a token's step).
+pub(crate) fn refuel() {
+    FUEL.set(COUNT_FUEL);
+    SPENT.set(false);
+}
+
+/// Has a query run out of fuel since the last [`refuel`]?
+pub(crate) fn fuel_spent() -> bool {
+    SPENT.get()
+}
+
+fn burn() -> bool {
+    let f = FUEL.get();
+    if f == 0 {
+        SPENT.set(true);
+        return false;
+    }
+    FUEL.set(f - 1);
+    true
+}
+
+/// Counts the completions of a string item from an automaton state, capped at `cap + 1`
+/// (every count above `cap` is reported as `cap + 1`), memoised per (state, code points).
+/// Completions are byte strings over the decoded content, so distinct completions are
+/// distinct values: escapes are not spellings here.
+struct Counter<'d> {
+    lang: StrLang<'d>,
+    cap: u64,
+    /// One representative byte per (byte class, leads a character), with the class size.
+    groups: Vec<(u8, u32, bool)>,
+    memo: rustc_hash::FxHashMap<(u32, u32), u64>,
+}
+
+impl<'d> Counter<'d> {
+    fn new(lang: StrLang<'d>, cap: u64) -> Self {
+        let mut groups: Vec<(u8, u32, bool)> = Vec::new();
+        let mut index: rustc_hash::FxHashMap<(u8, bool), usize> = Default::default();
+        for b in 0..=255u8 {
+            let lead = b & 0xC0 != 0x80;
+            let i = *index.entry((lang.dfa.class_of(b), lead)).or_insert_with(|| {
+                groups.push((b, 0, lead));
+                groups.len() - 1
+            });
+            groups[i].1 += 1;
+        }
+        Counter { lang, cap, groups, memo: Default::default() }
+    }
+
+    /// Can `t`, reached with `chars` code points begun, still complete within `maxLength`?
+    fn live(&self, t: u32, chars: u32) -> bool {
+        t != super::string::DEAD && chars.saturating_add(self.lang.dfa.short(t)) <= self.lang.max
+    }
+
+    fn accepts(&self, s: u32, chars: u32) -> bool {
+        self.lang.dfa.is_accept(s) && chars >= self.lang.min
+    }
+
+    /// Completions from live `s` with `chars` code points begun; `None` when out of fuel.
+    fn count(&mut self, s: u32, chars: u32, depth: u32) -> Option<u64> {
+        if let Some(&v) = self.memo.get(&(s, chars)) {
+            return Some(v);
+        }
+        if depth > MAX_COUNT_DEPTH {
+            FUEL.set(0);
+        }
+        if !burn() {
+            return None;
+        }
+        let d = self.lang.dfa;
+        let over = self.cap + 1;
+        let shortcut = match d.finite_count(s) {
+            // No length bound left to cut the language: the automaton's own count.
+            Some(n) if self.lang.max == u32::MAX && chars >= self.lang.min && n < (1 << 20) => {
+                Some(u64::from(n))
+            }
+            None if self.lang.max == u32::MAX => Some(over),
+            _ => None,
+        };
+        let mut total = match shortcut {
+            Some(n) => n,
+            None => {
+                let mut total = u64::from(self.accepts(s, chars));
+                for gi in 0..self.groups.len() {
+                    if total >= over {
+                        break;
+                    }
+                    let (rep, size, lead) = self.groups[gi];
+                    let t = d.next(s, rep);
+                    let c2 = chars + u32::from(lead);
+                    if !self.live(t, c2) {
+                        continue;
+                    }
+                    let sub = self.count(t, c2, depth + 1)?;
+                    total = total.saturating_add(u64::from(size).saturating_mul(sub));
+                }
+                total
+            }
+        };
+        total = total.min(over);
+        self.memo.insert((s, chars), total);
+        Some(total)
+    }
+
+    /// Completions from `s` whose first code point lies in `pending` (all when `None`).
+    fn count_from(&mut self, s: u32, chars: u32, pending: Option<(u32, u32)>) -> Option<u64> {
+        let Some((lo, hi)) = pending else { return self.count(s, chars, 0) };
+        let mut total = 0u64;
+        for seq in first_chars(lo, hi) {
+            total = total.saturating_add(self.count_seq(s, chars, seq.as_slice(), true)?);
+            if total > self.cap {
+                return Some(self.cap + 1);
+            }
+        }
+        Some(total)
+    }
+
+    fn count_seq(
+        &mut self,
+        s: u32,
+        chars: u32,
+        ranges: &[regex_syntax::utf8::Utf8Range],
+        first: bool,
+    ) -> Option<u64> {
+        let Some((r, rest)) = ranges.split_first() else { return self.count(s, chars, 0) };
+        let c2 = chars + u32::from(first);
+        let mut total = 0u64;
+        let mut done: smallvec::SmallVec<[u8; 16]> = smallvec::SmallVec::new();
+        for b in r.start..=r.end {
+            let class = self.lang.dfa.class_of(b);
+            if done.contains(&class) {
+                continue;
+            }
+            done.push(class);
+            let t = self.lang.dfa.next(s, b);
+            if !self.live(t, c2) {
+                continue;
+            }
+            let n = (r.start..=r.end).filter(|&x| self.lang.dfa.class_of(x) == class).count();
+            let sub = self.count_seq(t, c2, rest, false)?;
+            total = total.saturating_add((n as u64).saturating_mul(sub));
+            if total > self.cap {
+                return Some(self.cap + 1);
+            }
+        }
+        Some(total)
+    }
+
+    /// Appends to `out` every completion from `s` (after `cur`) whose first code point lies
+    /// in `pending`; only called where [`Counter::count_from`] found at most `cap`.
+    fn list_from(
+        &mut self,
+        s: u32,
+        chars: u32,
+        pending: Option<(u32, u32)>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        let mut cur = Vec::new();
+        match pending {
+            None => self.list(s, chars, &mut cur, out),
+            Some((lo, hi)) => {
+                for seq in first_chars(lo, hi) {
+                    self.list_seq(s, chars, seq.as_slice(), true, &mut cur, out)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    fn list_seq(
+        &mut self,
+        s: u32,
+        chars: u32,
+        ranges: &[regex_syntax::utf8::Utf8Range],
+        first: bool,
+        cur: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        let Some((r, rest)) = ranges.split_first() else { return self.list(s, chars, cur, out) };
+        let c2 = chars + u32::from(first);
+        for b in r.start..=r.end {
+            if !burn() {
+                return None;
+            }
+            let t = self.lang.dfa.next(s, b);
+            if !self.live(t, c2) {
+                continue;
+            }
+            cur.push(b);
+            self.list_seq(t, c2, rest, false, cur, out)?;
+            cur.pop();
+        }
+        Some(())
+    }
+
+    fn list(
+        &mut self,
+        s: u32,
+        chars: u32,
+        cur: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        if self.accepts(s, chars) {
+            out.push(cur.clone());
+        }
+        if out.len() as u64 > self.cap || cur.len() as u32 > MAX_COUNT_DEPTH {
+            FUEL.set(0);
+            burn();
+            return None;
+        }
+        for b in 0..=255u8 {
+            if !burn() {
+                return None;
+            }
+            let t = self.lang.dfa.next(s, b);
+            let c2 = chars + u32::from(b & 0xC0 != 0x80);
+            if !self.live(t, c2) || self.count(t, c2, 0)? == 0 {
+                continue;
+            }
+            cur.push(b);
+            self.list(t, c2, cur, out)?;
+            cur.pop();
+        }
+        Some(())
+    }
+}
+
+/// The UTF-8 byte-range sequences of the code points in `lo..=hi` (surrogates excluded).
+fn first_chars(lo: u32, hi: u32) -> impl Iterator<Item = regex_syntax::utf8::Utf8Sequence> {
+    let span = |a: u32, b: u32| {
+        let (ca, cb) = (char::from_u32(a), char::from_u32(b));
+        match (ca, cb) {
+            (Some(ca), Some(cb)) if a <= b => Some(regex_syntax::utf8::Utf8Sequences::new(ca, cb)),
+            _ => None,
+        }
+    };
+    let below = span(lo, hi.min(0xD7FF));
+    let above = span(lo.max(0xE000), hi.min(0x10FFFF));
+    below.into_iter().flatten().chain(above.into_iter().flatten())
+}
+
+/// Can a string item of language `lang`, at automaton state `s` (live) with `chars` code
+/// points begun and decoded text `text` so far, still complete to a value no earlier item
+/// has (`seen`: the decoded texts of the earlier string items)? `pending`: inside a `\u`
+/// escape, the range the next code point must lie in.
+///
+/// Exact, and cheap where it matters: with `k` earlier items starting with `text`, the
+/// completions are counted only up to `k + 1` (more than `k` of them: one is new), and
+/// listed and compared only when there are at most `k`. No earlier item starting with
+/// `text` needs no count at all (a live state has a completion). Out of fuel ([`COUNT_FUEL`])
+/// it answers `false` and [`fuel_spent`] tells the engine to discard what it computed.
+pub(crate) fn counted_fresh<'s>(
+    lang: StrLang<'_>,
+    s: u32,
+    chars: u32,
+    text: &[u8],
+    pending: Option<(u32, u32)>,
+    seen: impl Iterator<Item = &'s [u8]>,
+) -> bool {
+    let rest: Vec<&[u8]> = seen.filter_map(|t| t.strip_prefix(text)).collect();
+    if rest.is_empty() {
+        return true;
+    }
+    let mut c = Counter::new(lang, rest.len() as u64);
+    let Some(n) = c.count_from(s, chars, pending) else { return false };
+    if n > rest.len() as u64 {
+        return true;
+    }
+    let mut out = Vec::new();
+    if c.list_from(s, chars, pending, &mut out).is_none() {
+        return false;
+    }
+    out.iter().any(|w| !rest.contains(&w.as_slice()))
+}
+
+/// How many distinct values string language `lang` has, counted up to `need` (a count of
+/// `need` means at least that many); `None` when out of fuel.
+pub(crate) fn count_values(lang: StrLang<'_>, need: u64) -> Option<u64> {
+    let s = lang.dfa.start();
+    if s == super::string::DEAD || lang.dfa.short(s) > lang.max {
+        return Some(0);
+    }
+    let mut c = Counter::new(lang, need.saturating_sub(1));
+    c.count(s, 0, 0)
+}
+
+/// Every value of string language `lang` (UTF-8), when it has at most `cap`; `None`
+/// otherwise or out of fuel.
+pub(crate) fn list_values(lang: StrLang<'_>, cap: u64) -> Option<Vec<Vec<u8>>> {
+    let s = lang.dfa.start();
+    if s == super::string::DEAD || lang.dfa.short(s) > lang.max {
+        return Some(Vec::new());
+    }
+    let mut c = Counter::new(lang, cap);
+    if c.count(s, 0, 0)? > cap {
+        return None;
+    }
+    let mut out = Vec::new();
+    c.list_from(s, 0, None, &mut out)?;
+    Some(out)
+}
+
+/// The decoded text of a string item from its canonical form ([`string_canon`]); `None` for
+/// other values.
+pub(crate) fn canon_text(canon: &[u8]) -> Option<&[u8]> {
+    let rest = canon.strip_prefix(b"s")?;
+    let colon = rest.iter().position(|&b| b == b':')?;
+    Some(&rest[colon + 1..])
 }
 
 #[cfg(test)]

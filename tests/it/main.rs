@@ -44,6 +44,7 @@ mod schema_fast_masks;
 mod schema_forced;
 mod schema_fuzz;
 mod schema_maskbench;
+mod schema_unique;
 mod schema_walk;
 mod step_mask_views;
 mod tagged;

@@ -444,6 +444,13 @@ impl Fast<'_, '_> {
                 self.member_open(ai, members, classes, mask);
                 continue;
             }
+            if self.rt.counted_at_risk(fi, ai) {
+                // The open tokens depend on the items written: walked with the recogniser,
+                // which counts completions byte by byte.
+                self.single_alt_walk(ai, &classes.plain, mask);
+                self.single_alt_walk(ai, &classes.escaped, mask);
+                continue;
+            }
             if let Some(key) = self.open_tokens(ai, classes, mask) {
                 todo.push((ai, key));
             }
