@@ -10,15 +10,24 @@
 //! Refusing at completion is exact only when no partial item is a dead end, i.e. when every
 //! live prefix of an item has infinitely many distinct completions (then some completion is
 //! always new). [`open_core`] decides that per core; the compiler requires every item position
-//! of a `uniqueItems` array to offer only open cores plus `null`/booleans, and at least one
-//! open core (so the array can always grow). Finite item languages (`enum`, `const`, bounded
-//! strings or numbers, integers — `0` and `-0` admit only one value) are refused with
-//! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`, with one exception: a string
-//! core whose language has at most [`MAX_MEMBERS`] members (an `enum` of names, the usual
-//! "list of distinct options") is decided by its members ([`string_members`]). The runtime
-//! keeps such an item alive only while some member it can still spell is unseen
-//! ([`fresh_member`], after every byte and inside every `\u` escape), and offers another item
-//! only while one is ([`fresh_literal`]), so no partial item is a dead end there either.
+//! of a `uniqueItems` array to offer only open cores plus `null`/booleans and strings, and at
+//! least one open core (so the array can always grow). Other finite item languages (`enum`,
+//! `const` of numbers, bounded numbers, integers — `0` and `-0` admit only one value) are
+//! refused with [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`.
+//!
+//! Strings that are not open are decided exactly while they are typed: an item prefix is
+//! dead iff every completion of it is a value an earlier item has. A language of at most
+//! [`MAX_MEMBERS`] members (an `enum` of names, the usual "list of distinct options") is
+//! decided by its members ([`string_members`], [`fresh_member`]); any other (strings bounded
+//! by `maxLength`, patterns with finitely many completions from some state) by counting the
+//! completions from the item's automaton state ([`counted_fresh`]): with `k` earlier items
+//! that start with the text so far, the count stops at `k + 1` (then one completion is new),
+//! and only a count of at most `k` is listed and compared. Completions are counted over the
+//! decoded content, so values, not spellings. The runtime checks after every byte, inside
+//! every `\u` escape and at the opening quote, and offers another item only while a value
+//! is unused ([`fresh_literal`]), so no partial item is a dead end there either. The counts
+//! spend a per-mask fuel ([`COUNT_FUEL`]); past it the engine reports an error instead of a
+//! mask.
 
 use super::compile::{CoreRt, DfaId, ExprId, RtCoreId};
 use super::number::Dec;
@@ -891,6 +900,86 @@ mod tests {
         assert!(!fresh_member(&members, b"a", None, seen_a_ab));
         assert!(fresh_member(&members, b"", Some((0xE0, 0xEF)), seen_a_ab), "é by escape");
         assert!(!fresh_member(&members, b"", Some((0x61, 0x61)), seen_a_ab));
+    }
+
+    fn lang(d: &super::ByteDfa, max: u32) -> super::StrLang<'_> {
+        super::StrLang { dfa: d, min: 0, max }
+    }
+
+    #[test]
+    fn values_are_counted_up_to_the_cap_and_listed() {
+        use super::{count_values, list_values};
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        // "", a, b, aa, ab, ba, bb.
+        assert_eq!(list_values(lang(&d, 2), 7).unwrap().len(), 7);
+        assert_eq!(count_values(lang(&d, 2), 100), Some(7));
+        assert_eq!(count_values(lang(&d, 2), 3), Some(3), "capped at what is needed");
+        assert!(list_values(lang(&d, 2), 6).is_none(), "more than the cap: not listed");
+        // Any content: 2-byte and 3-byte characters count once each (values, not bytes).
+        let any = crate::schema::string::any_content();
+        let one = count_values(lang(any, 1), 10_000_000).unwrap();
+        assert_eq!(one, 1 + 0x10FFFF + 1 - 0x800, "every scalar value but surrogates, and \"\"");
+    }
+
+    #[test]
+    fn a_prefix_is_fresh_while_an_unwritten_completion_remains() {
+        use super::counted_fresh;
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        let after_a = d.run(d.start(), b"a");
+        let seen: Vec<&[u8]> = vec![b"a", b"ab"];
+        // "a" → "", "a", "b": "aa" is new.
+        assert!(counted_fresh(lang(&d, 2), after_a, 1, b"a", None, seen.iter().copied()));
+        let seen3: Vec<&[u8]> = vec![b"a", b"ab", b"aa"];
+        assert!(!counted_fresh(lang(&d, 2), after_a, 1, b"a", None, seen3.iter().copied()));
+        // Inside `\u`: only completions whose next character is in the range count.
+        assert!(counted_fresh(
+            lang(&d, 2),
+            after_a,
+            1,
+            b"a",
+            Some((0x61, 0x61)),
+            seen.iter().copied()
+        ));
+        assert!(!counted_fresh(
+            lang(&d, 2),
+            after_a,
+            1,
+            b"a",
+            Some((0x62, 0x62)),
+            seen.iter().copied()
+        ));
+        // Nothing written starts with the text: no count needed.
+        assert!(counted_fresh(lang(&d, 2), d.start(), 0, b"", None, std::iter::empty()));
+    }
+
+    #[test]
+    fn running_out_of_fuel_is_reported_not_guessed() {
+        use super::{counted_fresh, fuel_spent, refuel, FUEL};
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        let seen: Vec<Vec<u8>> = (0..40)
+            .map(|i| format!("{i:b}").replace('0', "a").replace('1', "b").into_bytes())
+            .collect();
+        refuel();
+        FUEL.set(5);
+        assert!(!counted_fresh(
+            lang(&d, 8),
+            d.start(),
+            0,
+            b"",
+            None,
+            seen.iter().map(Vec::as_slice)
+        ));
+        assert!(fuel_spent());
+        refuel();
+        assert!(counted_fresh(
+            lang(&d, 8),
+            d.start(),
+            0,
+            b"",
+            None,
+            seen.iter().map(Vec::as_slice)
+        ));
+        assert!(!fuel_spent());
     }
 
     #[test]
