@@ -550,8 +550,8 @@ fn burn() -> bool {
     true
 }
 
-/// Counts the completions of a string item from an automaton state, capped at `cap + 1`
-/// (every count above `cap` is reported as `cap + 1`), memoised per (state, code points).
+/// Counts the completions of a string item from an automaton state, up to `cap + 1` (every
+/// count above `cap` is reported as `cap + 1`), memoised per (state, code points).
 /// Completions are byte strings over the decoded content, so distinct completions are
 /// distinct values: escapes are not spellings here.
 struct Counter<'d> {
@@ -559,20 +559,24 @@ struct Counter<'d> {
     cap: u64,
     /// One representative byte per (byte class, leads a character), with the class size.
     groups: Vec<(u8, u32, bool)>,
-    memo: rustc_hash::FxHashMap<(u32, u32), u64>,
+    /// Per (state, code points): the count found and whether it is exact (below what was
+    /// needed then) or a lower bound.
+    memo: rustc_hash::FxHashMap<(u32, u32), (u64, bool)>,
 }
 
 impl<'d> Counter<'d> {
     fn new(lang: StrLang<'d>, cap: u64) -> Self {
         let mut groups: Vec<(u8, u32, bool)> = Vec::new();
-        let mut index: rustc_hash::FxHashMap<(u8, bool), usize> = Default::default();
+        // Per (class, leads a character): its index in `groups` plus one.
+        let mut index = [0u16; 512];
         for b in 0..=255u8 {
             let lead = b & 0xC0 != 0x80;
-            let i = *index.entry((lang.dfa.class_of(b), lead)).or_insert_with(|| {
+            let k = usize::from(lang.dfa.class_of(b)) << 1 | usize::from(lead);
+            if index[k] == 0 {
                 groups.push((b, 0, lead));
-                groups.len() - 1
-            });
-            groups[i].1 += 1;
+                index[k] = groups.len() as u16;
+            }
+            groups[usize::from(index[k]) - 1].1 += 1;
         }
         Counter { lang, cap, groups, memo: Default::default() }
     }
@@ -586,10 +590,19 @@ impl<'d> Counter<'d> {
         self.lang.dfa.is_accept(s) && chars >= self.lang.min
     }
 
-    /// Completions from live `s` with `chars` code points begun; `None` when out of fuel.
-    fn count(&mut self, s: u32, chars: u32, depth: u32) -> Option<u64> {
-        if let Some(&v) = self.memo.get(&(s, chars)) {
-            return Some(v);
+    /// The completions from live `s` with `chars` code points begun, counted up to `need`
+    /// (`min(count, need)`); `None` when out of fuel. Children are tried nearest accepting
+    /// state first, each asked only for what is still needed, so a count of `need` costs about
+    /// `need` completions' worth of steps however long the strings may grow (`"^a*$"` with
+    /// `maxLength: 1000000` stops after `need` levels).
+    fn count(&mut self, s: u32, chars: u32, need: u64, depth: u32) -> Option<u64> {
+        if need == 0 {
+            return Some(0);
+        }
+        if let Some(&(v, exact)) = self.memo.get(&(s, chars)) {
+            if exact || v >= need {
+                return Some(v.min(need));
+            }
         }
         if depth > MAX_COUNT_DEPTH {
             FUEL.set(0);
@@ -598,51 +611,58 @@ impl<'d> Counter<'d> {
             return None;
         }
         let d = self.lang.dfa;
-        let over = self.cap + 1;
-        let shortcut = match d.finite_count(s) {
+        let (max, min) = (self.lang.max, self.lang.min);
+        let total = match d.finite_count(s) {
             // No length bound left to cut the language: the automaton's own count.
-            Some(n) if self.lang.max == u32::MAX && chars >= self.lang.min && n < (1 << 20) => {
-                Some(u64::from(n))
-            }
-            None if self.lang.max == u32::MAX => Some(over),
-            _ => None,
-        };
-        let mut total = match shortcut {
-            Some(n) => n,
-            None => {
-                let mut total = u64::from(self.accepts(s, chars));
-                for gi in 0..self.groups.len() {
-                    if total >= over {
-                        break;
-                    }
-                    let (rep, size, lead) = self.groups[gi];
+            Some(n) if max == u32::MAX && chars >= min && n < (1 << 20) => u64::from(n),
+            None if max == u32::MAX => need,
+            _ => {
+                let mut kids: smallvec::SmallVec<[(u32, u32, u32, u32); 16]> =
+                    smallvec::SmallVec::new();
+                for &(rep, size, lead) in &self.groups {
                     let t = d.next(s, rep);
                     let c2 = chars + u32::from(lead);
-                    if !self.live(t, c2) {
-                        continue;
+                    if self.live(t, c2) {
+                        kids.push((d.short(t), t, c2, size));
                     }
-                    let sub = self.count(t, c2, depth + 1)?;
-                    total = total.saturating_add(u64::from(size).saturating_mul(sub));
+                }
+                kids.sort_unstable_by_key(|k| k.0);
+                let mut total = u64::from(self.accepts(s, chars));
+                for (_, t, c2, size) in kids {
+                    if total >= need {
+                        break;
+                    }
+                    let size = u64::from(size);
+                    let sub = self.count(t, c2, (need - total).div_ceil(size), depth + 1)?;
+                    total = total.saturating_add(size.saturating_mul(sub));
                 }
                 total
             }
         };
-        total = total.min(over);
-        self.memo.insert((s, chars), total);
-        Some(total)
+        let v = total.min(need);
+        self.memo.insert((s, chars), (v, total < need));
+        Some(v)
     }
 
-    /// Completions from `s` whose first code point lies in `pending` (all when `None`).
+    /// Completions from `s` whose first code point lies in `pending` (all when `None`),
+    /// counted up to `cap + 1`.
     fn count_from(&mut self, s: u32, chars: u32, pending: Option<(u32, u32)>) -> Option<u64> {
-        let Some((lo, hi)) = pending else { return self.count(s, chars, 0) };
+        let need = self.cap + 1;
+        let Some((lo, hi)) = pending else { return self.count(s, chars, need, 0) };
         let mut total = 0u64;
         for seq in first_chars(lo, hi) {
-            total = total.saturating_add(self.count_seq(s, chars, seq.as_slice(), true)?);
-            if total > self.cap {
-                return Some(self.cap + 1);
+            if total >= need {
+                break;
             }
+            total = total.saturating_add(self.count_seq(
+                s,
+                chars,
+                seq.as_slice(),
+                true,
+                need - total,
+            )?);
         }
-        Some(total)
+        Some(total.min(need))
     }
 
     fn count_seq(
@@ -651,12 +671,16 @@ impl<'d> Counter<'d> {
         chars: u32,
         ranges: &[regex_syntax::utf8::Utf8Range],
         first: bool,
+        need: u64,
     ) -> Option<u64> {
-        let Some((r, rest)) = ranges.split_first() else { return self.count(s, chars, 0) };
+        let Some((r, rest)) = ranges.split_first() else { return self.count(s, chars, need, 0) };
         let c2 = chars + u32::from(first);
         let mut total = 0u64;
         let mut done: smallvec::SmallVec<[u8; 16]> = smallvec::SmallVec::new();
         for b in r.start..=r.end {
+            if total >= need {
+                break;
+            }
             let class = self.lang.dfa.class_of(b);
             if done.contains(&class) {
                 continue;
@@ -666,14 +690,12 @@ impl<'d> Counter<'d> {
             if !self.live(t, c2) {
                 continue;
             }
-            let n = (r.start..=r.end).filter(|&x| self.lang.dfa.class_of(x) == class).count();
-            let sub = self.count_seq(t, c2, rest, false)?;
-            total = total.saturating_add((n as u64).saturating_mul(sub));
-            if total > self.cap {
-                return Some(self.cap + 1);
-            }
+            let n =
+                (r.start..=r.end).filter(|&x| self.lang.dfa.class_of(x) == class).count() as u64;
+            let sub = self.count_seq(t, c2, rest, false, (need - total).div_ceil(n))?;
+            total = total.saturating_add(n.saturating_mul(sub));
         }
-        Some(total)
+        Some(total.min(need))
     }
 
     /// Appends to `out` every completion from `s` (after `cur`) whose first code point lies
@@ -744,7 +766,7 @@ impl<'d> Counter<'d> {
             }
             let t = self.lang.dfa.next(s, b);
             let c2 = chars + u32::from(b & 0xC0 != 0x80);
-            if !self.live(t, c2) || self.count(t, c2, 0)? == 0 {
+            if !self.live(t, c2) || self.count(t, c2, 1, 0)? == 0 {
                 continue;
             }
             cur.push(b);
@@ -811,7 +833,7 @@ pub(crate) fn count_values(lang: StrLang<'_>, need: u64) -> Option<u64> {
         return Some(0);
     }
     let mut c = Counter::new(lang, need.saturating_sub(1));
-    c.count(s, 0, 0)
+    c.count(s, 0, need, 0)
 }
 
 /// Every value of string language `lang` (UTF-8), when it has at most `cap`; `None`
@@ -822,7 +844,7 @@ pub(crate) fn list_values(lang: StrLang<'_>, cap: u64) -> Option<Vec<Vec<u8>>> {
         return Some(Vec::new());
     }
     let mut c = Counter::new(lang, cap);
-    if c.count(s, 0, 0)? > cap {
+    if c.count(s, 0, cap + 1, 0)? > cap {
         return None;
     }
     let mut out = Vec::new();

@@ -257,16 +257,22 @@ impl<'a> Rt<'a> {
         })
     }
 
-    /// Is string alternative `ai` of the top frame decided by counting, with an earlier item
-    /// of its array starting with its text so far? Then the tokens that extend it depend on
-    /// the items written, not only on its automaton state, and the mask walks them.
-    pub(super) fn counted_at_risk(&self, fi: usize, ai: usize) -> bool {
-        if self.item_counted(fi, ai).is_none() {
-            return false;
-        }
+    /// For string alternative `ai` of the top frame decided by counting: the bytes that
+    /// continue its text so far along an earlier item of its array (`None` when there are
+    /// none). A token that starts with another byte leaves every earlier item behind, so only
+    /// the automaton state decides it; the others depend on the items written, and the mask
+    /// walks them with the recogniser.
+    pub(super) fn counted_risky_bytes(&self, fi: usize, ai: usize) -> Option<crate::ByteSet> {
+        self.item_counted(fi, ai)?;
         let pi = fi - 1;
         let text = unique::partial_string(&self.st.raw[self.st.frames[pi].item as usize + 1..]);
-        self.seen_texts(pi).any(|t| t.starts_with(&text))
+        let mut set = crate::ByteSet::EMPTY;
+        for t in self.seen_texts(pi) {
+            if let Some(&b) = t.strip_prefix(text.as_slice()).and_then(|r| r.first()) {
+                set.insert(b);
+            }
+        }
+        (!set.is_empty()).then_some(set)
     }
 
     /// The decoded texts of the string items the `uniqueItems` array in frame `pi` has
