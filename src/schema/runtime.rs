@@ -358,15 +358,20 @@ impl<'a> Rt<'a> {
         if kind == Kind::Num {
             self.st.buf.push(b);
         }
-        if kind == Kind::Str && puniq && !prog.unique_members.is_empty() {
-            // A string item decided by its members needs an unseen one from its first byte.
+        if kind == Kind::Str
+            && puniq
+            && (!prog.unique_members.is_empty() || !prog.unique_counted.is_empty())
+        {
+            // A string item decided by its members or by counting needs an unseen value
+            // from its first byte.
             let fi = self.st.frames.len() - 1;
             let mut any = false;
             for ai in self.alt_range(fi) {
                 if !self.st.alts[ai].alive {
                     continue;
                 }
-                if self.str_item_fresh(fi, ai, None) {
+                let a = self.st.alts[ai];
+                if self.str_item_fresh(fi, ai, None, a.str(), true) {
                     any = true;
                 } else {
                     self.kill(ai);
@@ -849,8 +854,11 @@ impl SchemaConstraint {
     /// the index of the first refused byte, with the state unchanged.
     ///
     /// # Errors
-    /// The index of the refused byte.
+    /// The index of the refused byte (also a byte whose `uniqueItems` completion count ran
+    /// out of its fuel: [`ConstraintEngine::advance`] reports that one as
+    /// [`crate::EngineErrorKind::LimitExceeded`]).
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        unique::refuel();
         let mut rt = self.rt();
         for (i, &b) in bytes.iter().enumerate() {
             if !rt.try_push_byte(b) {
@@ -867,6 +875,7 @@ impl SchemaConstraint {
     /// [`SchemaConstraint::probe_pop`], and the undo log dropped by
     /// [`SchemaConstraint::probe_done`] once every probe byte is popped.
     pub(crate) fn probe_push(&mut self, b: u8) -> bool {
+        unique::refuel();
         self.rt().try_push_byte(b)
     }
 
@@ -971,8 +980,12 @@ impl SchemaConstraint {
             return Ok(());
         }
         let vocab = self.vocab.clone();
+        unique::refuel();
         vocab.trie().walk(&mut Rt { texts: true, ..self.rt() }, mask);
         self.log.clear();
+        if unique::fuel_spent() {
+            return Err(fuel_error());
+        }
         if self.accepting_state() {
             allow_eos(&self.vocab, mask);
         }
@@ -1022,6 +1035,14 @@ impl SchemaConstraint {
     }
 }
 
+/// A `uniqueItems` completion count ran out of its fuel ([`unique::COUNT_FUEL`]).
+fn fuel_error() -> EngineError {
+    EngineError::new(crate::engine::EngineErrorKind::LimitExceeded {
+        limit: unique::COUNT_FUEL_NAME,
+        value: unique::COUNT_FUEL as usize,
+    })
+}
+
 impl ConstraintEngine for SchemaConstraint {
     fn vocab(&self) -> &Vocabulary {
         &self.vocab
@@ -1048,7 +1069,12 @@ impl ConstraintEngine for SchemaConstraint {
             self.cache.insert_arc((h, key), m);
             return Ok(());
         }
+        unique::refuel();
         self.compute(mask);
+        if unique::fuel_spent() {
+            // A `uniqueItems` count gave up: the mask may be wrong, so none is given.
+            return Err(fuel_error());
+        }
         let st = Arc::new(if keyed { (*self.key).clone() } else { self.st.clone() });
         if shared {
             // One copy of the mask for both caches.
@@ -1071,7 +1097,15 @@ impl ConstraintEngine for SchemaConstraint {
         let vocab = self.vocab.clone();
         let bytes = vocab.token_bytes(token);
         let before = self.st.clone();
-        match self.advance_bytes(bytes) {
+        unique::refuel();
+        let r = self.advance_bytes(bytes);
+        if unique::fuel_spent() {
+            if r.is_ok() {
+                self.st = before;
+            }
+            return Err(fuel_error());
+        }
+        match r {
             Ok(()) => {
                 let after = std::mem::replace(&mut self.st, before);
                 self.push_history();
@@ -1105,6 +1139,7 @@ impl ConstraintEngine for SchemaConstraint {
         if self.finished {
             return;
         }
+        unique::refuel();
         let mut st = self.st.clone();
         let mut log = Vec::new();
         let mut graves = Graves::default();
@@ -1121,6 +1156,7 @@ impl ConstraintEngine for SchemaConstraint {
 
     fn allows(&self, token: TokenId) -> bool {
         allows_with(&self.vocab, token, self.finished, self.accepting_state(), |bytes| {
+            unique::refuel();
             let mut st = self.st.clone();
             let mut log = Vec::new();
             let mut graves = Graves::default();

@@ -10,15 +10,24 @@
 //! Refusing at completion is exact only when no partial item is a dead end, i.e. when every
 //! live prefix of an item has infinitely many distinct completions (then some completion is
 //! always new). [`open_core`] decides that per core; the compiler requires every item position
-//! of a `uniqueItems` array to offer only open cores plus `null`/booleans, and at least one
-//! open core (so the array can always grow). Finite item languages (`enum`, `const`, bounded
-//! strings or numbers, integers — `0` and `-0` admit only one value) are refused with
-//! [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`, with one exception: a string
-//! core whose language has at most [`MAX_MEMBERS`] members (an `enum` of names, the usual
-//! "list of distinct options") is decided by its members ([`string_members`]). The runtime
-//! keeps such an item alive only while some member it can still spell is unseen
-//! ([`fresh_member`], after every byte and inside every `\u` escape), and offers another item
-//! only while one is ([`fresh_literal`]), so no partial item is a dead end there either.
+//! of a `uniqueItems` array to offer only open cores plus `null`/booleans and strings, and at
+//! least one open core (so the array can always grow). Other finite item languages (`enum`,
+//! `const` of numbers, bounded numbers, integers — `0` and `-0` admit only one value) are
+//! refused with [`super::SchemaErrorKind::Unsupported`] naming `uniqueItems`.
+//!
+//! Strings that are not open are decided exactly while they are typed: an item prefix is
+//! dead iff every completion of it is a value an earlier item has. A language of at most
+//! [`MAX_MEMBERS`] members (an `enum` of names, the usual "list of distinct options") is
+//! decided by its members ([`string_members`], [`fresh_member`]); any other (strings bounded
+//! by `maxLength`, patterns with finitely many completions from some state) by counting the
+//! completions from the item's automaton state ([`counted_fresh`]): with `k` earlier items
+//! that start with the text so far, the count stops at `k + 1` (then one completion is new),
+//! and only a count of at most `k` is listed and compared. Completions are counted over the
+//! decoded content, so values, not spellings. The runtime checks after every byte, inside
+//! every `\u` escape and at the opening quote, and offers another item only while a value
+//! is unused ([`fresh_literal`]), so no partial item is a dead end there either. The counts
+//! spend a per-mask fuel ([`COUNT_FUEL`]); past it the engine reports an error instead of a
+//! mask.
 
 use super::compile::{CoreRt, DfaId, ExprId, RtCoreId};
 use super::number::Dec;
@@ -226,13 +235,15 @@ pub(crate) fn members_with_prefix<'m>(members: &'m [Box<[u8]>], text: &[u8]) -> 
     &members[lo..lo + n]
 }
 
-/// How many distinct values an item node of only `null`/boolean cores and strings decided by
-/// their members offers; `None` when it has another kind of core.
+/// How many distinct values an item node of only `null`/boolean cores and strings offers,
+/// counted up to `need` (a result of at least `need` means at least that many); `None` when
+/// it has another kind of core, or when counting a string language ran out of fuel.
 pub(crate) fn finite_supply(
     cores: &[CoreRt],
     node: &[RtCoreId],
     dfas: &[ByteDfa],
     any_dfa: DfaId,
+    need: usize,
 ) -> Option<usize> {
     let mut values: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
     for &c in node {
@@ -248,13 +259,24 @@ pub(crate) fn finite_supply(
                     values.insert(literal(b'f').to_vec());
                 }
             }
-            _ => {
-                for m in string_members(&cores[c], dfas, any_dfa)? {
+            CoreRt::String { dfa, min, max } => {
+                let listed = match string_members(&cores[c], dfas, any_dfa) {
+                    Some(m) => m.into_iter().map(Vec::from).collect(),
+                    None => {
+                        let lang = StrLang { dfa: &dfas[dfa], min, max };
+                        if count_values(lang, need as u64)? >= need as u64 {
+                            return Some(need);
+                        }
+                        list_values(lang, need as u64)?
+                    }
+                };
+                for m in listed {
                     let mut canon = Vec::new();
                     string_canon(&m, &mut canon);
                     values.insert(canon);
                 }
             }
+            _ => return None,
         }
     }
     Some(values.len())
@@ -356,9 +378,8 @@ pub(crate) fn node_ok(
     for &c in cs {
         if open_core(cores, nodes, dfas, any_dfa, c) {
             open = true;
-        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            && !decided_by_members(&cores[c], dfas, any_dfa)
-        {
+        } else if !matches!(cores[c], CoreRt::Null | CoreRt::Bool(_) | CoreRt::String { .. }) {
+            // Strings are decided by their members or by counting ([`counted_fresh`]).
             return false;
         }
     }
@@ -422,8 +443,7 @@ pub(crate) fn undecided_reason(
 ) -> &'static str {
     for &c in node {
         if open_core(cores, nodes, dfas, any_dfa, c)
-            || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_))
-            || decided_by_members(&cores[c], dfas, any_dfa)
+            || matches!(cores[c], CoreRt::Null | CoreRt::Bool(_) | CoreRt::String { .. })
         {
             continue;
         }
@@ -435,10 +455,6 @@ pub(crate) fn undecided_reason(
             CoreRt::Number(_) => {
                 "items may be bounded numbers or multiples, whose partial texts can have only \
                  duplicate completions"
-            }
-            CoreRt::String { .. } => {
-                "items may be strings of a finite language of more than 1,024 members or \
-                 bounded by maxLength, whose partial texts can have only duplicate completions"
             }
             CoreRt::Array { .. } => {
                 "items may be arrays with maxItems, contains or uniqueItems, which can have \
@@ -455,13 +471,14 @@ pub(crate) fn undecided_reason(
 }
 
 /// For an item node of only `null`/boolean cores and strings decided by their members
-/// (`members`): is one of its values not yet `seen`? `None` when the node has another kind of
-/// core (then a new value always exists).
+/// (`members`) or by counting (`counted`, asked with the core): is one of its values not yet
+/// `seen`? `None` when the node has another kind of core (then a new value always exists).
 pub(crate) fn fresh_literal(
     cores: &[CoreRt],
     node: &[RtCoreId],
     members: &super::compile::UniqueMembers,
     seen: impl Fn(&[u8]) -> bool,
+    counted: impl Fn(RtCoreId) -> Option<bool>,
 ) -> Option<bool> {
     let mut fresh = false;
     for &c in node {
@@ -474,10 +491,373 @@ pub(crate) fn fresh_literal(
             CoreRt::String { .. } if members.contains_key(&c) => {
                 fresh |= fresh_member(&members[&c], &[], None, &seen);
             }
-            _ => return None,
+            _ => fresh |= counted(c)?,
         }
     }
     Some(fresh)
+}
+
+/// The string language of an item core that [`counted_fresh`] decides: its automaton over the
+/// decoded UTF-8 content, and its `minLength`/`maxLength` in code points (`max ==
+/// u32::MAX`: no bound).
+#[derive(Clone, Copy)]
+pub(crate) struct StrLang<'d> {
+    pub dfa: &'d ByteDfa,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// Automaton steps one mask (or one token's step) may spend counting and listing string
+/// completions for `uniqueItems` ([`counted_fresh`]). Past it the engine reports
+/// [`crate::EngineErrorKind::LimitExceeded`] naming [`COUNT_FUEL_NAME`] rather than a mask
+/// that may be wrong. Ordinary schemas spend a few hundred steps per query: the count stops
+/// as soon as it exceeds the items already written.
+pub(crate) const COUNT_FUEL: u64 = 1 << 22;
+
+/// The limit's name in [`crate::EngineErrorKind::LimitExceeded`].
+pub(crate) const COUNT_FUEL_NAME: &str = "uniqueItems completion count (steps per mask)";
+
+/// The deepest recursion of one count (code points and bytes of a completion walked);
+/// deeper counts spend the fuel at once.
+const MAX_COUNT_DEPTH: u32 = 4096;
+
+thread_local! {
+    /// Steps left to [`counted_fresh`] on this thread since the last [`refuel`].
+    static FUEL: std::cell::Cell<u64> = const { std::cell::Cell::new(COUNT_FUEL) };
+    /// Did a query run out of fuel since the last [`refuel`]? Its answer (not fresh) may be
+    /// wrong, so the engine must not use the mask or the step it computed.
+    static SPENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Give this thread [`COUNT_FUEL`] steps (at the start of a mask or a token's step).
+pub(crate) fn refuel() {
+    FUEL.set(COUNT_FUEL);
+    SPENT.set(false);
+}
+
+/// Has a query run out of fuel since the last [`refuel`]?
+pub(crate) fn fuel_spent() -> bool {
+    SPENT.get()
+}
+
+fn burn() -> bool {
+    let f = FUEL.get();
+    if f == 0 {
+        SPENT.set(true);
+        return false;
+    }
+    FUEL.set(f - 1);
+    true
+}
+
+/// Counts the completions of a string item from an automaton state, up to `cap + 1` (every
+/// count above `cap` is reported as `cap + 1`), memoised per (state, code points).
+/// Completions are byte strings over the decoded content, so distinct completions are
+/// distinct values: escapes are not spellings here.
+struct Counter<'d> {
+    lang: StrLang<'d>,
+    cap: u64,
+    /// One representative byte per (byte class, leads a character), with the class size.
+    groups: Vec<(u8, u32, bool)>,
+    /// Per (state, code points): the count found and whether it is exact (below what was
+    /// needed then) or a lower bound.
+    memo: rustc_hash::FxHashMap<(u32, u32), (u64, bool)>,
+}
+
+impl<'d> Counter<'d> {
+    fn new(lang: StrLang<'d>, cap: u64) -> Self {
+        let mut groups: Vec<(u8, u32, bool)> = Vec::new();
+        // Per (class, leads a character): its index in `groups` plus one.
+        let mut index = [0u16; 512];
+        for b in 0..=255u8 {
+            let lead = b & 0xC0 != 0x80;
+            let k = usize::from(lang.dfa.class_of(b)) << 1 | usize::from(lead);
+            if index[k] == 0 {
+                groups.push((b, 0, lead));
+                index[k] = groups.len() as u16;
+            }
+            groups[usize::from(index[k]) - 1].1 += 1;
+        }
+        Counter { lang, cap, groups, memo: Default::default() }
+    }
+
+    /// Can `t`, reached with `chars` code points begun, still complete within `maxLength`?
+    fn live(&self, t: u32, chars: u32) -> bool {
+        t != super::string::DEAD && chars.saturating_add(self.lang.dfa.short(t)) <= self.lang.max
+    }
+
+    fn accepts(&self, s: u32, chars: u32) -> bool {
+        self.lang.dfa.is_accept(s) && chars >= self.lang.min
+    }
+
+    /// The completions from live `s` with `chars` code points begun, counted up to `need`
+    /// (`min(count, need)`); `None` when out of fuel. Children are tried nearest accepting
+    /// state first, each asked only for what is still needed, so a count of `need` costs about
+    /// `need` completions' worth of steps however long the strings may grow (`"^a*$"` with
+    /// `maxLength: 1000000` stops after `need` levels).
+    fn count(&mut self, s: u32, chars: u32, need: u64, depth: u32) -> Option<u64> {
+        if need == 0 {
+            return Some(0);
+        }
+        if let Some(&(v, exact)) = self.memo.get(&(s, chars)) {
+            if exact || v >= need {
+                return Some(v.min(need));
+            }
+        }
+        if depth > MAX_COUNT_DEPTH {
+            FUEL.set(0);
+        }
+        if !burn() {
+            return None;
+        }
+        let d = self.lang.dfa;
+        let (max, min) = (self.lang.max, self.lang.min);
+        let total = match d.finite_count(s) {
+            // No length bound left to cut the language: the automaton's own count.
+            Some(n) if max == u32::MAX && chars >= min && n < (1 << 20) => u64::from(n),
+            None if max == u32::MAX => need,
+            _ => {
+                let mut kids: smallvec::SmallVec<[(u32, u32, u32, u32); 16]> =
+                    smallvec::SmallVec::new();
+                for &(rep, size, lead) in &self.groups {
+                    let t = d.next(s, rep);
+                    let c2 = chars + u32::from(lead);
+                    if self.live(t, c2) {
+                        kids.push((d.short(t), t, c2, size));
+                    }
+                }
+                kids.sort_unstable_by_key(|k| k.0);
+                let mut total = u64::from(self.accepts(s, chars));
+                for (_, t, c2, size) in kids {
+                    if total >= need {
+                        break;
+                    }
+                    let size = u64::from(size);
+                    let sub = self.count(t, c2, (need - total).div_ceil(size), depth + 1)?;
+                    total = total.saturating_add(size.saturating_mul(sub));
+                }
+                total
+            }
+        };
+        let v = total.min(need);
+        self.memo.insert((s, chars), (v, total < need));
+        Some(v)
+    }
+
+    /// Completions from `s` whose first code point lies in `pending` (all when `None`),
+    /// counted up to `cap + 1`.
+    fn count_from(&mut self, s: u32, chars: u32, pending: Option<(u32, u32)>) -> Option<u64> {
+        let need = self.cap + 1;
+        let Some((lo, hi)) = pending else { return self.count(s, chars, need, 0) };
+        let mut total = 0u64;
+        for seq in first_chars(lo, hi) {
+            if total >= need {
+                break;
+            }
+            total = total.saturating_add(self.count_seq(
+                s,
+                chars,
+                seq.as_slice(),
+                true,
+                need - total,
+            )?);
+        }
+        Some(total.min(need))
+    }
+
+    fn count_seq(
+        &mut self,
+        s: u32,
+        chars: u32,
+        ranges: &[regex_syntax::utf8::Utf8Range],
+        first: bool,
+        need: u64,
+    ) -> Option<u64> {
+        let Some((r, rest)) = ranges.split_first() else { return self.count(s, chars, need, 0) };
+        let c2 = chars + u32::from(first);
+        let mut total = 0u64;
+        let mut done: smallvec::SmallVec<[u8; 16]> = smallvec::SmallVec::new();
+        for b in r.start..=r.end {
+            if total >= need {
+                break;
+            }
+            let class = self.lang.dfa.class_of(b);
+            if done.contains(&class) {
+                continue;
+            }
+            done.push(class);
+            let t = self.lang.dfa.next(s, b);
+            if !self.live(t, c2) {
+                continue;
+            }
+            let n =
+                (r.start..=r.end).filter(|&x| self.lang.dfa.class_of(x) == class).count() as u64;
+            let sub = self.count_seq(t, c2, rest, false, (need - total).div_ceil(n))?;
+            total = total.saturating_add(n.saturating_mul(sub));
+        }
+        Some(total.min(need))
+    }
+
+    /// Appends to `out` every completion from `s` (after `cur`) whose first code point lies
+    /// in `pending`; only called where [`Counter::count_from`] found at most `cap`.
+    fn list_from(
+        &mut self,
+        s: u32,
+        chars: u32,
+        pending: Option<(u32, u32)>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        let mut cur = Vec::new();
+        match pending {
+            None => self.list(s, chars, &mut cur, out),
+            Some((lo, hi)) => {
+                for seq in first_chars(lo, hi) {
+                    self.list_seq(s, chars, seq.as_slice(), true, &mut cur, out)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    fn list_seq(
+        &mut self,
+        s: u32,
+        chars: u32,
+        ranges: &[regex_syntax::utf8::Utf8Range],
+        first: bool,
+        cur: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        let Some((r, rest)) = ranges.split_first() else { return self.list(s, chars, cur, out) };
+        let c2 = chars + u32::from(first);
+        for b in r.start..=r.end {
+            if !burn() {
+                return None;
+            }
+            let t = self.lang.dfa.next(s, b);
+            if !self.live(t, c2) {
+                continue;
+            }
+            cur.push(b);
+            self.list_seq(t, c2, rest, false, cur, out)?;
+            cur.pop();
+        }
+        Some(())
+    }
+
+    fn list(
+        &mut self,
+        s: u32,
+        chars: u32,
+        cur: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Option<()> {
+        if self.accepts(s, chars) {
+            out.push(cur.clone());
+        }
+        if out.len() as u64 > self.cap || cur.len() as u32 > MAX_COUNT_DEPTH {
+            FUEL.set(0);
+            burn();
+            return None;
+        }
+        for b in 0..=255u8 {
+            if !burn() {
+                return None;
+            }
+            let t = self.lang.dfa.next(s, b);
+            let c2 = chars + u32::from(b & 0xC0 != 0x80);
+            if !self.live(t, c2) || self.count(t, c2, 1, 0)? == 0 {
+                continue;
+            }
+            cur.push(b);
+            self.list(t, c2, cur, out)?;
+            cur.pop();
+        }
+        Some(())
+    }
+}
+
+/// The UTF-8 byte-range sequences of the code points in `lo..=hi` (surrogates excluded).
+fn first_chars(lo: u32, hi: u32) -> impl Iterator<Item = regex_syntax::utf8::Utf8Sequence> {
+    let span = |a: u32, b: u32| {
+        let (ca, cb) = (char::from_u32(a), char::from_u32(b));
+        match (ca, cb) {
+            (Some(ca), Some(cb)) if a <= b => Some(regex_syntax::utf8::Utf8Sequences::new(ca, cb)),
+            _ => None,
+        }
+    };
+    let below = span(lo, hi.min(0xD7FF));
+    let above = span(lo.max(0xE000), hi.min(0x10FFFF));
+    below.into_iter().flatten().chain(above.into_iter().flatten())
+}
+
+/// Can a string item of language `lang`, at automaton state `s` (live) with `chars` code
+/// points begun and decoded text `text` so far, still complete to a value no earlier item
+/// has (`seen`: the decoded texts of the earlier string items)? `pending`: inside a `\u`
+/// escape, the range the next code point must lie in.
+///
+/// Exact, and cheap where it matters: with `k` earlier items starting with `text`, the
+/// completions are counted only up to `k + 1` (more than `k` of them: one is new), and
+/// listed and compared only when there are at most `k`. No earlier item starting with
+/// `text` needs no count at all (a live state has a completion). Out of fuel ([`COUNT_FUEL`])
+/// it answers `false` and [`fuel_spent`] tells the engine to discard what it computed.
+pub(crate) fn counted_fresh<'s>(
+    lang: StrLang<'_>,
+    s: u32,
+    chars: u32,
+    text: &[u8],
+    pending: Option<(u32, u32)>,
+    seen: impl Iterator<Item = &'s [u8]>,
+) -> bool {
+    let rest: Vec<&[u8]> = seen.filter_map(|t| t.strip_prefix(text)).collect();
+    if rest.is_empty() {
+        return true;
+    }
+    let mut c = Counter::new(lang, rest.len() as u64);
+    let Some(n) = c.count_from(s, chars, pending) else { return false };
+    if n > rest.len() as u64 {
+        return true;
+    }
+    let mut out = Vec::new();
+    if c.list_from(s, chars, pending, &mut out).is_none() {
+        return false;
+    }
+    out.iter().any(|w| !rest.contains(&w.as_slice()))
+}
+
+/// How many distinct values string language `lang` has, counted up to `need` (a count of
+/// `need` means at least that many); `None` when out of fuel.
+pub(crate) fn count_values(lang: StrLang<'_>, need: u64) -> Option<u64> {
+    let s = lang.dfa.start();
+    if s == super::string::DEAD || lang.dfa.short(s) > lang.max {
+        return Some(0);
+    }
+    let mut c = Counter::new(lang, need.saturating_sub(1));
+    c.count(s, 0, need, 0)
+}
+
+/// Every value of string language `lang` (UTF-8), when it has at most `cap`; `None`
+/// otherwise or out of fuel.
+pub(crate) fn list_values(lang: StrLang<'_>, cap: u64) -> Option<Vec<Vec<u8>>> {
+    let s = lang.dfa.start();
+    if s == super::string::DEAD || lang.dfa.short(s) > lang.max {
+        return Some(Vec::new());
+    }
+    let mut c = Counter::new(lang, cap);
+    if c.count(s, 0, cap + 1, 0)? > cap {
+        return None;
+    }
+    let mut out = Vec::new();
+    c.list_from(s, 0, None, &mut out)?;
+    Some(out)
+}
+
+/// The decoded text of a string item from its canonical form ([`string_canon`]); `None` for
+/// other values.
+pub(crate) fn canon_text(canon: &[u8]) -> Option<&[u8]> {
+    let rest = canon.strip_prefix(b"s")?;
+    let colon = rest.iter().position(|&b| b == b':')?;
+    Some(&rest[colon + 1..])
 }
 
 #[cfg(test)]
@@ -542,6 +922,86 @@ mod tests {
         assert!(!fresh_member(&members, b"a", None, seen_a_ab));
         assert!(fresh_member(&members, b"", Some((0xE0, 0xEF)), seen_a_ab), "é by escape");
         assert!(!fresh_member(&members, b"", Some((0x61, 0x61)), seen_a_ab));
+    }
+
+    fn lang(d: &super::ByteDfa, max: u32) -> super::StrLang<'_> {
+        super::StrLang { dfa: d, min: 0, max }
+    }
+
+    #[test]
+    fn values_are_counted_up_to_the_cap_and_listed() {
+        use super::{count_values, list_values};
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        // "", a, b, aa, ab, ba, bb.
+        assert_eq!(list_values(lang(&d, 2), 7).unwrap().len(), 7);
+        assert_eq!(count_values(lang(&d, 2), 100), Some(7));
+        assert_eq!(count_values(lang(&d, 2), 3), Some(3), "capped at what is needed");
+        assert!(list_values(lang(&d, 2), 6).is_none(), "more than the cap: not listed");
+        // Any content: 2-byte and 3-byte characters count once each (values, not bytes).
+        let any = crate::schema::string::any_content();
+        let one = count_values(lang(any, 1), 10_000_000).unwrap();
+        assert_eq!(one, 1 + 0x10FFFF + 1 - 0x800, "every scalar value but surrogates, and \"\"");
+    }
+
+    #[test]
+    fn a_prefix_is_fresh_while_an_unwritten_completion_remains() {
+        use super::counted_fresh;
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        let after_a = d.run(d.start(), b"a");
+        let seen: Vec<&[u8]> = vec![b"a", b"ab"];
+        // "a" → "", "a", "b": "aa" is new.
+        assert!(counted_fresh(lang(&d, 2), after_a, 1, b"a", None, seen.iter().copied()));
+        let seen3: Vec<&[u8]> = vec![b"a", b"ab", b"aa"];
+        assert!(!counted_fresh(lang(&d, 2), after_a, 1, b"a", None, seen3.iter().copied()));
+        // Inside `\u`: only completions whose next character is in the range count.
+        assert!(counted_fresh(
+            lang(&d, 2),
+            after_a,
+            1,
+            b"a",
+            Some((0x61, 0x61)),
+            seen.iter().copied()
+        ));
+        assert!(!counted_fresh(
+            lang(&d, 2),
+            after_a,
+            1,
+            b"a",
+            Some((0x62, 0x62)),
+            seen.iter().copied()
+        ));
+        // Nothing written starts with the text: no count needed.
+        assert!(counted_fresh(lang(&d, 2), d.start(), 0, b"", None, std::iter::empty()));
+    }
+
+    #[test]
+    fn running_out_of_fuel_is_reported_not_guessed() {
+        use super::{counted_fresh, fuel_spent, refuel, FUEL};
+        let d = crate::schema::string::dfa_from_regex("[ab]*", 100).unwrap();
+        let seen: Vec<Vec<u8>> = (0..40)
+            .map(|i| format!("{i:b}").replace('0', "a").replace('1', "b").into_bytes())
+            .collect();
+        refuel();
+        FUEL.set(5);
+        assert!(!counted_fresh(
+            lang(&d, 8),
+            d.start(),
+            0,
+            b"",
+            None,
+            seen.iter().map(Vec::as_slice)
+        ));
+        assert!(fuel_spent());
+        refuel();
+        assert!(counted_fresh(
+            lang(&d, 8),
+            d.start(),
+            0,
+            b"",
+            None,
+            seen.iter().map(Vec::as_slice)
+        ));
+        assert!(!fuel_spent());
     }
 
     #[test]

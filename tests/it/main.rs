@@ -46,6 +46,7 @@ mod schema_forced;
 mod schema_fuzz;
 mod schema_maskbench;
 mod schema_spelling;
+mod schema_unique;
 mod schema_walk;
 mod step_mask_views;
 mod tagged;

@@ -47,10 +47,10 @@ fn unsupported_keywords_name_keyword_and_pointer() {
     let cases = [
         (json!({"$ref": "https://example.com/other.json"}), "$ref", ""),
         // Finite item languages: a partial item could be a dead end (every completion a
-        // duplicate), which the runtime does not decide (it does for strings of at most 1,024
-        // members, such as an `enum` of names, not for strings bounded by `maxLength`).
+        // duplicate), which the runtime decides for strings (by their members or by counting
+        // completions), not for bounded numbers or integers.
         (
-            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "maxLength": 3}, "uniqueItems": true}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"type": "number", "maximum": 3}, "uniqueItems": true}}}),
             "uniqueItems",
             "/properties/a",
         ),

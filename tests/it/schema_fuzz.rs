@@ -54,6 +54,10 @@ fn schemas() -> Vec<serde_json::Value> {
         json!({"type": "array", "items": {"enum": ["a", "ab", "abc", "b", "é", "x\"y"]}, "uniqueItems": true}),
         json!({"type": "array", "items": {"type": "string", "enum": ["red", "green", "blue"]}, "uniqueItems": true, "minItems": 3}),
         json!({"type": "array", "items": {"anyOf": [{"enum": ["on", "off"]}, {"type": "boolean"}, {"type": "string", "pattern": "^[xy]{1,2}$"}]}, "uniqueItems": true, "minItems": 2, "maxItems": 8}),
+        // `uniqueItems` over strings bounded by `maxLength`, decided by counting completions:
+        // few values (two letters, at most two of them), so duplicates are near at every step.
+        json!({"type": "array", "items": {"type": "string", "pattern": "^[xy]*$", "maxLength": 2}, "uniqueItems": true, "maxItems": 9}),
+        json!({"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": 1, "pattern": "^[a-c]*$"}, {"type": "null"}]}, "uniqueItems": true, "minItems": 2}),
         json!({"type": "object", "properties": {"opts": {"type": "array", "items": {"enum": ["TestAssemblies"]}, "uniqueItems": true}, "cats": {"type": "array", "items": {"anyOf": [{"type": "string", "minLength": 1}, {"enum": ["ajax", "build"]}]}, "uniqueItems": true, "maxItems": 3}}, "required": ["opts", "cats"], "additionalProperties": false}),
         // `maxLength` counted beside a pattern/format automaton: the shortest completion
         // must still fit, or the mask would lead into a dead end.

@@ -170,7 +170,8 @@ impl<'a> Compiler<'a> {
             ns.retain(|&c| sat[c]);
         }
         forbid_dead_keys(&mut cores, &nodes);
-        let unique_members = self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
+        let (unique_members, unique_counted) =
+            self.restrict_unique(&mut cores, &nodes, &reach.sources)?;
         if nodes[root].is_empty() {
             return Err(self.empty_root_error(
                 &cores,
@@ -182,7 +183,17 @@ impl<'a> Compiler<'a> {
         let ignored = std::mem::take(&mut self.ignored);
         let max_depth = self.limits.max_instance_depth;
         let dfas = self.dfas;
-        Ok((Program { nodes, cores, dfas, root, any_dfa, max_depth, unique_members }, ignored))
+        let program = Program {
+            nodes,
+            cores,
+            dfas,
+            root,
+            any_dfa,
+            max_depth,
+            unique_members,
+            unique_counted,
+        };
+        Ok((program, ignored))
     }
 
     /// The error for a schema that has instances but none once its objects are closed
@@ -316,14 +327,17 @@ impl<'a> Compiler<'a> {
 
     /// `uniqueItems` only where the runtime decides it exactly (see [`unique`]); elsewhere
     /// it is unsupported (dropped in lenient mode). Returns the members of the string cores
-    /// the runtime decides member by member ([`unique::string_members`]).
+    /// the runtime decides member by member ([`unique::string_members`]), and the other
+    /// string cores that are not open, which it decides by counting
+    /// ([`unique::counted_fresh`]).
     fn restrict_unique(
         &mut self,
         cores: &mut [CoreRt],
         nodes: &[Vec<RtCoreId>],
         sources: &[CoreId],
-    ) -> Result<UniqueMembers, SchemaError> {
+    ) -> Result<(UniqueMembers, rustc_hash::FxHashSet<RtCoreId>), SchemaError> {
         let mut members = UniqueMembers::default();
+        let mut counted = rustc_hash::FxHashSet::default();
         for i in 0..cores.len() {
             let CoreRt::Array { prefix, items, contains, unique: true, min, .. } = &cores[i] else {
                 continue;
@@ -345,7 +359,8 @@ impl<'a> Compiler<'a> {
                 // Every position takes the same finite values: `minItems` distinct ones must
                 // exist, then no position before it is a dead end either.
                 let min = *min as usize;
-                ok = unique::finite_supply(cores, &nodes[*items], &self.dfas, self.any_dfa)
+                unique::refuel();
+                ok = unique::finite_supply(cores, &nodes[*items], &self.dfas, self.any_dfa, min)
                     .is_some_and(|n| n >= min);
             }
             if !ok {
@@ -376,11 +391,13 @@ impl<'a> Compiler<'a> {
                     }
                     if let Some(m) = unique::string_members(&cores[c], &self.dfas, self.any_dfa) {
                         members.insert(c, m);
+                    } else if matches!(cores[c], CoreRt::String { .. }) {
+                        counted.insert(c);
                     }
                 }
             }
         }
-        Ok(members)
+        Ok((members, counted))
     }
 
     pub(super) fn finalize_core(&mut self, c: CoreId) -> Result<CoreRt, SchemaError> {

@@ -163,4 +163,8 @@ pub(crate) struct Program {
     /// String cores offered as items of `uniqueItems` arrays whose finite languages are
     /// decided member by member ([`crate::schema::unique::string_members`]).
     pub unique_members: UniqueMembers,
+    /// The other string cores offered as items of `uniqueItems` arrays that are not open
+    /// (bounded by `maxLength`, or with finitely many completions from some state): decided
+    /// by counting completions ([`crate::schema::unique::counted_fresh`]).
+    pub unique_counted: rustc_hash::FxHashSet<RtCoreId>,
 }

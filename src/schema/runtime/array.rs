@@ -134,14 +134,32 @@ impl<'a> Rt<'a> {
                 // A position of only `true`/`false`/`null` needs one still unused.
                 let top = self.top();
                 self.arr_node(a.core, a.arr().items).is_some_and(|n| {
-                    unique::fresh_literal(&prog.cores, &prog.nodes[n], &prog.unique_members, |c| {
-                        self.seen_item(top, c)
-                    })
+                    unique::fresh_literal(
+                        &prog.cores,
+                        &prog.nodes[n],
+                        &prog.unique_members,
+                        |c| self.seen_item(top, c),
+                        |c| self.counted_fresh_start(top, c),
+                    )
                     .unwrap_or(true)
                 })
             }
             _ => self.arr_node(a.core, a.arr().items).is_some(),
         }
+    }
+
+    /// For a string core decided by counting ([`unique::counted_fresh`]): does it have a
+    /// value the `uniqueItems` array in frame `fi` has not completed yet? `None` for other
+    /// cores.
+    fn counted_fresh_start(&self, fi: usize, c: RtCoreId) -> Option<bool> {
+        let prog = self.prog();
+        if !prog.unique_counted.contains(&c) {
+            return None;
+        }
+        let CoreRt::String { dfa, min, max } = prog.cores[c] else { return None };
+        let d = &prog.dfas[dfa];
+        let lang = unique::StrLang { dfa: d, min, max };
+        Some(unique::counted_fresh(lang, d.start(), 0, b"", None, self.seen_texts(fi)))
     }
 
     pub(super) fn arr_byte(&mut self, fi: usize, b: u8) -> bool {

@@ -444,6 +444,10 @@ impl Fast<'_, '_> {
                 self.member_open(ai, members, classes, mask);
                 continue;
             }
+            if self.rt.counted_risky_bytes(fi, ai).is_some() {
+                self.counted_open(ai, classes, mask);
+                continue;
+            }
             if let Some(key) = self.open_tokens(ai, classes, mask) {
                 todo.push((ai, key));
             }
@@ -465,6 +469,16 @@ impl Fast<'_, '_> {
     /// tokens never complete an item and keep their fast path.
     fn recording(&self) -> bool {
         self.rt.st.frames.iter().any(|f| f.uniq)
+    }
+
+    /// Adds the tokens that keep alternative `ai` of the top string frame alive without closing
+    /// it, when it is an item decided by counting whose text so far an earlier item continues
+    /// ([`Rt::counted_risky_bytes`]): they depend on the items written, not only on the
+    /// automaton state, so the plain and escaped tokens are walked with the recogniser, which
+    /// counts completions byte by byte (cheap once a token leaves every earlier item behind).
+    fn counted_open(&mut self, ai: usize, classes: &StringClasses, mask: &mut TokenMask) {
+        self.single_alt_walk(ai, &classes.plain, mask);
+        self.single_alt_walk(ai, &classes.escaped, mask);
     }
 
     /// Adds the tokens that keep alternative `ai` of the top string frame alive without closing

@@ -181,7 +181,7 @@ impl<'a> Rt<'a> {
                 if let CoreRt::String { dfa, max, .. } = &prog.cores[a.core] {
                     if p.chars < *max
                         && prog.dfas[*dfa].range_live(p.state, lo, hi, *max - p.chars - 1)
-                        && self.str_item_fresh(fi, ai, Some((lo, hi)))
+                        && self.str_item_fresh(fi, ai, Some((lo, hi)), p, true)
                     {
                         return true;
                     }
@@ -211,37 +211,121 @@ impl<'a> Rt<'a> {
     }
 
     /// For string alternative `ai` of frame `fi` when it is an item of a recording
-    /// `uniqueItems` array and its core is decided by its members
-    /// ([`unique::string_members`]): can the item text so far still become an unseen member
-    /// (`pending`: inside a `\u` escape, the code points it can still spell)? `true` for every
-    /// other alternative, and for one that also serves a live array alternative without
+    /// `uniqueItems` array whose core is not open: can the item, at progress `p` with its text
+    /// so far, still complete to an unseen value (`pending`: inside a `\u` escape, the code
+    /// points it can still spell)? Cores decided by their members
+    /// ([`unique::string_members`]) compare the text with them; the others count the
+    /// completions from `p` ([`unique::counted_fresh`]), skipped when `counted` is false (the
+    /// text and `p` disagree in the middle of an escaped character). `true` for every other
+    /// alternative, and for one that also serves a live array alternative without
     /// `uniqueItems` (duplicates are fine there).
-    pub(super) fn str_item_fresh(&self, fi: usize, ai: usize, pending: Option<(u32, u32)>) -> bool {
-        let Some(members) = self.item_members(fi, ai) else { return true };
-        let pi = fi - 1;
+    pub(super) fn str_item_fresh(
+        &self,
+        fi: usize,
+        ai: usize,
+        pending: Option<(u32, u32)>,
+        p: StrProgress,
+        counted: bool,
+    ) -> bool {
+        let pi = fi.wrapping_sub(1);
+        if let Some(members) = self.item_members(fi, ai) {
+            let text = unique::partial_string(&self.st.raw[self.st.frames[pi].item as usize + 1..]);
+            return unique::fresh_member(members, &text, pending, |c| self.seen_item(pi, c));
+        }
+        if !counted {
+            return true;
+        }
+        let Some(lang) = self.item_counted(fi, ai) else { return true };
         let text = unique::partial_string(&self.st.raw[self.st.frames[pi].item as usize + 1..]);
-        unique::fresh_member(members, &text, pending, |c| self.seen_item(pi, c))
+        unique::counted_fresh(lang, p.state, p.chars, &text, pending, self.seen_texts(pi))
     }
 
     /// The members that decide string alternative `ai` of frame `fi` (sorted bytewise), when
     /// [`Rt::str_item_fresh`] restricts it; `None` otherwise.
     pub(super) fn item_members(&self, fi: usize, ai: usize) -> Option<&'a [Box<[u8]>]> {
         let prog = self.prog();
-        if prog.unique_members.is_empty() || fi == 0 {
+        if prog.unique_members.is_empty() {
             return None;
         }
+        let members = prog.unique_members.get(&self.st.alts[ai].core)?;
+        self.unique_item(fi, ai).then_some(members.as_slice())
+    }
+
+    /// The language of string alternative `ai` of frame `fi` when [`Rt::str_item_fresh`]
+    /// decides it by counting; `None` otherwise.
+    pub(super) fn item_counted(&self, fi: usize, ai: usize) -> Option<unique::StrLang<'a>> {
+        let prog = self.prog();
+        let core = self.st.alts[ai].core;
+        if prog.unique_counted.is_empty() || !prog.unique_counted.contains(&core) {
+            return None;
+        }
+        let CoreRt::String { dfa, min, max } = prog.cores[core] else { return None };
+        self.unique_item(fi, ai).then(|| unique::StrLang { dfa: &prog.dfas[dfa], min, max })
+    }
+
+    /// Is alternative `ai` of frame `fi` an item of a recording `uniqueItems` array that
+    /// serves no live array alternative without it?
+    fn unique_item(&self, fi: usize, ai: usize) -> bool {
+        if fi == 0 {
+            return false;
+        }
         let a = self.st.alts[ai];
-        let members = prog.unique_members.get(&a.core)?;
         let pi = fi - 1;
         let pf = self.st.frames[pi];
         if pf.kind() != Kind::Arr || !pf.uniq {
-            return None;
+            return false;
         }
-        let plain = self.alt_range(pi).enumerate().any(|(li, pj)| {
+        !self.alt_range(pi).enumerate().any(|(li, pj)| {
             let p = self.st.alts[pj];
             a.serves(li) && p.alive && !self.is_unique(p.core)
-        });
-        (!plain).then_some(members.as_slice())
+        })
+    }
+
+    /// For string alternative `ai` of the top frame decided by counting: the bytes that
+    /// continue its text so far along an earlier item of its array (`None` when there are
+    /// none). A token that starts with another byte leaves every earlier item behind, so only
+    /// the automaton state decides it; the others depend on the items written, and the mask
+    /// walks them with the recogniser.
+    pub(super) fn counted_risky_bytes(&self, fi: usize, ai: usize) -> Option<crate::ByteSet> {
+        self.item_counted(fi, ai)?;
+        let pi = fi - 1;
+        let text = unique::partial_string(&self.st.raw[self.st.frames[pi].item as usize + 1..]);
+        let mut set = crate::ByteSet::EMPTY;
+        for t in self.seen_texts(pi) {
+            if let Some(&b) = t.strip_prefix(text.as_slice()).and_then(|r| r.first()) {
+                set.insert(b);
+            }
+        }
+        (!set.is_empty()).then_some(set)
+    }
+
+    /// The decoded texts of the string items the `uniqueItems` array in frame `pi` has
+    /// completed.
+    pub(super) fn seen_texts(&self, pi: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        let f = &self.st.frames[pi];
+        self.st.xk[f.xk as usize..].iter().filter(|x| x.alt == NONE).filter_map(|x| {
+            unique::canon_text(&self.st.xtext[x.start as usize..(x.start + x.len) as usize])
+        })
+    }
+
+    /// After an escaped character was fed byte by byte: the alternatives decided by counting
+    /// must still have an unseen completion ([`Rt::str_item_fresh`]).
+    fn counted_pass(&mut self, fi: usize) -> bool {
+        let mut any = false;
+        for ai in self.alt_range(fi) {
+            let a = self.st.alts[ai];
+            if !a.alive {
+                continue;
+            }
+            if self.item_counted(fi, ai).is_some()
+                && !self.str_item_fresh(fi, ai, None, a.str(), true)
+            {
+                self.kill(ai);
+            } else {
+                any = true;
+            }
+        }
+        any
     }
 
     pub(super) fn feed_cp(&mut self, fi: usize, cp: u32) -> bool {
@@ -250,11 +334,22 @@ impl<'a> Rt<'a> {
         if bytes.is_empty() {
             return false;
         }
-        bytes.iter().all(|&b| self.feed(fi, b))
+        if !bytes.iter().all(|&b| self.feed_with(fi, b, false)) {
+            return false;
+        }
+        self.st.frames[fi].kind() != Kind::Str
+            || self.prog().unique_counted.is_empty()
+            || self.counted_pass(fi)
     }
 
     /// One decoded content byte into every alternative of a string or key frame.
     pub(super) fn feed(&mut self, fi: usize, b: u8) -> bool {
+        self.feed_with(fi, b, true)
+    }
+
+    /// [`Rt::feed`]; `counted`: the byte is the end of the item text so far (not one byte of
+    /// an escaped character, whose text is already complete; see [`Rt::str_item_fresh`]).
+    fn feed_with(&mut self, fi: usize, b: u8, counted: bool) -> bool {
         let f = self.st.frames[fi];
         let prog = self.prog();
         let lead = b & 0xC0 != 0x80;
@@ -280,7 +375,13 @@ impl<'a> Rt<'a> {
                 // Live iff the fewest code points that complete it still fit under `max`.
                 if n == DEAD
                     || count.saturating_add(d.short(n)) > *max
-                    || !self.str_item_fresh(fi, ai, None)
+                    || !self.str_item_fresh(
+                        fi,
+                        ai,
+                        None,
+                        StrProgress { state: n, chars: count },
+                        counted,
+                    )
                 {
                     self.kill(ai);
                 } else {
