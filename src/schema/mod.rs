@@ -324,12 +324,14 @@ impl SchemaOptions {
     }
 
     /// The generation profile: a subset of the schema's language, chosen so that a greedy
-    /// small model finishes, every output still valid (`docs/json-schema.md`, "Generation
-    /// profile"): objects closed where the schema says nothing ([`Self::closed_objects`]),
-    /// plain bounded numbers ([`Self::plain_numbers`]) and integers, declared names and enum
-    /// members as written ([`Self::literal_keys`], [`Self::literal_values`]), no gratuitous
-    /// escapes ([`Self::plain_strings`]), and canonical whitespace (`", "` and `": "`, as
-    /// Python's `json.dumps` writes) instead of free runs.
+    /// small model finishes, every output still valid (`docs/generation.md`): objects closed
+    /// where the schema says nothing ([`Self::closed_objects`]), plain bounded numbers
+    /// ([`Self::plain_numbers`]) and integers, declared names and enum members as written
+    /// ([`Self::literal_keys`], [`Self::literal_values`]), no gratuitous escapes
+    /// ([`Self::plain_strings`]), and compact JSON ([`Whitespace::Compact`]) instead of free
+    /// whitespace runs — of compact, `json.dumps`'s separators and flexible runs, compact and
+    /// flexible let SmolLM2-135M finish most often (60 and 61 of 80 MaskBench schemas, against
+    /// 51), and compact in the fewest tokens.
     ///
     /// ```
     /// use grammask::SchemaOptions;
@@ -338,7 +340,7 @@ impl SchemaOptions {
     /// ```
     pub fn generation() -> SchemaOptions {
         SchemaOptions {
-            whitespace: Whitespace::Separators { item: ", ".into(), key: ": ".into() },
+            whitespace: Whitespace::Compact,
             plain_integers: true,
             literal_keys: true,
             literal_values: true,

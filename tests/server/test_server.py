@@ -212,9 +212,9 @@ def test_with_tools_bound_a_text_answer_streams(server, choice):
 
 
 def test_the_generation_profile_and_its_request_knobs(server):
-    """By default a schema compiles under the generation profile: `json.dumps` separators and
-    an object open only by silence closed; `disable_any_whitespace` makes it compact and
-    `profile: exact` brings back the schema's whole language (flexible whitespace)."""
+    """By default a schema compiles under the generation profile: compact JSON and an object
+    open only by silence closed; `disable_any_whitespace` keeps it compact, `profile: exact`
+    brings back the schema's whole language, and an unknown profile is a 400."""
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
                                                "tags": {"type": "array", "maxItems": 2,
                                                         "items": {"type": "string", "maxLength": 12}}},
@@ -232,7 +232,7 @@ def test_the_generation_profile_and_its_request_knobs(server):
 
     text, doc = answer()
     assert set(doc) <= {"name", "tags"}, "closed: only the declared keys"
-    assert text == json.dumps(doc, ensure_ascii=False), "canonical ', ' and ': ' separators"
+    assert text == json.dumps(doc, ensure_ascii=False, separators=(",", ":")), "compact JSON"
     text, doc = answer(extra_body={"structured_outputs": {"disable_any_whitespace": True}})
     assert text == json.dumps(doc, ensure_ascii=False, separators=(",", ":")), "compact"
     with pytest.raises(openai.BadRequestError):
