@@ -31,8 +31,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
     "exact": ["--profile", "exact"],
     "generation": ["--profile", "generation"],
+    "generation+separators": ["--profile", "generation", "--whitespace", "separators"],
     "generation+compact": ["--profile", "generation", "--whitespace", "compact"],
-    "generation+flexible": ["--profile", "generation", "--whitespace", "flexible"],
 }
 
 

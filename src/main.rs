@@ -222,9 +222,10 @@ struct MaskbenchArgs {
     /// Keys in schema order instead of any order.
     #[arg(long)]
     schema_order: bool,
-    /// Compile under this profile (default exact). Under `generation` the valid documents
-    /// that spell what the profile leaves out (undeclared keys, exponents, escapes) count as
-    /// refused: use it to time masks and compiles beside exact, not for verdicts.
+    /// Compile under this profile (default exact). Under `generation` (with `json.dumps`
+    /// separators, the spelling MaskBench's documents are written in) the valid documents that spell what the profile leaves out (undeclared
+    /// keys, exponents, escapes) count as refused: use it to time masks and compiles beside
+    /// exact, not for verdicts.
     #[arg(long, value_enum, default_value_t = ProfileArg::Exact)]
     profile: ProfileArg,
 }
@@ -244,7 +245,8 @@ struct ConstraintArgs {
     /// Allow any JSON value at the top level, not only an object (with --json).
     #[arg(long)]
     any_value: bool,
-    /// Whitespace policy between JSON tokens, for --json and --schema [default: flexible].
+    /// Whitespace policy between JSON tokens, for --json and --schema [default: flexible, in
+    /// runs of at most 4].
     #[arg(long, value_enum, conflicts_with_all = ["regex", "grammar"])]
     whitespace: Option<WsArg>,
     /// A regex the whole output must match.
@@ -362,6 +364,9 @@ fn schema_options(c: &ConstraintArgs) -> grammask::SchemaOptions {
     let mut options = grammask::SchemaOptions::for_profile(profile);
     match c.whitespace {
         Some(WsArg::Compact) => options.whitespace = Whitespace::Compact,
+        Some(WsArg::Separators) => {
+            options.whitespace = Whitespace::Separators { item: ", ".into(), key: ": ".into() }
+        }
         Some(WsArg::Flexible) => {
             options.whitespace =
                 Whitespace::Flexible { max_run: grammask::SchemaOptions::DEFAULT_MAX_WS_RUN }
@@ -380,6 +385,8 @@ enum WsArg {
     Compact,
     /// Whitespace where RFC 8259 allows it, in bounded runs.
     Flexible,
+    /// Python `json.dumps`'s `", "` and `": "` and no other whitespace (--schema, --tools).
+    Separators,
 }
 
 #[derive(Args, Clone)]
@@ -630,6 +637,9 @@ fn constraint_of(c: &ConstraintArgs) -> CliResult<Constraint> {
     let whitespace = match c.whitespace.unwrap_or(WsArg::Flexible) {
         WsArg::Compact => Whitespace::Compact,
         WsArg::Flexible => Whitespace::Flexible { max_run: JsonConfig::DEFAULT_MAX_WS_RUN },
+        WsArg::Separators => {
+            return Err("--whitespace separators applies to --schema and --tools, not --json".into())
+        }
     };
     let mut config = JsonConfig::default().with_top_level(top).with_whitespace(whitespace);
     if let Some(v) = get("json_depth") {
@@ -671,7 +681,8 @@ fn maskbench(args: MaskbenchArgs) -> CliResult<()> {
         ..MaskbenchOptions::default()
     };
     if let ProfileArg::Generation = args.profile {
-        opts.schema = grammask::SchemaOptions::generation();
+        opts.schema = grammask::SchemaOptions::generation()
+            .with_whitespace(Whitespace::Separators { item: ", ".into(), key: ": ".into() });
     }
     if args.schema_order {
         opts.schema.property_order = PropertyOrder::Schema;

@@ -328,10 +328,11 @@ impl SchemaOptions {
     /// where the schema says nothing ([`Self::closed_objects`]), plain bounded numbers
     /// ([`Self::plain_numbers`]) and integers, declared names and enum members as written
     /// ([`Self::literal_keys`], [`Self::literal_values`]), no gratuitous escapes
-    /// ([`Self::plain_strings`]), and compact JSON ([`Whitespace::Compact`]) instead of free
-    /// whitespace runs — of compact, `json.dumps`'s separators and flexible runs, compact and
-    /// flexible let SmolLM2-135M finish most often (60 and 61 of 80 MaskBench schemas, against
-    /// 51), and compact in the fewest tokens.
+    /// ([`Self::plain_strings`]). Whitespace stays flexible in runs of at most 4: of compact
+    /// JSON, `json.dumps`'s separators and bounded flexible runs, the runs let SmolLM2-135M
+    /// finish most often (61 of 80 MaskBench schemas, against 60 and 51, and the client
+    /// suite's extractions, which a chat model writes pretty-printed and loses its way in when
+    /// made to write them compact; `docs/generation.md`).
     ///
     /// ```
     /// use grammask::SchemaOptions;
@@ -340,7 +341,7 @@ impl SchemaOptions {
     /// ```
     pub fn generation() -> SchemaOptions {
         SchemaOptions {
-            whitespace: Whitespace::Compact,
+            whitespace: Whitespace::Flexible { max_run: Self::DEFAULT_MAX_WS_RUN },
             plain_integers: true,
             literal_keys: true,
             literal_values: true,

@@ -167,6 +167,57 @@ fn plain_integers_and_literal_spelling_flags_refuse_other_spellings() {
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
 
+/// `--profile`: `walk` is exact unless told otherwise; under `generation` an object that says
+/// nothing of other keys takes only its own and numbers are plain, and `--whitespace` overrides
+/// the profile's whitespace. `generate` compiles under the profile.
+#[test]
+fn profile_flag_picks_the_schema_language() {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"p": {"type": "number", "minimum": 0, "maximum": 1}}}"#,
+    )
+    .unwrap();
+    let walk = |doc: &str, extra: &[&str]| {
+        let input = dir.join("doc.json");
+        std::fs::write(&input, doc).unwrap();
+        let mut a = vec!["walk", "--schema", schema.to_str().unwrap(), "--format", "json"];
+        a.extend(["--input", input.to_str().unwrap()]);
+        a.extend(extra);
+        let (_, out, err) = grammask(&a);
+        let v: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{doc}: {out} {err}"));
+        v["accepted"] == true
+    };
+    let generation: &[&str] = &["--profile", "generation"];
+    assert!(walk(r#"{"p": 0.5, "q": 1}"#, &[]) && walk(r#"{"p": 5e-1}"#, &[]), "exact");
+    assert!(walk(r#"{"p":0.5}"#, generation));
+    assert!(!walk(r#"{"p":0.5,"q":1}"#, generation), "closed");
+    assert!(!walk(r#"{"p":5e-1}"#, generation), "plain numbers");
+    assert!(walk(r#"{"p": 0.5}"#, generation), "flexible runs");
+    assert!(!walk(r#"{"p": 0.5}"#, &["--profile", "generation", "--whitespace", "compact"]));
+    assert!(walk(r#"{"p": 0.5}"#, &["--profile", "generation", "--whitespace", "separators"]));
+    let (ok, out, err) = grammask(&[
+        "generate",
+        "--schema",
+        schema.to_str().unwrap(),
+        "--format",
+        "json",
+        "--max-tokens",
+        "64",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    if v["finish_reason"] == "stop" {
+        let doc: serde_json::Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+        assert!(doc.as_object().unwrap().keys().all(|k| k == "p"), "{doc}");
+    }
+    let (ok, _, err) = grammask(&["walk", "--json", "--whitespace", "separators", "--input", "x"]);
+    assert!(!ok && err.contains("separators"), "{err}");
+}
+
 #[test]
 fn walk_dumps_every_mask_in_the_token_mask_layout() {
     let dir = std::env::temp_dir().join(format!("grammask-cli-dump-{}", std::process::id()));
