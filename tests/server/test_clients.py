@@ -260,6 +260,26 @@ def test_an_unknown_model_name_is_model_not_found(oai, served):
         oai.models.retrieve("gpt-4o-mini")
 
 
+# Where SmolLM2-135M itself loops greedily inside what the schema allows, with the output seen:
+# Article repeats one `set[str]` item's text (`"tags": ["Python 3.13", "Python 3.13, 2019",
+# "Python 3.13, 2019, 2019, …`, an unbounded string), Node nests the tree's names again and
+# again (`animals → cats → dogs → animals → …`, a recursive model). The constraint cannot end
+# an unbounded string or a recursion for the model; these must finish valid or run into the
+# token limit with a 200 — never a finished invalid answer, an error or a crash.
+MODEL_LOOPS = {"Article", "Node"}
+
+
+def judge_or_model_loop(wire, model):
+    """`judge` for models that finish; for `MODEL_LOOPS` a length stop at the limit passes."""
+    req, status, body = wire.last()
+    assert status == 200, body
+    if model.__name__ in MODEL_LOOPS and body["choices"][0]["finish_reason"] == "length":
+        assert body["usage"]["completion_tokens"] == MAX_TOKENS, summary(body)
+        return req, body, False
+    req, body = judge(wire)
+    return req, body, True
+
+
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_openai_parse(oai, served, wire, model):
     """`chat.completions.parse(response_format=Model)`: the SDK sends a strict schema of its
@@ -270,9 +290,10 @@ def test_openai_parse(oai, served, wire, model):
                   temperature=0, max_tokens=MAX_TOKENS)
     except openai.LengthFinishReasonError:
         r = None
-    req, body = judge(wire)
+    req, body, finished = judge_or_model_loop(wire, model)
     assert req["response_format"]["type"] == "json_schema"
-    assert isinstance(r.choices[0].message.parsed, model)
+    if finished:
+        assert isinstance(r.choices[0].message.parsed, model)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
@@ -283,8 +304,8 @@ def test_openai_json_schema_of_pydantic(oai, served, wire, model):
         model=served, messages=chat(PROMPTS[model]), temperature=0, max_tokens=MAX_TOKENS,
         response_format={"type": "json_schema", "json_schema": {
             "name": model.__name__, "schema": model.model_json_schema()}})
-    judge(wire)
-    model.model_validate_json(r.choices[0].message.content)
+    if judge_or_model_loop(wire, model)[2]:
+        model.model_validate_json(r.choices[0].message.content)
 
 
 def test_json_object_with_a_schema(oai, served, wire):
