@@ -92,6 +92,25 @@ pub fn compute_top_logprobs(
     Ok(Some(out))
 }
 
+/// The checks both top-logprob functions make of their arguments over a row of `n` entries:
+/// `false` for `k == 0` (nothing to report), an error for `k > 20`, an empty row, or `chosen`
+/// outside it.
+fn top_args(k: usize, n: usize, chosen: TokenId) -> Result<bool, SampleError> {
+    if k == 0 {
+        return Ok(false);
+    }
+    if k > MAX_TOP_LOGPROBS {
+        return Err(SampleError::new(SampleErrorKind::TopLogprobsK(k)));
+    }
+    if n == 0 {
+        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
+    }
+    if chosen.index() >= n {
+        return Err(SampleError::new(SampleErrorKind::TokenOutOfRange { token: chosen, vocab: n }));
+    }
+    Ok(true)
+}
+
 /// [`compute_top_logprobs`] into a reusable `out` (its `top` vector keeps its capacity).
 /// Returns `false` and leaves `out` untouched when `k == 0`.
 ///
@@ -103,18 +122,8 @@ pub fn compute_top_logprobs_into(
     k: usize,
     out: &mut TokenLogprobs,
 ) -> Result<bool, SampleError> {
-    if k == 0 {
+    if !top_args(k, logits.len(), chosen)? {
         return Ok(false);
-    }
-    if k > MAX_TOP_LOGPROBS {
-        return Err(SampleError::new(SampleErrorKind::TopLogprobsK(k)));
-    }
-    let n = logits.len();
-    if n == 0 {
-        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
-    }
-    if chosen.index() >= n {
-        return Err(SampleError::new(SampleErrorKind::TokenOutOfRange { token: chosen, vocab: n }));
     }
     out.token = chosen;
     out.top.clear();
@@ -142,20 +151,8 @@ pub fn top_logprobs_from_probs_into(
     k: usize,
     out: &mut TokenLogprobs,
 ) -> Result<bool, SampleError> {
-    if k == 0 {
+    if !top_args(k, probs.len(), chosen)? {
         return Ok(false);
-    }
-    if k > MAX_TOP_LOGPROBS {
-        return Err(SampleError::new(SampleErrorKind::TopLogprobsK(k)));
-    }
-    if probs.is_empty() {
-        return Err(SampleError::new(SampleErrorKind::EmptyLogits));
-    }
-    if chosen.index() >= probs.len() {
-        return Err(SampleError::new(SampleErrorKind::TokenOutOfRange {
-            token: chosen,
-            vocab: probs.len(),
-        }));
     }
     out.token = chosen;
     out.top.clear();

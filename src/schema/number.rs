@@ -1013,27 +1013,8 @@ impl NumCore {
             return c.exists_in(step, excl, l, lex, hi, hex);
         }
         let p_lo = Dec::norm(false, sig.to_vec(), 0); // 0.P
-        let mut up = sig.to_vec();
-        // 0.(P+1): increment the digit string.
-        let mut i = up.len();
-        let mut carry = true;
-        while carry && i > 0 {
-            i -= 1;
-            if up[i] == 9 {
-                up[i] = 0;
-            } else {
-                up[i] += 1;
-                carry = false;
-            }
-        }
-        let p_hi = if carry {
-            let mut v = vec![1];
-            v.extend(up);
-            Dec::norm(false, v, 1)
-        } else {
-            Dec::norm(false, up, 0)
-        };
-        // Values at scale t lie in [10^(t-1), 10^t).
+        let p_hi = succ(sig, 0); // 0.(P+1)
+                                 // Values at scale t lie in [10^(t-1), 10^t).
         let t_max = hi.exp + 1;
         let t_min = match (lo_pos, step) {
             (Some((l, _)), s) => (l.exp - 1).max(s.map_or(i64::MIN, |s| s.exp - 1)),
